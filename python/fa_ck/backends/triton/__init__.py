@@ -1,0 +1,188 @@
+"""The triton backend: our FlashAttention-2 kernels (forward.py, backward.py), launched here.
+
+Runs on NVIDIA and AMD GPUs, and on the CPU under TRITON_INTERPRET=1 (set before import),
+which is how CI tests the kernels themselves.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...params import AttnParams
+from . import configs
+
+NAME = "triton"
+MAX_HEAD_DIM = 256
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+try:
+    import triton
+    from .backward import bwd_dkdv_kernel, bwd_dq_kernel, bwd_preprocess
+    from .forward import fwd_kernel
+    _IMPORT_ERROR = ""
+except Exception as e:  # no triton, or a triton too old for our kernels
+    _IMPORT_ERROR = f"{type(e).__name__}: {e}"
+
+
+def available() -> tuple[bool, str]:
+    if _IMPORT_ERROR:
+        return False, f"triton is not importable ({_IMPORT_ERROR})"
+    if configs.INTERPRET:
+        return True, "TRITON_INTERPRET=1: kernels run in the interpreter on CPU tensors"
+    if not torch.cuda.is_available():
+        return False, "no GPU (set TRITON_INTERPRET=1 before importing fa_ck to run the kernels on the CPU)"
+    return True, ""
+
+
+def unsupported(q, k, v, p: AttnParams) -> str | None:
+    ok, why = available()
+    if not ok:
+        return why
+    if q.device.type == "cpu" and not configs.INTERPRET:
+        return "CPU tensors (outside TRITON_INTERPRET=1)"
+    if q.device.type not in ("cpu", "cuda"):
+        return f"{q.device.type} tensors"
+    if q.dtype not in _DTYPES:
+        return f"dtype {q.dtype}"
+    if q.shape[-1] > MAX_HEAD_DIM or v.shape[-1] != q.shape[-1]:
+        return f"head_dim {q.shape[-1]} (supported: 1..{MAX_HEAD_DIM}, same for q, k and v)"
+    if p.fp8:
+        return "fp8 (not implemented yet)"
+    return None
+
+
+def _flags(q, p: AttnParams, head_dim: int) -> dict:
+    return dict(
+        BLOCK_D=configs.block_d(head_dim), EVEN_D=configs.block_d(head_dim) == head_dim,
+        VARLEN=p.varlen, SOFTCAP=p.softcap > 0, ALIBI=p.alibi_slopes is not None,
+        MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0, DROPOUT=p.dropout_p > 0,
+        DOT_F32=configs.INTERPRET and q.dtype == torch.bfloat16,
+    )
+
+
+def _scalars(p: AttnParams) -> dict:
+    log2e = 1.0 / math.log(2.0)
+    cap = p.softcap if p.softcap > 0 else 1.0
+    return dict(scale_log2=p.scale * log2e, softcap_in=p.scale / cap, softcap_out=cap * log2e,
+                window_left=p.window_left, window_right=p.window_right, dropout_p=float(p.dropout_p))
+
+
+def _shape(q, k, p: AttnParams):
+    """(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, 4-D strides helper)."""
+    if p.varlen:
+        return p.cu_seqlens_q.numel() - 1, p.max_seqlen_q, p.max_seqlen_k, q.shape[1], k.shape[1], q.shape[2]
+    return q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]
+
+
+def _strides(t, varlen: bool):
+    """(batch, seq, head) strides; a packed varlen tensor has no batch stride."""
+    return (0, t.stride(0), t.stride(1)) if varlen else (t.stride(0), t.stride(1), t.stride(2))
+
+
+def _lse_strides(lse, varlen: bool):
+    return (0, lse.stride(0)) if varlen else (lse.stride(0), lse.stride(1))
+
+
+def _extras(q, p: AttnParams):
+    dummy = q.new_empty(0, dtype=torch.int32)
+    slopes = p.alibi_slopes if p.alibi_slopes is not None else q.new_empty(0, dtype=torch.float32)
+    slope_stride = slopes.stride(0) if slopes.dim() == 2 else 0
+    rng = p.rng if p.rng is not None else q.new_zeros(2, dtype=torch.int64)
+    cu_q = p.cu_seqlens_q if p.varlen else dummy
+    cu_k = p.cu_seqlens_k if p.varlen else dummy
+    return slopes, slope_stride, rng, cu_q, cu_k
+
+
+def _config(kernel: str, q, head_dim: int, p: AttnParams, seqlen: int, bench=None) -> dict:
+    arch = configs.arch(q.device)
+    dflt = configs.default(kernel, arch, head_dim, q.dtype)
+    if bench is None or arch == "interpreter":
+        return dflt
+    from . import tuning
+    if not tuning.autotune_enabled():
+        return dflt
+    key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, seqlen,
+                          "-".join(p.features()))
+    return tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype), bench, dflt)
+
+
+def _launch_cfg(cfg: dict) -> dict:
+    return {k: cfg[k] for k in ("num_warps", "num_stages")}
+
+
+def forward(q, k, v, p: AttnParams):
+    b, sq, sk, hq, hkv, d = _shape(q, k, p)
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), dtype=torch.float32, device=q.device)
+    slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
+    flags, scal = _flags(q, p, d), _scalars(p)
+
+    def run(cfg):
+        grid = (triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)
+        fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k,
+                         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen),
+                         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
+                         sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
+                         scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
+                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
+
+    run(_config("fwd", q, d, p, max(sq, sk), bench=_bencher(run)))
+    return out, lse
+
+
+def backward(do, q, k, v, out, lse, p: AttnParams):
+    b, sq, sk, hq, hkv, d = _shape(q, k, p)
+    if do.stride(-1) != 1:
+        do = do.contiguous()
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    delta = torch.empty_like(lse)
+    slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
+    flags, scal = _flags(q, p, d), _scalars(p)
+    bd = flags["BLOCK_D"]
+
+    pre_bm = 64 if configs.arch(q.device) != "interpreter" else 32
+    bwd_preprocess[(triton.cdiv(sq, pre_bm), hq, b)](
+        out, do, delta, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen),
+        sq, d, cu_q, BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen)
+
+    common = (*_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen))
+    tail = (sq, sk, hq // hkv, d, p.scale, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
+            scal["window_left"], scal["window_right"], scal["dropout_p"], sk)
+
+    def run_dkdv(cfg):
+        bwd_dkdv_kernel[(triton.cdiv(sk, cfg["BLOCK_N"]), hkv, b)](
+            q, k, v, do, lse, delta, dk, dv, slopes, rng, cu_q, cu_k, *common,
+            *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
+            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
+
+    def run_dq(cfg):
+        bwd_dq_kernel[(triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)](
+            q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
+            *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
+            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
+
+    run_dkdv(_config("bwd_dkdv", q, d, p, max(sq, sk), bench=_bencher(run_dkdv)))
+    run_dq(_config("bwd_dq", q, d, p, max(sq, sk), bench=_bencher(run_dq)))
+    return dq, dk, dv
+
+
+def _bencher(run):
+    """Time one config of a launch (used only when autotune searches)."""
+    def bench(cfg):
+        return triton.testing.do_bench(lambda: run(cfg), warmup=5, rep=20, return_mode="median")
+    return bench
+
+
+def dropout_mask(rng, batch: int, heads: int, seqlen_q: int, seqlen_k: int, dropout_p: float,
+                 row_stride: int | None = None) -> torch.Tensor:
+    """The keep mask (bool, (batch, heads, seqlen_q, seqlen_k)) our kernels apply for this rng."""
+    from .forward import dropout_mask_kernel
+    keep = torch.empty((batch, heads, seqlen_q, seqlen_k), dtype=torch.int8, device=rng.device)
+    bm, bn = 32, 32
+    grid = (triton.cdiv(seqlen_q, bm), heads, batch)
+    dropout_mask_kernel[grid](keep, rng, seqlen_q, seqlen_k, row_stride or seqlen_k, dropout_p,
+                              BLOCK_M=bm, BLOCK_N=bn)
+    return keep.bool()

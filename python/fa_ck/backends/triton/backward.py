@@ -1,0 +1,289 @@
+"""FlashAttention-2 backward in three kernels, with no atomics (so always deterministic):
+
+    delta = rowsum(dO * O)                                  (bwd_preprocess)
+    dK, dV for one key block, summed over its GQA group     (bwd_dkdv, transposed tiles)
+    dQ for one query block                                  (bwd_dq)
+
+P is recomputed from the saved lse; the dropout mask is regenerated from the same seed.
+With dropout the forward used P~ = P * Z / (1 - p):  dV = P~^T dO,  dP~ = dO V^T,
+dS = P * (dP~ * Z / (1 - p) - delta).  Softcap multiplies dS by 1 - tanh^2.
+"""
+import triton
+import triton.language as tl
+
+from .common import dropout_keep, key_blocks, query_blocks, scores
+
+
+@triton.jit
+def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, stride_dos, stride_doh,
+                   stride_lb, stride_lh, seqlen_q, head_dim, CU_Q,
+                   BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, VARLEN: tl.constexpr):
+    pid_m = tl.program_id(0)
+    h = tl.program_id(1).to(tl.int64)
+    b = tl.program_id(2)
+    q_start = 0
+    if VARLEN:
+        q_start = tl.load(CU_Q + b).to(tl.int64)
+        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    ok = (offs_m[:, None] < seqlen_q) & (offs_d[None, :] < head_dim)
+    b = b.to(tl.int64)
+    o = tl.load(O + b * stride_ob + h * stride_oh + (q_start + offs_m[:, None]) * stride_os + offs_d[None, :],
+                mask=ok, other=0.0).to(tl.float32)
+    do = tl.load(DO + b * stride_dob + h * stride_doh + (q_start + offs_m[:, None]) * stride_dos + offs_d[None, :],
+                 mask=ok, other=0.0).to(tl.float32)
+    tl.store(DELTA + b * stride_lb + h * stride_lh + q_start + offs_m, tl.sum(o * do, 1), mask=offs_m < seqlen_q)
+
+
+@triton.jit
+def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, start, end, offs_m0, offs_n,
+                 d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
+                 slope_log2, window_left, window_right, seed, rng_row, dropout_p,
+                 BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
+                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
+                 DOT_F32: tl.constexpr, MASKED: tl.constexpr):
+    q_ptrs += start * stride_qs
+    do_ptrs += start * stride_dos
+    for m0 in range(start, end, BLOCK_M):
+        offs_m = m0 + offs_m0
+        if MASKED:
+            row_ok = offs_m < seqlen_q
+            q = tl.load(q_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+            do = tl.load(do_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+            lse2 = tl.load(lse_ptrs + offs_m, mask=row_ok, other=float("inf"))
+            delta = tl.load(delta_ptrs + offs_m, mask=row_ok, other=0.0)
+        else:
+            if EVEN_D:
+                q = tl.load(q_ptrs)
+                do = tl.load(do_ptrs)
+            else:
+                q = tl.load(q_ptrs, mask=d_ok[None, :], other=0.0)
+                do = tl.load(do_ptrs, mask=d_ok[None, :], other=0.0)
+            lse2 = tl.load(lse_ptrs + offs_m)
+            delta = tl.load(delta_ptrs + offs_m)
+        if DOT_F32:
+            q = q.to(tl.float32)
+            do = do.to(tl.float32)
+        # lse2: lse in log2 units; a row that saw nothing (-inf) must give P = 0, so use +inf.
+        lse2 = tl.where(lse2 == float("-inf"), float("inf"), lse2 * 1.4426950408889634)
+        qkt = tl.dot(k, tl.trans(q))                                   # (BLOCK_N, BLOCK_M)
+        s, t = scores(qkt, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2,
+                      softcap_in, softcap_out, slope_log2, window_left, window_right,
+                      SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
+        pt = tl.math.exp2(s - lse2[None, :])
+        dpt = tl.dot(v, tl.trans(do))
+        if DROPOUT:
+            keep = dropout_keep(seed, offs_m[None, :], offs_n[:, None], rng_row, dropout_p)
+            inv_keep = 1.0 / (1.0 - dropout_p)
+            pt_drop = tl.where(keep, pt * inv_keep, 0.0)
+            dpt = tl.where(keep, dpt * inv_keep, 0.0)
+        else:
+            pt_drop = pt
+        dst = pt * (dpt - delta[None, :])
+        if SOFTCAP:
+            dst = dst * (1.0 - t * t)
+        if DOT_F32:
+            dv += tl.dot(pt_drop, do)
+            dk += tl.dot(dst, q)
+        else:
+            dv += tl.dot(pt_drop.to(do.dtype), do)
+            dk += tl.dot(dst.to(q.dtype), q)
+        q_ptrs += BLOCK_M * stride_qs
+        do_ptrs += BLOCK_M * stride_dos
+    return dk, dv
+
+
+@triton.jit
+def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
+                    stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+                    stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
+                    stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
+                    stride_lb, stride_lh, stride_sb,
+                    seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, softcap_in, softcap_out,
+                    window_left, window_right, dropout_p, rng_row,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                    EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
+                    MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
+                    DOT_F32: tl.constexpr):
+    pid_n = tl.program_id(0)
+    hk = tl.program_id(1)
+    b = tl.program_id(2)
+    num_heads = tl.num_programs(1) * group
+    if VARLEN:
+        q_start = tl.load(CU_Q + b).to(tl.int64)
+        k_start = tl.load(CU_K + b).to(tl.int64)
+        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
+        seqlen_k = (tl.load(CU_K + b + 1) - k_start).to(tl.int32)
+    else:
+        q_start = 0
+        k_start = 0
+    n0 = pid_n * BLOCK_N
+    if n0 >= seqlen_k:
+        return
+    b64 = b.to(tl.int64)
+    offs_n = n0 + tl.arange(0, BLOCK_N)
+    offs_m0 = tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < head_dim
+    kv_ok = (offs_n[:, None] < seqlen_k) & d_ok[None, :]
+    k_off = b64 * stride_kb + hk.to(tl.int64) * stride_kh + (k_start + offs_n[:, None]) * stride_ks + offs_d[None, :]
+    v_off = b64 * stride_vb + hk.to(tl.int64) * stride_vh + (k_start + offs_n[:, None]) * stride_vs + offs_d[None, :]
+    k = tl.load(K + k_off, mask=kv_ok, other=0.0)
+    v = tl.load(V + v_off, mask=kv_ok, other=0.0)
+    if DOT_F32:
+        k = k.to(tl.float32)
+        v = v.to(tl.float32)
+    dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    lo, full_lo, full_hi, hi = query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right,
+                                            BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+    for g in range(0, group):                 # every q head that reads this kv head
+        h = hk * group + g
+        h64 = h.to(tl.int64)
+        q_ptrs = Q + b64 * stride_qb + h64 * stride_qh + (q_start + offs_m0[:, None]) * stride_qs + offs_d[None, :]
+        do_ptrs = DO + b64 * stride_dob + h64 * stride_doh + (q_start + offs_m0[:, None]) * stride_dos + offs_d[None, :]
+        lse_ptrs = LSE + b64 * stride_lb + h64 * stride_lh + q_start
+        delta_ptrs = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
+        slope_log2 = 0.0
+        if ALIBI:
+            slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
+        seed = 0
+        if DROPOUT:
+            seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, lo, full_lo,
+                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
+                              softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
+                              dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
+                              DOT_F32, True)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, full_lo, full_hi,
+                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
+                              softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
+                              dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
+                              DOT_F32, False)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, full_hi, hi,
+                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
+                              softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
+                              dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
+                              DOT_F32, True)
+    dk_off = b64 * stride_dkb + hk.to(tl.int64) * stride_dkh + (k_start + offs_n[:, None]) * stride_dks + offs_d[None, :]
+    dv_off = b64 * stride_dvb + hk.to(tl.int64) * stride_dvh + (k_start + offs_n[:, None]) * stride_dvs + offs_d[None, :]
+    tl.store(DK + dk_off, (dk * scale).to(DK.dtype.element_ty), mask=kv_ok)
+    tl.store(DV + dv_off, dv.to(DV.dtype.element_ty), mask=kv_ok)
+
+
+@triton.jit
+def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, start, end, offs_m, offs_n0, d_ok,
+               stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
+               slope_log2, window_left, window_right, seed, rng_row, dropout_p,
+               BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
+               MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
+               DOT_F32: tl.constexpr, MASKED: tl.constexpr):
+    k_ptrs += start * stride_ks
+    v_ptrs += start * stride_vs
+    for n0 in range(start, end, BLOCK_N):
+        offs_n = n0 + offs_n0
+        if MASKED:
+            kt = tl.load(k_ptrs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
+            vt = tl.load(v_ptrs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
+        elif EVEN_D:
+            kt = tl.load(k_ptrs)
+            vt = tl.load(v_ptrs)
+        else:
+            kt = tl.load(k_ptrs, mask=d_ok[:, None], other=0.0)
+            vt = tl.load(v_ptrs, mask=d_ok[:, None], other=0.0)
+        if DOT_F32:
+            kt = kt.to(tl.float32)
+            vt = vt.to(tl.float32)
+        qk = tl.dot(q, kt)
+        s, t = scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2,
+                      softcap_in, softcap_out, slope_log2, window_left, window_right,
+                      SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
+        p = tl.math.exp2(s - lse2[:, None])
+        dp = tl.dot(do, vt)
+        if DROPOUT:
+            keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
+            dp = tl.where(keep, dp / (1.0 - dropout_p), 0.0)
+        ds = p * (dp - delta[:, None])
+        if SOFTCAP:
+            ds = ds * (1.0 - t * t)
+        if DOT_F32:
+            dq += tl.dot(ds, tl.trans(kt))
+        else:
+            dq += tl.dot(ds.to(kt.dtype), tl.trans(kt))
+        k_ptrs += BLOCK_N * stride_ks
+        v_ptrs += BLOCK_N * stride_vs
+    return dq
+
+
+@triton.jit
+def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
+                  stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+                  stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
+                  stride_dqb, stride_dqs, stride_dqh, stride_lb, stride_lh, stride_sb,
+                  seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, softcap_in, softcap_out,
+                  window_left, window_right, dropout_p, rng_row,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                  EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
+                  MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
+                  DOT_F32: tl.constexpr):
+    pid_m = tl.program_id(0)
+    h = tl.program_id(1)
+    b = tl.program_id(2)
+    num_heads = tl.num_programs(1)
+    if VARLEN:
+        q_start = tl.load(CU_Q + b).to(tl.int64)
+        k_start = tl.load(CU_K + b).to(tl.int64)
+        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
+        seqlen_k = (tl.load(CU_K + b + 1) - k_start).to(tl.int32)
+    else:
+        q_start = 0
+        k_start = 0
+    m0 = pid_m * BLOCK_M
+    if m0 >= seqlen_q:
+        return
+    hk = h // group
+    b64 = b.to(tl.int64)
+    h64 = h.to(tl.int64)
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < head_dim
+    row_ok = offs_m < seqlen_q
+    q_ok = row_ok[:, None] & d_ok[None, :]
+    q = tl.load(Q + b64 * stride_qb + h64 * stride_qh + (q_start + offs_m[:, None]) * stride_qs + offs_d[None, :],
+                mask=q_ok, other=0.0)
+    do = tl.load(DO + b64 * stride_dob + h64 * stride_doh + (q_start + offs_m[:, None]) * stride_dos + offs_d[None, :],
+                 mask=q_ok, other=0.0)
+    if DOT_F32:
+        q = q.to(tl.float32)
+        do = do.to(tl.float32)
+    l_off = b64 * stride_lb + h64 * stride_lh + q_start + offs_m
+    lse2 = tl.load(LSE + l_off, mask=row_ok, other=float("inf"))
+    lse2 = tl.where(lse2 == float("-inf"), float("inf"), lse2 * 1.4426950408889634)
+    delta = tl.load(DELTA + l_off, mask=row_ok, other=0.0)
+    k_ptrs = K + b64 * stride_kb + hk.to(tl.int64) * stride_kh + (k_start + offs_n0[None, :]) * stride_ks + offs_d[:, None]
+    v_ptrs = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + (k_start + offs_n0[None, :]) * stride_vs + offs_d[:, None]
+    slope_log2 = 0.0
+    if ALIBI:
+        slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
+    seed = 0
+    if DROPOUT:
+        seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
+    dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
+                                          BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, lo, full_lo, offs_m, offs_n0, d_ok,
+                    stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
+                    slope_log2, window_left, window_right, seed, rng_row, dropout_p,
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, full_lo, full_hi, offs_m, offs_n0, d_ok,
+                    stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
+                    slope_log2, window_left, window_right, seed, rng_row, dropout_p,
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False)
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, full_hi, hi, offs_m, offs_n0, d_ok,
+                    stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
+                    slope_log2, window_left, window_right, seed, rng_row, dropout_p,
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
+    tl.store(DQ + b64 * stride_dqb + h64 * stride_dqh + (q_start + offs_m[:, None]) * stride_dqs + offs_d[None, :],
+             (dq * scale).to(DQ.dtype.element_ty), mask=q_ok)

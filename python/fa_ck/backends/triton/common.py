@@ -1,0 +1,94 @@
+"""Pieces shared by the forward and backward kernels: one definition of a score.
+
+Scores are kept in log2 units (scale * log2(e) folded in) so softmax uses exp2. Every
+feature is a constexpr switch, so a kernel compiled without it carries no trace of it.
+`i` and `j` are broadcastable index tensors of query and key positions (the backward
+works on transposed tiles, so orientation is the caller's).
+"""
+import triton
+import triton.language as tl
+
+LOG2E: tl.constexpr = 1.4426950408889634
+
+
+@triton.jit
+def tanh(x):
+    # Portable (CUDA, HIP, interpreter): 1 - 2 / (exp(2x) + 1); saturates cleanly at +-1.
+    return 1.0 - 2.0 / (tl.exp2(x * (2.0 * 1.4426950408889634)) + 1.0)
+
+
+@triton.jit
+def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
+           window_left, window_right, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
+           MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, MASKED: tl.constexpr):
+    """Raw q.k -> (log2-unit scores with -inf where not visible, tanh term for softcap's gradient)."""
+    if SOFTCAP:
+        t = tanh(qk * softcap_in)             # softcap_in = scale / softcap
+        s = t * softcap_out                   # softcap_out = softcap * log2(e)
+    else:
+        t = qk
+        s = qk * scale_log2
+    diag = i + (seqlen_k - seqlen_q)          # the key aligned with query i (bottom-right)
+    if ALIBI:
+        s = s - slope_log2 * tl.abs(diag - j).to(tl.float32)
+    if MASKED:
+        ok = j < seqlen_k
+        if MASK_LEFT:
+            ok = ok & (j >= diag - window_left)
+        if MASK_RIGHT:
+            ok = ok & (j <= diag + window_right)
+        s = tl.where(ok, s, float("-inf"))
+    return s, t
+
+
+@triton.jit
+def dropout_keep(seed, i, j, row_stride, dropout_p):
+    """The keep mask, regenerated bit for bit wherever the same (seed, i, j) is asked for."""
+    return tl.rand(seed, i * row_stride + j) >= dropout_p
+
+
+@triton.jit
+def key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr):
+    """For queries [m0, m0 + BLOCK_M): keys [lo, hi) may be visible; [full_lo, full_hi) are
+    whole blocks visible to every query (no mask needed). lo <= full_lo <= full_hi <= hi."""
+    off = seqlen_k - seqlen_q
+    lo = 0
+    hi = seqlen_k
+    full_lo = 0
+    full_hi = seqlen_k // BLOCK_N * BLOCK_N
+    if MASK_LEFT:
+        lo = tl.maximum(m0 + off - window_left, 0) // BLOCK_N * BLOCK_N
+        full_lo = tl.cdiv(tl.maximum(m0 + BLOCK_M - 1 + off - window_left, 0), BLOCK_N) * BLOCK_N
+    if MASK_RIGHT:
+        hi = tl.minimum(tl.maximum(m0 + BLOCK_M + off + window_right, 0), seqlen_k)
+        full_hi = tl.minimum(full_hi, tl.maximum(m0 + off + window_right + 1, 0) // BLOCK_N * BLOCK_N)
+    hi = tl.maximum(hi, lo)
+    full_lo = tl.minimum(tl.maximum(full_lo, lo), hi)
+    full_hi = tl.minimum(tl.maximum(full_hi, full_lo), hi)
+    return lo, full_lo, full_hi, hi
+
+
+@triton.jit
+def query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr):
+    """For keys [n0, n0 + BLOCK_N): queries [lo, hi) may see them; [full_lo, full_hi) are whole
+    blocks of queries that see every key of the block (and lie inside seqlen_q). Padded keys
+    past seqlen_k need no mask here: their dk/dv rows are never stored."""
+    off = seqlen_k - seqlen_q
+    lo = 0
+    hi = seqlen_q
+    full_lo = 0
+    full_hi = seqlen_q // BLOCK_M * BLOCK_M
+    if MASK_RIGHT:
+        lo = tl.maximum(n0 - off - window_right, 0) // BLOCK_M * BLOCK_M
+        full_lo = tl.cdiv(tl.maximum(n0 + BLOCK_N - 1 - off - window_right, 0), BLOCK_M) * BLOCK_M
+    if MASK_LEFT:
+        hi = tl.minimum(tl.maximum(n0 + BLOCK_N - off + window_left, 0), seqlen_q)
+        full_hi = tl.minimum(full_hi, tl.maximum(n0 - off + window_left + 1, 0) // BLOCK_M * BLOCK_M)
+    hi = tl.maximum(hi, lo)
+    full_lo = tl.minimum(tl.maximum(full_lo, lo), hi)
+    full_hi = tl.minimum(tl.maximum(full_hi, full_lo), hi)
+    return lo, full_lo, full_hi, hi

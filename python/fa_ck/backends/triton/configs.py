@@ -1,0 +1,91 @@
+"""Block sizes, warps and stages per kernel, architecture and head dim.
+
+`default(...)` is the heuristic used when autotune is off; `candidates(...)` is the space
+searched when it is on (tuning.pick caches the winner on disk).
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def arch(device: torch.device) -> str:
+    """'interpreter', 'cuda:sm90', 'hip:gfx942', ..."""
+    if INTERPRET or device.type != "cuda":
+        return "interpreter"
+    if torch.version.hip:
+        return "hip:" + torch.cuda.get_device_properties(device).gcnArchName.split(":")[0]
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"cuda:sm{major}{minor}"
+
+
+def block_d(head_dim: int) -> int:
+    return max(16, 1 << (head_dim - 1).bit_length())
+
+
+def _cfg(bm, bn, warps, stages):
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
+
+
+def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> dict:
+    """kernel: 'fwd', 'bwd_dkdv' (BLOCK_N keys per program, BLOCK_M queries per step) or 'bwd_dq'."""
+    d = block_d(head_dim)
+    if arch_name == "interpreter":
+        # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
+        return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
+    wide = dtype == torch.float32
+    if arch_name.startswith("hip"):
+        # MI300X: 64-wide wavefronts, 64 KB LDS; pipelining through num_stages=2 (stream-k style).
+        if kernel == "fwd":
+            return _cfg(128, 64 if d <= 128 and not wide else 32, 4 if d <= 64 else 8, 2)
+        if kernel == "bwd_dkdv":
+            return _cfg(32, 64 if d <= 128 else 32, 4, 1)
+        return _cfg(64 if d <= 128 else 32, 32, 4, 1)
+    # NVIDIA (Hopper defaults; older parts are given smaller stage counts below)
+    sm = int(arch_name.split("sm")[-1]) if "sm" in arch_name else 80
+    stages = 3 if sm >= 80 else 2
+    if kernel == "fwd":
+        if d <= 64:
+            return _cfg(128, 64, 4, stages)
+        if d <= 128:
+            return _cfg(128, 64 if not wide else 32, 8, stages)
+        return _cfg(64, 64 if not wide else 32, 8, 2)
+    if kernel == "bwd_dkdv":
+        if d <= 64:
+            return _cfg(32, 128, 4, stages)
+        if d <= 128:
+            return _cfg(32, 128 if not wide else 64, 8, stages)
+        return _cfg(32, 64, 8, 2)
+    # bwd_dq
+    if d <= 64:
+        return _cfg(128, 32, 4, stages)
+    if d <= 128:
+        return _cfg(128 if not wide else 64, 32, 8, stages)
+    return _cfg(64, 32, 8, 2)
+
+
+def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> list[dict]:
+    d = block_d(head_dim)
+    out = []
+    if kernel == "fwd":
+        for bm in (64, 128):
+            for bn in (32, 64, 128):
+                if d >= 256 and bm * bn > 64 * 64:
+                    continue
+                for warps in (4, 8):
+                    for stages in ((1, 2) if arch_name.startswith("hip") else (2, 3, 4)):
+                        out.append(_cfg(bm, bn, warps, stages))
+    else:
+        pairs = [(32, 64), (32, 128), (64, 64), (64, 128)] if kernel == "bwd_dkdv" else \
+                [(64, 32), (128, 32), (64, 64), (128, 64)]
+        for bm, bn in pairs:
+            if d >= 256 and bm * bn > 32 * 64:
+                continue
+            for warps in (4, 8):
+                for stages in ((1, 2) if arch_name.startswith("hip") else (2, 3)):
+                    out.append(_cfg(bm, bn, warps, stages))
+    dflt = default(kernel, arch_name, head_dim, dtype)
+    return [dflt] + [c for c in out if c != dflt]

@@ -1,0 +1,153 @@
+"""FlashAttention-2 forward: one program per (query block, head, batch), online softmax in exp2.
+
+Key blocks are walked in up to three ranges (see common.key_blocks): blocks that straddle a
+mask edge apply the mask, whole visible blocks skip it. Features are constexpr switches.
+"""
+import triton
+import triton.language as tl
+
+from .common import dropout_keep, key_blocks, scores
+
+
+@triton.jit
+def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, start, end, offs_m, offs_n0, d_ok,
+                stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
+                slope_log2, window_left, window_right, seed, rng_row, dropout_p,
+                BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
+                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
+                DOT_F32: tl.constexpr, MASKED: tl.constexpr):
+    k_ptrs += start * stride_ks
+    v_ptrs += start * stride_vs
+    for n0 in range(start, end, BLOCK_N):
+        offs_n = n0 + offs_n0
+        if MASKED:
+            kt = tl.load(k_ptrs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
+            v = tl.load(v_ptrs, mask=(offs_n[:, None] < seqlen_k) & d_ok[None, :], other=0.0)
+        elif EVEN_D:
+            kt = tl.load(k_ptrs)
+            v = tl.load(v_ptrs)
+        else:
+            kt = tl.load(k_ptrs, mask=d_ok[:, None], other=0.0)
+            v = tl.load(v_ptrs, mask=d_ok[None, :], other=0.0)
+        if DOT_F32:
+            kt = kt.to(tl.float32)
+        qk = tl.dot(q, kt)
+        s, _ = scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2,
+                      softcap_in, softcap_out, slope_log2, window_left, window_right,
+                      SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with nothing visible yet
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if DROPOUT:
+            keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
+            p = tl.where(keep, p, 0.0)
+        if DOT_F32:
+            acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32))
+        else:
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+        k_ptrs += BLOCK_N * stride_ks
+        v_ptrs += BLOCK_N * stride_vs
+    return acc, l_i, m_i
+
+
+@triton.jit
+def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K,
+               stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+               stride_vb, stride_vs, stride_vh, stride_ob, stride_os, stride_oh,
+               stride_lb, stride_lh, stride_sb,
+               seqlen_q, seqlen_k, group, head_dim, scale_log2, softcap_in, softcap_out,
+               window_left, window_right, dropout_p, rng_row,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+               EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
+               MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
+               DOT_F32: tl.constexpr):
+    pid_m = tl.program_id(0)
+    h = tl.program_id(1)
+    b = tl.program_id(2)
+    num_heads = tl.num_programs(1)
+    if VARLEN:
+        q_start = tl.load(CU_Q + b).to(tl.int64)
+        k_start = tl.load(CU_K + b).to(tl.int64)
+        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
+        seqlen_k = (tl.load(CU_K + b + 1) - k_start).to(tl.int32)
+    else:
+        q_start = 0
+        k_start = 0
+    m0 = pid_m * BLOCK_M
+    if m0 >= seqlen_q:
+        return
+    hk = h // group
+    b64 = b.to(tl.int64)
+    q_base = Q + b64 * stride_qb + h.to(tl.int64) * stride_qh + q_start * stride_qs
+    k_base = K + b64 * stride_kb + hk.to(tl.int64) * stride_kh + k_start * stride_ks
+    v_base = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + k_start * stride_vs
+    o_base = O + b64 * stride_ob + h.to(tl.int64) * stride_oh + q_start * stride_os
+
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < head_dim
+    q_ok = (offs_m[:, None] < seqlen_q) & d_ok[None, :]
+    q = tl.load(q_base + offs_m[:, None] * stride_qs + offs_d[None, :], mask=q_ok, other=0.0)
+    if DOT_F32:
+        q = q.to(tl.float32)
+    k_ptrs = k_base + offs_n0[None, :] * stride_ks + offs_d[:, None]
+    v_ptrs = v_base + offs_n0[:, None] * stride_vs + offs_d[None, :]
+
+    slope_log2 = 0.0
+    if ALIBI:
+        slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
+    seed = 0
+    if DROPOUT:
+        seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
+                                          BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, lo, full_lo, offs_m, offs_n0, d_ok,
+                                stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
+                                softcap_out, slope_log2, window_left, window_right, seed, rng_row,
+                                dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
+                                DROPOUT, DOT_F32, True)
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, full_lo, full_hi, offs_m, offs_n0, d_ok,
+                                stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
+                                softcap_out, slope_log2, window_left, window_right, seed, rng_row,
+                                dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
+                                DROPOUT, DOT_F32, False)
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, full_hi, hi, offs_m, offs_n0, d_ok,
+                                stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
+                                softcap_out, slope_log2, window_left, window_right, seed, rng_row,
+                                dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
+                                DROPOUT, DOT_F32, True)
+
+    empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
+    inv_l = tl.where(empty, 0.0, 1.0 / tl.where(empty, 1.0, l_i))
+    if DROPOUT:
+        inv_l = inv_l / (1.0 - dropout_p)
+    out = acc * inv_l[:, None]
+    tl.store(o_base + offs_m[:, None] * stride_os + offs_d[None, :], out.to(O.dtype.element_ty), mask=q_ok)
+    lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+    lse_ptrs = LSE + b64 * stride_lb + h.to(tl.int64) * stride_lh + q_start + offs_m
+    tl.store(lse_ptrs, lse, mask=offs_m < seqlen_q)
+
+
+@triton.jit
+def dropout_mask_kernel(KEEP, RNG, seqlen_q, seqlen_k, rng_row, dropout_p,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Writes the keep mask the attention kernels use, for tests and return_attn_probs."""
+    pid_m = tl.program_id(0)
+    h = tl.program_id(1)
+    b = tl.program_id(2)
+    seed = tl.load(RNG) + tl.load(RNG + 1) + (b * tl.num_programs(1) + h)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    base = KEEP + ((b * tl.num_programs(1) + h).to(tl.int64) * seqlen_q) * seqlen_k
+    for n0 in range(0, seqlen_k, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
+        ok = (offs_m[:, None] < seqlen_q) & (offs_n[None, :] < seqlen_k)
+        tl.store(base + offs_m[:, None] * seqlen_k + offs_n[None, :], keep.to(tl.int8), mask=ok)

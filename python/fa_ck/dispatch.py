@@ -1,0 +1,73 @@
+"""Which backend serves a call, and why. explain() prints exactly what choose() decides."""
+from __future__ import annotations
+
+import importlib
+import os
+
+from .params import AttnParams
+
+NAMES = ("ck", "triton", "sdpa", "reference")
+AUTO_ORDER = ("ck", "triton", "reference")   # sdpa serves only when asked for by name
+_modules: dict = {}
+
+
+class _Broken:
+    """Stands in for a backend module whose import failed, so one broken backend
+    never takes the others down; it reports the import error as its reason."""
+
+    def __init__(self, name, err):
+        self.NAME, self.reason = name, f"import of fa_ck.backends.{name} failed ({type(err).__name__}: {err})"
+
+    def available(self):
+        return False, self.reason
+
+    def unsupported(self, q, k, v, p):
+        return self.reason
+
+
+def module(name: str):
+    if name not in NAMES:
+        raise ValueError(f"backend must be one of {('auto',) + NAMES}, got {name!r}")
+    if name not in _modules:
+        try:
+            _modules[name] = importlib.import_module(f".backends.{name}", __package__)
+        except ImportError as e:
+            _modules[name] = _Broken(name, e)
+    return _modules[name]
+
+
+def backends() -> dict[str, tuple[bool, str]]:
+    """name -> (available here, why not / note)."""
+    return {name: module(name).available() for name in NAMES}
+
+
+def requested(backend: str | None) -> str:
+    """The backend argument, or FA_CK_BACKEND when the argument is 'auto'."""
+    name = backend or "auto"
+    if name == "auto":
+        name = os.environ.get("FA_CK_BACKEND", "auto") or "auto"
+    if name != "auto" and name not in NAMES:
+        raise ValueError(f"backend must be one of {('auto',) + NAMES}, got {name!r}")
+    return name
+
+
+def choose(q, k, v, p: AttnParams, backend: str | None = "auto") -> tuple[str, list[str]]:
+    """(backend name, one line per backend considered). A forced backend that cannot serve
+    the call raises NotImplementedError naming what it lacks; it never falls back."""
+    name = requested(backend)
+    if name != "auto":
+        why = module(name).unsupported(q, k, v, p)
+        if why is not None:
+            feats = ", ".join(p.features()) or "no optional features"
+            raise NotImplementedError(f"backend {name!r} cannot serve this call: {why} "
+                                      f"(call uses: {feats}; see fa_ck.explain())")
+        return name, [f"{name}: forced (backend={backend!r}"
+                      + (", FA_CK_BACKEND" if backend in (None, "auto") else "") + ")"]
+    lines = []
+    for cand in AUTO_ORDER:
+        why = module(cand).unsupported(q, k, v, p)
+        if why is None:
+            lines.append(f"{cand}: chosen")
+            return cand, lines
+        lines.append(f"{cand}: skipped, {why}")
+    raise NotImplementedError("no backend can serve this call:\n  " + "\n  ".join(lines))

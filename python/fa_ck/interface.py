@@ -1,0 +1,305 @@
+"""The public calls: argument checking, layouts and defaults, then one call into ops.
+
+Every check runs before any kernel, and every error names the argument at fault.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+
+from . import dispatch, ops, reference
+from .params import AttnParams
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+# ---------------------------------------------------------------- checks
+
+def _tensor(name: str, t, rank: Optional[int] = None):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if rank is not None and t.dim() != rank:
+        raise ValueError(f"{name} must have {rank} dims, got shape {tuple(t.shape)}")
+
+
+def _check_qkv(q, k, v, rank: int, layout: str):
+    """layout names the dims, e.g. '(batch, seqlen, heads, head_dim)': it says where heads are."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _tensor(name, t)
+        if t.dim() != rank:
+            raise ValueError(f"{name} must be {rank}-D {layout}, got shape {tuple(t.shape)}")
+        if t.dtype not in _DTYPES:
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on one device, got {q.device}, {k.device}, {v.device}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"head_dim of q ({q.shape[-1]}) and k ({k.shape[-1]}) must match")
+    if q.shape[-1] < 1:
+        raise ValueError("head_dim must be at least 1")
+    axis = layout.strip("()").split(", ").index("heads")
+    hq, hkv = q.shape[axis], k.shape[axis]
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"heads of q ({hq}) must be a multiple of heads of k and v ({hkv}) (GQA/MQA)")
+
+
+def _last_dim_contiguous(t):
+    return t if t.stride(-1) == 1 or t.shape[-1] == 1 else t.contiguous()
+
+
+def _check_window(window_size) -> tuple[int, int]:
+    if (not isinstance(window_size, Sequence) or len(window_size) != 2
+            or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)):
+        raise TypeError(f"window_size must be a pair of ints (left, right), got {window_size!r}")
+    if any(w < -1 for w in window_size):
+        raise ValueError(f"window_size values must be >= 0, or -1 for unbounded, got {tuple(window_size)}")
+    return int(window_size[0]), int(window_size[1])
+
+
+def _check_float(name, x, lo, hi=None, hi_open=False):
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{name} must be a float, got {type(x).__name__}")
+    if not math.isfinite(x) or x < lo or (hi is not None and (x >= hi if hi_open else x > hi)):
+        bound = f"[{lo}, {hi})" if hi_open else f">= {lo}"
+        raise ValueError(f"{name} must be {bound}, got {x}")
+    return float(x)
+
+
+def _check_alibi(alibi_slopes, batch: int, heads: int, device):
+    if alibi_slopes is None:
+        return None
+    _tensor("alibi_slopes", alibi_slopes)
+    if alibi_slopes.dtype != torch.float32:
+        raise TypeError(f"alibi_slopes must be float32, got {alibi_slopes.dtype}")
+    if tuple(alibi_slopes.shape) not in ((heads,), (batch, heads)):
+        raise ValueError(f"alibi_slopes must have shape ({heads},) or ({batch}, {heads}), "
+                         f"got {tuple(alibi_slopes.shape)}")
+    if alibi_slopes.device != device:
+        raise ValueError(f"alibi_slopes must be on {device} like q, got {alibi_slopes.device}")
+    return alibi_slopes.contiguous()
+
+
+def _check_cu_seqlens(name, cu, total: int, device, max_seqlen, max_name) -> int:
+    _tensor(name, cu, rank=1)
+    if cu.dtype != torch.int32:
+        raise TypeError(f"{name} must be int32, got {cu.dtype}")
+    if cu.device != device:
+        raise ValueError(f"{name} must be on {device} like q, got {cu.device}")
+    if cu.numel() < 2:
+        raise ValueError(f"{name} must hold batch + 1 >= 2 offsets, got {cu.numel()}")
+    if isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int) or max_seqlen < 0:
+        raise TypeError(f"{max_name} must be a non-negative int, got {max_seqlen!r}")
+    if not torch.compiler.is_compiling():     # value checks read the device; skip inside a compiled graph
+        vals = cu.tolist()
+        if vals[0] != 0:
+            raise ValueError(f"{name} must start at 0, got {vals[0]}")
+        lens = [b - a for a, b in zip(vals, vals[1:])]
+        if min(lens) < 0:
+            raise ValueError(f"{name} must be non-decreasing, got {vals}")
+        if vals[-1] != total:
+            raise ValueError(f"{name}[-1] must equal the total number of tokens ({total}), got {vals[-1]}")
+        if max(lens) > max_seqlen:
+            raise ValueError(f"{max_name}={max_seqlen} is smaller than the longest sequence in {name} ({max(lens)})")
+    return cu.numel() - 1
+
+
+def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, dropout_p, deterministic, fp8):
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
+    head_dim = q.shape[-1]
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else _check_float("scale", scale, -math.inf)
+    left, right = _check_window(window_size)
+    if causal:
+        right = 0 if right < 0 else min(right, 0)   # causal is the window's right edge at the diagonal
+    softcap = _check_float("softcap", softcap, 0.0)
+    dropout_p = _check_float("dropout_p", dropout_p, 0.0, 1.0, hi_open=True)
+    rng = None
+    if dropout_p > 0:
+        # seed material drawn from the device's generator: torch.manual_seed makes it reproducible
+        rng = torch.randint(0, 2 ** 31 - 1, (2,), dtype=torch.int64, device=q.device)
+    return AttnParams(scale=scale, causal=causal, window_left=left, window_right=right,
+                      alibi_slopes=_check_alibi(alibi_slopes, batch, q.shape[-2], q.device),  # q is (.., heads, D) here
+                      softcap=softcap, dropout_p=dropout_p, rng=rng, deterministic=deterministic, fp8=bool(fp8))
+
+
+def _check_backend(backend):
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a str, got {type(backend).__name__}")
+    dispatch.requested(backend)     # raises ValueError naming the choices
+
+
+# ---------------------------------------------------------------- calls
+
+def _run(q, k, v, p: AttnParams, backend: str):
+    q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
+    out, lse, name = ops.attention(q, k, v, p, backend)
+    return out, lse, name
+
+
+def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
+              window_size: tuple[int, int] = (-1, -1), alibi_slopes: Optional[torch.Tensor] = None,
+              softcap: float = 0.0, dropout_p: float = 0.0, deterministic: bool = False,
+              backend: str = "auto", return_lse: bool = False, fp8: bool = False):
+    """softmax(scale * q k^T + masks) v in SDPA's layout: q (B, Hq, Sq, D), k and v (B, Hkv, Sk, D).
+
+    Drop-in for F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale). `causal`
+    is aligned to the bottom right (flash-attn's convention): the same as SDPA's when Sq == Sk,
+    and what KV-cache decoding needs when Sq < Sk. Returns out (B, Hq, Sq, D) in q's dtype, and
+    with return_lse also lse (B, Hq, Sq) float32 (natural log; -inf for a row that sees no key).
+    """
+    _check_qkv(q, k, v, 4, "(batch, heads, seqlen, head_dim)")
+    if q.shape[0] != k.shape[0]:
+        raise ValueError(f"batch of q ({q.shape[0]}) and k ({k.shape[0]}) must match")
+    _check_backend(backend)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # views in flash-attn's layout
+    p = _params(q, k, batch=q.shape[0], causal=causal, scale=scale, window_size=window_size,
+                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p,
+                deterministic=deterministic, fp8=fp8)
+    out, lse, _ = _run(q, k, v, p, backend)
+    out = out.transpose(1, 2)
+    return (out, lse) if return_lse else out
+
+
+def explain(q, k, v, **kwargs) -> str:
+    """Which backend would serve attention(q, k, v, **kwargs) (SDPA layout), and why."""
+    backend = kwargs.pop("backend", "auto")
+    _check_qkv(q, k, v, 4, "(batch, heads, seqlen, head_dim)")
+    _check_backend(backend)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    p = _params(q, k, batch=q.shape[0], causal=kwargs.pop("causal", False), scale=kwargs.pop("scale", None),
+                window_size=kwargs.pop("window_size", (-1, -1)), alibi_slopes=kwargs.pop("alibi_slopes", None),
+                softcap=kwargs.pop("softcap", 0.0), dropout_p=0.0, deterministic=kwargs.pop("deterministic", False),
+                fp8=kwargs.pop("fp8", False))
+    p.dropout_p = _check_float("dropout_p", kwargs.pop("dropout_p", 0.0), 0.0, 1.0, hi_open=True)
+    kwargs.pop("return_lse", None)
+    if kwargs:
+        raise TypeError(f"explain() got unexpected arguments: {sorted(kwargs)}")
+    head = (f"q {tuple(q.transpose(1, 2).shape)} k {tuple(k.transpose(1, 2).shape)} {q.dtype} on {q.device}; "
+            f"features: {', '.join(p.features()) or 'none'}; backend={dispatch.requested(backend)!r}")
+    try:
+        name, lines = dispatch.choose(q, k, v, p, backend)
+    except NotImplementedError as e:
+        return f"{head}\n-> no backend: {e}"
+    return head + "\n" + "\n".join("  " + line for line in lines) + f"\n-> {name}"
+
+
+# ---------------------------------------------------------------- flash-attn compatible
+
+def _attn_probs(q, k, p: AttnParams, name: str):
+    """flash-attn's S_dmask for testing: P (B, H, Sq, Sk), negated where dropout dropped it."""
+    b, sq, hq = q.shape[0], q.shape[1], q.shape[2]
+    probs, _ = reference.probabilities(q, k, scale=p.scale, window=(p.window_left, p.window_right),
+                                       alibi_slopes=p.alibi_slopes, softcap=p.softcap)
+    if p.dropout_p > 0:
+        keep = dispatch.module(name).dropout_mask(p.rng, b, hq, sq, k.shape[1], p.dropout_p)
+        probs = torch.where(keep, probs, -probs)
+    return probs
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                    softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False, *,
+                    backend="auto"):
+    """flash-attn 2.x's flash_attn_func: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D).
+    Returns out, or (out, softmax_lse (B, Hq, Sq), S_dmask) with return_attn_probs."""
+    _check_qkv(q, k, v, 4, "(batch, seqlen, heads, head_dim)")
+    if q.shape[0] != k.shape[0]:
+        raise ValueError(f"batch of q ({q.shape[0]}) and k ({k.shape[0]}) must match")
+    _check_backend(backend)
+    p = _params(q, k, batch=q.shape[0], causal=causal, scale=softmax_scale, window_size=window_size,
+                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p,
+                deterministic=deterministic, fp8=False)
+    out, lse, name = _run(q, k, v, p, backend)
+    if not return_attn_probs:
+        return out
+    return out, lse, _attn_probs(q, k, p, name)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                           alibi_slopes=None, deterministic=False, return_attn_probs=False,
+                           block_table=None, *, backend="auto"):
+    """flash-attn 2.x's varlen call: q (total_q, Hq, D), k and v (total_k, Hkv, D), int32 cu_seqlens.
+    Returns out, or (out, softmax_lse (Hq, total_q), S_dmask (B, Hq, max_seqlen_q, max_seqlen_k))."""
+    _check_qkv(q, k, v, 3, "(total_tokens, heads, head_dim)")
+    if block_table is not None:
+        raise NotImplementedError("block_table (paged KV cache) is not supported")
+    b = _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], q.device, max_seqlen_q, "max_seqlen_q")
+    bk = _check_cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], q.device, max_seqlen_k, "max_seqlen_k")
+    if b != bk:
+        raise ValueError(f"cu_seqlens_q and cu_seqlens_k must describe the same batch, got {b} and {bk} sequences")
+    _check_backend(backend)
+    p = _params(q, k, batch=b, causal=causal, scale=softmax_scale, window_size=window_size,
+                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p,
+                deterministic=deterministic, fp8=False)
+    p.cu_seqlens_q, p.cu_seqlens_k = cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous()
+    p.max_seqlen_q, p.max_seqlen_k = int(max_seqlen_q), int(max_seqlen_k)
+    out, lse, name = _run(q, k, v, p, backend)
+    if not return_attn_probs:
+        return out
+    probs = q.new_zeros((b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k), dtype=torch.float32)
+    keep = (dispatch.module(name).dropout_mask(p.rng, b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k,
+                                               p.dropout_p) if p.dropout_p > 0 else None)
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    for i in range(b):
+        sl = None if p.alibi_slopes is None else (p.alibi_slopes if p.alibi_slopes.dim() == 1 else p.alibi_slopes[i])
+        pi, _ = reference.probabilities(q[None, cq[i]:cq[i + 1]], k[None, ck[i]:ck[i + 1]], scale=p.scale,
+                                        window=(p.window_left, p.window_right), alibi_slopes=sl, softcap=p.softcap)
+        sq_i, sk_i = pi.shape[-2], pi.shape[-1]
+        if keep is not None:
+            pi = torch.where(keep[i:i + 1, :, :sq_i, :sk_i], pi, -pi)
+        probs[i, :, :sq_i, :sk_i] = pi[0]
+    return out, lse, probs
+
+
+def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                              softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False,
+                              *, backend="auto"):
+    """qkv (B, S, 3, H, D)."""
+    _tensor("qkv", qkv, rank=5)
+    if qkv.shape[2] != 3:
+        raise ValueError(f"qkv must be (batch, seqlen, 3, heads, head_dim), got {tuple(qkv.shape)}")
+    return flash_attn_func(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], dropout_p, softmax_scale, causal,
+                           window_size, softcap, alibi_slopes, deterministic, return_attn_probs, backend=backend)
+
+
+def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                             softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False,
+                             *, backend="auto"):
+    """q (B, Sq, Hq, D), kv (B, Sk, 2, Hkv, D)."""
+    _tensor("kv", kv, rank=5)
+    if kv.shape[2] != 2:
+        raise ValueError(f"kv must be (batch, seqlen, 2, heads, head_dim), got {tuple(kv.shape)}")
+    return flash_attn_func(q, kv[:, :, 0], kv[:, :, 1], dropout_p, softmax_scale, causal, window_size,
+                           softcap, alibi_slopes, deterministic, return_attn_probs, backend=backend)
+
+
+def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0, softmax_scale=None,
+                                     causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                                     deterministic=False, return_attn_probs=False, *, backend="auto"):
+    """qkv (total, 3, H, D)."""
+    _tensor("qkv", qkv, rank=4)
+    if qkv.shape[1] != 3:
+        raise ValueError(f"qkv must be (total_tokens, 3, heads, head_dim), got {tuple(qkv.shape)}")
+    return flash_attn_varlen_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
+                                  dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                  deterministic, return_attn_probs, backend=backend)
+
+
+def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                                    softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                                    alibi_slopes=None, deterministic=False, return_attn_probs=False,
+                                    *, backend="auto"):
+    """q (total_q, Hq, D), kv (total_k, 2, Hkv, D)."""
+    _tensor("kv", kv, rank=4)
+    if kv.shape[1] != 2:
+        raise ValueError(f"kv must be (total_tokens, 2, heads, head_dim), got {tuple(kv.shape)}")
+    return flash_attn_varlen_func(q, kv[:, 0], kv[:, 1], cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                  dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                  deterministic, return_attn_probs, backend=backend)

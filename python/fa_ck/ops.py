@@ -1,0 +1,97 @@
+"""Forward and backward as torch.library custom ops, with fake kernels and autograd.
+
+torch.compile sees two opaque ops (fa_ck::fwd, fa_ck::bwd) whose output shapes the fake
+kernels give, so a model calling fa_ck traces with no graph break. The backend is chosen
+before the op runs (dispatch.choose) and passed in by name, so backward uses the same one.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import dispatch
+from .params import AttnParams
+
+
+def _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng,
+            deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) -> AttnParams:
+    return AttnParams(scale=scale, causal=causal, window_left=window_left, window_right=window_right,
+                      alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p, rng=rng,
+                      deterministic=deterministic, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                      max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
+
+
+def _lse_shape(q: Tensor, varlen: bool, batch: int):
+    return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
+
+
+@torch.library.custom_op("fa_ck::fwd", mutates_args=())
+def fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
+        max_seqlen_q: int, max_seqlen_k: int, scale: float, causal: bool, window_left: int, window_right: int,
+        alibi_slopes: Optional[Tensor], softcap: float, dropout_p: float, rng: Optional[Tensor],
+        deterministic: bool, backend: str) -> tuple[Tensor, Tensor]:
+    # `deterministic` only shapes the backward; it is an input here so autograd can save it.
+    p = _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng, deterministic,
+                cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    varlen = cu_seqlens_q is not None
+    if q.numel() == 0 or k.numel() == 0:
+        # Nothing to attend to: a row that sees no key gives 0 and lse -inf.
+        return (torch.zeros(q.shape, dtype=q.dtype, device=q.device),
+                torch.full(_lse_shape(q, varlen, 0), float("-inf"), dtype=torch.float32, device=q.device))
+    return dispatch.module(backend).forward(q, k, v, p)
+
+
+@fwd.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal, window_left,
+      window_right, alibi_slopes, softcap, dropout_p, rng, deterministic, backend):
+    lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None, 0), dtype=torch.float32)
+    return q.new_empty(q.shape), lse
+
+
+@torch.library.custom_op("fa_ck::bwd", mutates_args=())
+def bwd(do: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+        cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], max_seqlen_q: int, max_seqlen_k: int,
+        scale: float, causal: bool, window_left: int, window_right: int, alibi_slopes: Optional[Tensor],
+        softcap: float, dropout_p: float, rng: Optional[Tensor], deterministic: bool,
+        backend: str) -> tuple[Tensor, Tensor, Tensor]:
+    if q.numel() == 0 or k.numel() == 0:
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    p = _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng,
+                deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    dq, dk, dv = dispatch.module(backend).backward(do, q, k, v, out, lse, p)
+    return dq.contiguous(), dk.contiguous(), dv.contiguous()
+
+
+@bwd.register_fake
+def _(do, q, k, v, out, lse, *args):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, *rest = inputs
+    (ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale, ctx.causal, ctx.wl, ctx.wr, ctx.alibi,
+     ctx.softcap, ctx.dropout_p, ctx.rng, ctx.deterministic, ctx.backend) = rest
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
+
+
+def _backward(ctx, dout, dlse):
+    q, k, v, out, lse = ctx.saved_tensors
+    dq, dk, dv = bwd(dout, q, k, v, out, lse, ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale,
+                     ctx.causal, ctx.wl, ctx.wr, ctx.alibi, ctx.softcap, ctx.dropout_p, ctx.rng,
+                     ctx.deterministic, ctx.backend)
+    return (dq, dk, dv) + (None,) * 14
+
+
+fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+def attention(q, k, v, p: AttnParams, backend: str | None = "auto"):
+    """-> (out, lse, backend name). Layout as in backends/__init__.py."""
+    name, _ = dispatch.choose(q, k, v, p, backend)
+    out, lse = fwd(q, k, v, p.cu_seqlens_q, p.cu_seqlens_k, p.max_seqlen_q, p.max_seqlen_k, p.scale,
+                   p.causal, p.window_left, p.window_right, p.alibi_slopes, p.softcap, p.dropout_p,
+                   p.rng, p.deterministic, name)
+    return out, lse, name

@@ -1,0 +1,60 @@
+"""What one attention call asks for, after the interface has checked and normalised it.
+
+Every backend receives the same AttnParams, so "what does this call need" is decided
+once, in interface.py, and each backend only answers "can I serve it" and "do it".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+
+@dataclass
+class AttnParams:
+    scale: float                      # multiplies q.k (SDPA's `scale`, flash-attn's `softmax_scale`)
+    causal: bool = False              # as asked; already folded into window_right (bottom-right aligned)
+    window_left: int = -1             # -1: unbounded. Key j is visible to query i when
+    window_right: int = -1            #   i + (sk - sq) - left <= j <= i + (sk - sq) + right
+    alibi_slopes: Optional[torch.Tensor] = None   # float32, (Hq,) or (B, Hq); bias -slope * |i + sk - sq - j|
+    softcap: float = 0.0              # > 0: scores become softcap * tanh(scores / softcap)
+    dropout_p: float = 0.0
+    rng: Optional[torch.Tensor] = None            # int64 (2,) [seed, offset] on the device, when dropout_p > 0
+    deterministic: bool = False
+    # varlen: q is (total_q, Hq, D), k/v (total_k, Hkv, D); batch mode: (B, S, H, D)
+    cu_seqlens_q: Optional[torch.Tensor] = None  # int32 (B + 1,)
+    cu_seqlens_k: Optional[torch.Tensor] = None
+    max_seqlen_q: int = 0
+    max_seqlen_k: int = 0
+    fp8: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def varlen(self) -> bool:
+        return self.cu_seqlens_q is not None
+
+    @property
+    def has_window(self) -> bool:
+        return self.window_left >= 0 or self.window_right >= 0
+
+    def features(self) -> list[str]:
+        """Names of the non-default features this call uses (explain() and errors quote them)."""
+        f = []
+        if self.causal:
+            f.append("causal")
+        if self.window_left >= 0 or (self.window_right >= 0 and not (self.causal and self.window_right == 0)):
+            f.append("window")
+        if self.alibi_slopes is not None:
+            f.append("alibi")
+        if self.softcap > 0:
+            f.append("softcap")
+        if self.dropout_p > 0:
+            f.append("dropout")
+        if self.varlen:
+            f.append("varlen")
+        if self.deterministic:
+            f.append("deterministic")
+        if self.fp8:
+            f.append("fp8")
+        return f

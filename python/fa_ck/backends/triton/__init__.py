@@ -6,6 +6,7 @@ which is how CI tests the kernels themselves.
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 
@@ -52,6 +53,14 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     return None
 
 
+def _empty(shape, dtype, device):
+    """Output buffers. FA_CK_POISON=1 (tests) fills them with NaN first, so an element the
+    kernels never write cannot pass for a right answer."""
+    if os.environ.get("FA_CK_POISON") == "1":
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 def _flags(q, p: AttnParams, head_dim: int) -> dict:
     return dict(
         BLOCK_D=configs.block_d(head_dim), EVEN_D=configs.block_d(head_dim) == head_dim,
@@ -94,7 +103,7 @@ def _extras(q, p: AttnParams):
     return slopes, slope_stride, rng, cu_q, cu_k
 
 
-def _config(kernel: str, q, head_dim: int, p: AttnParams, seqlen: int, bench=None) -> dict:
+def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, bench=None) -> dict:
     arch = configs.arch(q.device)
     dflt = configs.default(kernel, arch, head_dim, q.dtype)
     if bench is None or arch == "interpreter":
@@ -102,8 +111,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, seqlen: int, bench=Non
     from . import tuning
     if not tuning.autotune_enabled():
         return dflt
-    key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, seqlen,
-                          "-".join(p.features()))
+    key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk, "-".join(p.features()))
     return tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype), bench, dflt)
 
 
@@ -113,8 +121,8 @@ def _launch_cfg(cfg: dict) -> dict:
 
 def forward(q, k, v, p: AttnParams):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), dtype=torch.float32, device=q.device)
+    out = _empty(q.shape, q.dtype, q.device)
+    lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
 
@@ -127,7 +135,7 @@ def forward(q, k, v, p: AttnParams):
                          scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
                          BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
 
-    run(_config("fwd", q, d, p, max(sq, sk), bench=_bencher(run)))
+    run(_config("fwd", q, d, p, sq, sk, bench=_bencher(run)))
     return out, lse
 
 
@@ -135,10 +143,10 @@ def backward(do, q, k, v, out, lse, p: AttnParams):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     if do.stride(-1) != 1:
         do = do.contiguous()
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
-    delta = torch.empty_like(lse)
+    dq = _empty(q.shape, q.dtype, q.device)
+    dk = _empty(k.shape, k.dtype, k.device)
+    dv = _empty(v.shape, v.dtype, v.device)
+    delta = _empty(lse.shape, torch.float32, lse.device)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
     bd = flags["BLOCK_D"]
@@ -164,8 +172,8 @@ def backward(do, q, k, v, out, lse, p: AttnParams):
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
             *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
 
-    run_dkdv(_config("bwd_dkdv", q, d, p, max(sq, sk), bench=_bencher(run_dkdv)))
-    run_dq(_config("bwd_dq", q, d, p, max(sq, sk), bench=_bencher(run_dq)))
+    run_dkdv(_config("bwd_dkdv", q, d, p, sq, sk, bench=_bencher(run_dkdv)))
+    run_dq(_config("bwd_dq", q, d, p, sq, sk, bench=_bencher(run_dq)))
     return dq, dk, dv
 
 

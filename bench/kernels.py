@@ -1,0 +1,771 @@
+"""Attention operator sweep: every backend present, in one run, against SDPA's cuDNN.
+
+    python bench/kernels.py                        # full sweep, ~8 min budget on an H200
+    python bench/kernels.py --quick                # bf16, d64/d128, three seq lens, nanoGPT shape
+    python bench/kernels.py --hdim 128 --dtype bf16 --mode fwd --backends fa_ck-triton sdpa-cudnn
+
+Shapes follow flash-attn's benchmark: batch*seq = 16k tokens, hidden = heads*head_dim =
+2048, plus nanoGPT's 64 x 12 x 1024 x 64 causal. TFLOP/s in flash-attn's convention
+(forward 4*B*H*Sq*Sk*D, halved when causal; forward+backward 3.5x that). Points run in
+order of importance (bf16 d128 first) until --time-budget is spent; results are written
+after every point, so a run cut short still leaves its JSON and markdown.
+
+Every backend over the whole sweep is ~14 min of measuring on an H200 (FlexAttention
+compiles once per shape): the default budget covers bf16 d128, nanoGPT, d64 and part of
+d256; split the rest across commands, e.g. `--dtype fp16 --out DIR/fp16`. A first run
+with fa_ck-triton-autotune also pays its searches (cached on disk for later runs; the
+time shows in each row's first_call_s).
+
+Without a CUDA GPU it runs a tiny CPU smoke sweep that checks the pipeline, not speed.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+GPU_BACKENDS = ["fa_ck-triton", "fa_ck-triton-autotune", "fa_ck-fp8", "sdpa-cudnn", "sdpa-flash",
+                "sdpa-efficient", "sdpa-default", "flex", "naive"]
+CPU_BACKENDS = ["fa_ck-reference", "sdpa-default", "naive"]
+ALL_BACKENDS = GPU_BACKENDS + ["fa_ck-reference"]
+BASELINE = "sdpa-cudnn"
+OURS = ("fa_ck-triton", "fa_ck-triton-autotune")
+
+HEADS_FOR_HDIM = {64: 32, 128: 16, 256: 8}   # hidden 2048, as flash-attn's benchmark
+TOKENS = 16 * 1024
+SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
+DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
+NAIVE_LIMIT_BYTES = 40e9   # naive keeps ~3 fp32 S x S tensors per head alive
+# Errors after which the CUDA context is unusable: every later point would fail too.
+FATAL_CUDA = ("illegal memory access", "unspecified launch failure", "device-side assert",
+              "misaligned address", "illegal instruction")
+# Rough cost of one measurement beyond do_bench's warmup+rep (setup, first call, flush).
+OVERHEAD_S = 0.2
+FLEX_COMPILE_S = 6.0       # per shape and mode (a guess, for the estimate only)
+BUDGET_GRACE_S = 60.0      # a shape started within budget may run this long past it
+
+
+class Stop(BaseException):
+    """Time budget spent or SIGTERM: stop measuring, still write what we have."""
+
+
+# ----------------------------------------------------------------------------- shapes, flops
+
+@dataclass(frozen=True)
+class Shape:
+    dtype: str      # "bf16" / "fp16"
+    D: int
+    causal: bool
+    S: int
+    B: int
+    H: int
+    tag: str = ""   # "nanogpt" for the training shape
+
+    @property
+    def name(self) -> str:
+        c = "causal" if self.causal else "full"
+        prefix = f"{self.tag} " if self.tag else ""
+        return f"{prefix}{self.dtype} d{self.D} S{self.S} {c} B{self.B}xH{self.H}"
+
+
+def fwd_flops(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool) -> float:
+    """flash-attn's convention: two matmuls of 2*Sq*Sk*D each, halved when causal."""
+    f = 4.0 * B * H * Sq * Sk * D
+    return f / 2 if causal else f
+
+
+def flops(shape: Shape, mode: str) -> float:
+    f = fwd_flops(shape.B, shape.H, shape.S, shape.S, shape.D, shape.causal)
+    return f * 3.5 if mode == "fwdbwd" else f   # backward = 2.5x forward (5 matmuls vs 2)
+
+
+def tflops(flop: float, ms: float) -> float:
+    return flop / (ms * 1e-3) / 1e12
+
+
+def sweep_shapes(dtypes, hdims, seqlens, causals, nanogpt=True, tokens=TOKENS, heads=None) -> list[Shape]:
+    """Most important first: bf16 before fp16, d128 then d64 then d256, nanoGPT after the
+    first group, so a cut by the time budget loses the least."""
+    heads = heads or HEADS_FOR_HDIM
+    dtype_order = sorted(dtypes, key=lambda d: ["bf16", "fp16"].index(d))
+    hdim_order = sorted(hdims, key=lambda d: ([128, 64, 256].index(d) if d in (128, 64, 256) else 3, d))
+    shapes = []
+    for dt in dtype_order:
+        for d in hdim_order:
+            for s in sorted(seqlens):
+                for c in causals:
+                    shapes.append(Shape(dt, d, c, s, max(tokens // s, 1), heads.get(d, 2048 // d)))
+            if nanogpt and dt == dtype_order[0] and d == hdim_order[0] and 64 in hdims and True in causals:
+                shapes.append(Shape(dt, 64, True, 1024, 64, 12, tag="nanogpt"))
+    return shapes
+
+
+def naive_bytes(shape: Shape) -> float:
+    return shape.B * shape.H * shape.S * shape.S * 4 * 3
+
+
+# ----------------------------------------------------------------------------- backends
+
+class Backend:
+    """One attention implementation. `__call__` takes SDPA's layout (B, H, S, D)."""
+    name = ""
+
+    def skip(self, shape: Shape, mode: str) -> str | None:
+        return None
+
+    def setup(self, shape: Shape, device) -> None:
+        """Per-shape preparation outside the timed region (masks)."""
+
+    def context(self):
+        return contextlib.nullcontext()
+
+    def __call__(self, q, k, v, causal: bool):
+        raise NotImplementedError
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str):
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+class FaCk(Backend):
+    def __init__(self, name, fa_ck, backend=None, autotune=None, fp8=False):
+        self.name, self.fa_ck, self.backend, self.autotune, self.fp8 = name, fa_ck, backend, autotune, fp8
+
+    def context(self):
+        # fa_ck reads FA_CK_AUTOTUNE at call time; set it for the whole measurement
+        return _env("FA_CK_AUTOTUNE", "1" if self.autotune else "0")
+
+    def __call__(self, q, k, v, causal):
+        kw = {"causal": causal}
+        if self.backend:
+            kw["backend"] = self.backend
+        if self.fp8:
+            kw["fp8"] = True
+        return self.fa_ck.attention(q, k, v, **kw)
+
+
+class Sdpa(Backend):
+    def __init__(self, name, sdp_backend=None):
+        self.name, self.sdp_backend = name, sdp_backend
+
+    def context(self):
+        if self.sdp_backend is None:
+            return contextlib.nullcontext()
+        from torch.nn.attention import sdpa_kernel
+        return sdpa_kernel([self.sdp_backend])
+
+    def __call__(self, q, k, v, causal):
+        import torch.nn.functional as F
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _causal_mask_mod(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+class Flex(Backend):
+    """FlexAttention compiled once (dynamic=False: one specialised kernel per shape, as a
+    user would get). Each new shape recompiles, so dynamo's recompile limit (8 by
+    default) is raised well past the sweep's size; a hit limit raises instead of falling
+    back to the unfused path, which the earlier measurement reported as kernel speed."""
+    name = "flex"
+
+    def __init__(self, fp16_too: bool = False):
+        self.fp16_too = fp16_too
+        import torch
+        import torch._dynamo
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        cfg = torch._dynamo.config
+        for limit in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                      "accumulated_recompile_limit"):
+            if hasattr(cfg, limit):
+                setattr(cfg, limit, 100_000)
+        if hasattr(cfg, "fail_on_recompile_limit_hit"):
+            cfg.fail_on_recompile_limit_hit = True
+        self.create_block_mask = create_block_mask
+        self.compiled = torch.compile(flex_attention, dynamic=False)
+        self.block_mask = None
+
+    def skip(self, shape, mode):
+        if shape.dtype == "fp16" and not self.fp16_too:
+            return ("fp16 left out: bf16 points show FlexAttention's speed and each shape costs a compile "
+                    "(name flex in --backends to run it)")
+        return None
+
+    def setup(self, shape, device):
+        self.block_mask = None
+        if shape.causal and self.skip(shape, "fwd") is None:
+            self.block_mask = self.create_block_mask(_causal_mask_mod, None, None, shape.S, shape.S, device=device)
+
+    def __call__(self, q, k, v, causal):
+        return self.compiled(q, k, v, block_mask=self.block_mask)
+
+
+class Naive(Backend):
+    """Materialised softmax, as nanoGPT's non-flash path (softmax in fp32, as under autocast)."""
+    name = "naive"
+
+    def __init__(self):
+        self.mask = None
+
+    def skip(self, shape, mode):
+        if naive_bytes(shape) > NAIVE_LIMIT_BYTES:
+            return f"S x S scores need ~{naive_bytes(shape) / 1e9:.0f} GB > {NAIVE_LIMIT_BYTES / 1e9:.0f} GB"
+        return None
+
+    def setup(self, shape, device):
+        import torch
+        self.mask = None
+        if shape.causal and self.skip(shape, "fwd") is None:
+            self.mask = torch.ones(shape.S, shape.S, dtype=torch.bool, device=device).triu(1)
+
+    def __call__(self, q, k, v, causal):
+        import torch
+        att = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+        if causal:
+            att = att.masked_fill(self.mask, float("-inf"))
+        att = torch.softmax(att, dim=-1, dtype=torch.float32).to(q.dtype)
+        return att @ v
+
+
+def _import_fa_ck():
+    """(module, None) or (None, why). Falls back to the checkout's python/ when not installed."""
+    try:
+        try:
+            import fa_ck
+        except ImportError:
+            sys.path.insert(0, str(REPO / "python"))
+            import fa_ck
+        if not hasattr(fa_ck, "attention"):
+            return None, "fa_ck has no attention() yet"
+        return fa_ck, None
+    except Exception as e:
+        return None, f"import fa_ck failed: {type(e).__name__}: {e}"
+
+
+def make_backends(names: list[str], explicit: bool = False) -> tuple[list[Backend], dict[str, str]]:
+    """The backends that can run here, and {name: why not} for the others."""
+    from torch.nn.attention import SDPBackend
+    sdpa = {"sdpa-cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa-flash": SDPBackend.FLASH_ATTENTION,
+            "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION, "sdpa-default": None}
+    fa_ck, fa_ck_missing = _import_fa_ck() if any(n.startswith("fa_ck") for n in names) else (None, None)
+    backends, unavailable = [], {}
+    for n in names:
+        try:
+            if n.startswith("fa_ck"):
+                if fa_ck is None:
+                    unavailable[n] = fa_ck_missing
+                    continue
+                backends.append(
+                    FaCk(n, fa_ck, backend="triton", autotune=False) if n == "fa_ck-triton" else
+                    FaCk(n, fa_ck, backend="triton", autotune=True) if n == "fa_ck-triton-autotune" else
+                    FaCk(n, fa_ck, fp8=True) if n == "fa_ck-fp8" else
+                    FaCk(n, fa_ck, backend="reference"))
+            elif n in sdpa:
+                backends.append(Sdpa(n, sdpa[n]))
+            elif n == "flex":
+                backends.append(Flex(fp16_too=explicit))
+            elif n == "naive":
+                backends.append(Naive())
+        except Exception as e:
+            unavailable[n] = f"{type(e).__name__}: {e}"
+    return backends, unavailable
+
+
+# ----------------------------------------------------------------------------- measuring
+
+def reference_out(q, k, v, causal):
+    """float64/float32 softmax(q k^T / sqrt(d)) v on the given (small) slice."""
+    import torch
+    acc = torch.float64 if q.shape[-2] <= 2048 else torch.float32
+    q, k, v = q.to(acc), k.to(acc), v.to(acc)
+    s = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+    if causal:  # bottom-right aligned; Sq == Sk here
+        sq, sk = s.shape[-2:]
+        s = s.masked_fill(torch.ones(sq, sk, dtype=torch.bool, device=s.device).triu(sk - sq + 1), float("-inf"))
+    return (torch.softmax(s, dim=-1) @ v).float()
+
+
+def _ref_slice(t):
+    return t.detach()[:1, :2]   # batch 0, two heads: cheap, and enough to catch a wrong kernel
+
+
+def rel_err(out, ref) -> float:
+    o = _ref_slice(out).float()
+    return float((o - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+def _timer(on_gpu: bool, warmup: int, rep: int):
+    if on_gpu:
+        from triton.testing import do_bench   # same signature in triton 3.6 and 3.7
+
+        return lambda fn: float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+
+    def cpu_median_ms(fn):
+        times, t_end = [], time.perf_counter() + rep / 1000
+        while len(times) < 3 or (time.perf_counter() < t_end and len(times) < 50):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return sorted(times)[len(times) // 2]
+    return cpu_median_ms
+
+
+def _sync(device):
+    import torch
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, device) -> dict:
+    import torch
+    row = dict(point=shape.name, tag=shape.tag, dtype=shape.dtype, D=shape.D, H=shape.H, B=shape.B,
+               S=shape.S, causal=shape.causal, mode=mode, backend=backend.name)
+    reason = backend.skip(shape, mode)
+    if reason:
+        row["skipped"] = reason
+        return row
+    q, k, v, g = inputs
+
+    if mode == "fwd":
+        def fn():
+            with torch.no_grad():
+                return backend(q, k, v, shape.causal)
+    else:
+        def fn():  # forward + backward with a fixed random grad; autograd.grad leaves .grad alone
+            out = backend(q, k, v, shape.causal)
+            torch.autograd.grad(out, (q, k, v), g)
+            return out
+
+    try:
+        with backend.context():
+            t0 = time.perf_counter()
+            out = fn()              # compiles / autotunes: not timed, reported
+            _sync(device)
+            row["first_call_s"] = round(time.perf_counter() - t0, 3)
+            row["rel_err"] = rel_err(out, ref)
+            del out
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+                fn()
+                _sync(device)
+                row["peak_gb"] = round(torch.cuda.max_memory_allocated() / 1e9, 3)
+            ms = timer(fn)
+        row["ms"] = round(ms, 4)
+        row["tflops"] = float(f"{tflops(flops(shape, mode), ms):.4g}")
+    except Exception as e:
+        msg = f"{type(e).__name__}: {e}".strip().splitlines()
+        msg = " ".join(msg)[:300]
+        unsupported = isinstance(e, NotImplementedError) or (backend.name == "fa_ck-fp8" and isinstance(e, TypeError))
+        row["skipped" if unsupported else "error"] = msg
+        if any(f in msg for f in FATAL_CUDA):
+            row["fatal"] = True
+    if device.type == "cuda" and row.get("error") and not row.get("fatal"):
+        torch.cuda.empty_cache()   # after the except block: its traceback no longer pins the tensors
+    return row
+
+
+def estimate_seconds(runs, warmup_ms: int, rep_ms: int) -> float:
+    """Rough wall time of the measurements [(backend, shape, mode)], compiles excluded
+    except FlexAttention's (one per shape and mode)."""
+    per = (warmup_ms + rep_ms) / 1000 + OVERHEAD_S
+    return sum(per + (FLEX_COMPILE_S if b.name == "flex" else 0.0) for b, _, _ in runs)
+
+
+def make_inputs(shape: Shape, device):
+    import torch
+    torch.manual_seed(0)
+    dtype = getattr(torch, DTYPE_NAMES[shape.dtype])
+    qkv = [torch.randn(shape.B, shape.H, shape.S, shape.D, dtype=dtype, device=device, requires_grad=True)
+           for _ in range(3)]
+    g = torch.randn(shape.B, shape.H, shape.S, shape.D, dtype=dtype, device=device)
+    return (*qkv, g)
+
+
+# ----------------------------------------------------------------------------- reporting
+
+def add_ratios(rows: list[dict]) -> None:
+    """ratio_cudnn = this backend's TFLOP/s over cuDNN's at the same point and mode (>1 faster)."""
+    base = {(r["point"], r["mode"]): r["tflops"] for r in rows if r["backend"] == BASELINE and r.get("tflops")}
+    for r in rows:
+        b = base.get((r["point"], r["mode"]))
+        r["ratio_cudnn"] = round(r["tflops"] / b, 3) if b and r.get("tflops") is not None else None
+
+
+def _cell(r: dict | None) -> str:
+    if r is None:
+        return ""
+    if r.get("error"):
+        return "err"
+    if r.get("skipped"):
+        return "skip"
+    if r.get("tflops") is None:
+        return ""
+    if r["backend"] == BASELINE or r.get("ratio_cudnn") is None:
+        return f"{r['tflops']:.1f}"
+    return f"{r['tflops']:.1f} ({r['ratio_cudnn']:.2f}x)"
+
+
+def _backends_in(rows):
+    seen = list(dict.fromkeys(r["backend"] for r in rows))
+    return [b for b in ALL_BACKENDS if b in seen] + [b for b in seen if b not in ALL_BACKENDS]
+
+
+def _points_in(rows):
+    return list(dict.fromkeys(r["point"] for r in rows))
+
+
+def markdown_table(rows: list[dict], mode: str, value=_cell) -> str:
+    rows = [r for r in rows if r["mode"] == mode]
+    backends = _backends_in(rows)
+    by = {(r["point"], r["backend"]): r for r in rows}
+    lines = ["| point | " + " | ".join(backends) + " |", "|---" * (len(backends) + 1) + "|"]
+    for p in _points_in(rows):
+        lines.append(f"| {p} | " + " | ".join(value(by.get((p, b))) for b in backends) + " |")
+    return "\n".join(lines)
+
+
+def target_lines(rows: list[dict]) -> list[str]:
+    """Issue 6's targets, for the best of our Triton backends (autotune off or on) per point."""
+    best = {}
+    for r in rows:
+        if r["backend"] in OURS and r.get("ratio_cudnn"):
+            k = (r["point"], r["mode"])
+            if k not in best or r["ratio_cudnn"] > best[k]["ratio_cudnn"]:
+                best[k] = r
+    if not best:
+        return ["targets: no fa_ck triton point with a cuDNN ratio in this run"]
+    out = []
+
+    def report(label, sel, goal):
+        got = [r for r in best.values() if sel(r)]
+        if not got:
+            return out.append(f"- {label}: not measured")
+        worst = min(got, key=lambda r: r["ratio_cudnn"])
+        ok = "met" if worst["ratio_cudnn"] >= goal else f"MISSED by {goal - worst['ratio_cudnn']:.3f}"
+        out.append(f"- {label}: min {worst['ratio_cudnn']:.3f}x (goal {goal}x, {ok}; worst: "
+                   f"{worst['point']} {worst['mode']} {worst['backend']})")
+
+    main = lambda r: r["dtype"] == "bf16" and r["D"] == 128 and r["S"] >= 4096 and not r["tag"]  # noqa: E731
+    report("bf16 d128 S>=4k forward", lambda r: main(r) and r["mode"] == "fwd", 1.05)
+    report("bf16 d128 S>=4k fwd+bwd", lambda r: main(r) and r["mode"] == "fwdbwd", 1.0)
+    # time <= 0.95x cuDNN's  <=>  speed ratio >= 1/0.95
+    report("nanoGPT fwd+bwd (time <= 0.95x cuDNN)", lambda r: r["tag"] == "nanogpt" and r["mode"] == "fwdbwd",
+           round(1 / 0.95, 3))
+    report("every point", lambda r: True, 0.9)
+    return out
+
+
+def notes(rows: list[dict]) -> list[str]:
+    """Each distinct error / skip reason once per backend, with how many points it hit."""
+    seen: dict[tuple, int] = {}
+    for r in rows:
+        for kind in ("error", "skipped"):
+            if r.get(kind):
+                seen[(r["backend"], kind, r[kind])] = seen.get((r["backend"], kind, r[kind]), 0) + 1
+    return [f"- {b} {kind} ({n} points): {msg}" for (b, kind, msg), n in seen.items()]
+
+
+def write_markdown(path: Path, rows: list[dict], env: dict) -> None:
+    parts = [f"# Attention kernels: {env.get('gpu', '?')}, {env.get('date', '')}", "",
+             f"Command: `{env.get('command', '')}`", "",
+             "Versions: " + ", ".join(f"{k} {env.get(k)}" for k in ("torch", "triton", "cuda", "cudnn", "fa_ck")), "",
+             "TFLOP/s (flash-attn convention: fwd 4*B*H*S*S*D, halved when causal; fwd+bwd 3.5x), "
+             f"ratio to {BASELINE} in parentheses.", ""]
+    if env.get("note"):
+        parts += [f"**{env['note']}**", ""]
+    parts += ["## Targets (issue 6)", "", *target_lines(rows), ""]
+    mem = lambda r: "" if r is None or r.get("peak_gb") is None else f"{r['peak_gb']:.2f}"  # noqa: E731
+    err = lambda r: "" if r is None or r.get("rel_err") is None else f"{r['rel_err']:.1e}"  # noqa: E731
+    for mode, title in (("fwd", "Forward"), ("fwdbwd", "Forward + backward")):
+        if any(r["mode"] == mode for r in rows):
+            parts += [f"## {title}: TFLOP/s", "", markdown_table(rows, mode), ""]
+            if any(r.get("peak_gb") is not None for r in rows):
+                parts += [f"## {title}: peak memory (GB)", "", markdown_table(rows, mode, mem), ""]
+    if any(r.get("rel_err") is not None for r in rows):
+        mode = "fwd" if any(r["mode"] == "fwd" for r in rows) else "fwdbwd"
+        parts += ["## Forward relative error ||out - ref|| / ||ref|| (batch 0, heads 0-1, fp32/fp64 ref)", "",
+                  markdown_table(rows, mode, err), ""]
+    if env.get("unavailable"):
+        parts += ["## Backends not run", ""] + [f"- {b}: {why}" for b, why in env["unavailable"].items()] + [""]
+    if env.get("not_measured"):
+        parts += ["## Points not measured", "", f"{len(env['not_measured'])} points (time budget or stop): "
+                  + ", ".join(env["not_measured"]), ""]
+    if notes(rows):
+        parts += ["## Errors and skips", ""] + notes(rows) + [""]
+    path.write_text("\n".join(parts))
+
+
+def write_json(path: Path, rows: list[dict], env: dict) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"env": env, "points": rows}, indent=1))
+    os.replace(tmp, path)   # a kill mid-write never leaves half a file
+
+
+def write_plots(out_dir: Path, rows: list[dict]) -> list[Path]:
+    """One PNG per (dtype, mode): a panel per head dim x causal, TFLOP/s vs seq len, a line per backend."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r.get("tflops") is not None and not r["tag"]]
+    written = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        for mode in ("fwd", "fwdbwd"):
+            sel = [r for r in rows if r["dtype"] == dtype and r["mode"] == mode]
+            if not sel:
+                continue
+            hdims = sorted({r["D"] for r in sel})
+            causals = sorted({r["causal"] for r in sel})
+            fig, axes = plt.subplots(len(hdims), len(causals), squeeze=False, sharex=True,
+                                     figsize=(5.5 * len(causals), 3.6 * len(hdims)))
+            for i, d in enumerate(hdims):
+                for j, c in enumerate(causals):
+                    ax = axes[i][j]
+                    for b in _backends_in(sel):
+                        pts = sorted((r["S"], r["tflops"]) for r in sel if r["D"] == d and r["causal"] == c
+                                     and r["backend"] == b)
+                        if pts:
+                            ax.plot(*zip(*pts), marker="o", label=b, lw=2.5 if b in OURS or b == BASELINE else 1.2)
+                    ax.set_xscale("log", base=2)
+                    ax.set_title(f"d{d} {'causal' if c else 'non-causal'}")
+                    ax.set_xlabel("seq len")
+                    ax.set_ylabel("TFLOP/s")
+                    ax.grid(alpha=0.3)
+            axes[0][-1].legend(fontsize=7)
+            fig.suptitle(f"{dtype} {'forward' if mode == 'fwd' else 'forward + backward'}")
+            fig.tight_layout()
+            p = out_dir / f"tflops-{dtype}-{mode}.png"
+            fig.savefig(p, dpi=110)
+            plt.close(fig)
+            written.append(p)
+    return written
+
+
+SHORT_NAMES = {"fa_ck-triton": "triton", "fa_ck-triton-autotune": "tri-at", "fa_ck-fp8": "fp8",
+               "sdpa-cudnn": "cudnn", "sdpa-flash": "flash", "sdpa-efficient": "effic",
+               "sdpa-default": "sdpa", "flex": "flex", "naive": "naive", "fa_ck-reference": "ref"}
+SUMMARY_BACKENDS = [BASELINE, *OURS, "fa_ck-fp8", "sdpa-flash", "flex"]
+
+
+def summary(rows: list[dict]) -> str:
+    """A short stdout table, one line per point and mode: cuDNN's TFLOP/s and the others'
+    ratio to it (TFLOP/s where cuDNN wasn't measured). Kept narrow: the full tables are in
+    results.md."""
+    present = _backends_in(rows)
+    cols = [b for b in SUMMARY_BACKENDS if b in present] or present
+    by = {(r["point"], r["mode"], r["backend"]): r for r in rows}
+
+    def cell(r):
+        if r is None:
+            return "-"
+        if r.get("error") or r.get("skipped"):
+            return "err" if r.get("error") else "skip"
+        if r.get("ratio_cudnn") is not None and r["backend"] != BASELINE:
+            return f"{r['ratio_cudnn']:.2f}x"
+        return "-" if r.get("tflops") is None else f"{r['tflops']:.3g}"
+
+    short = lambda p: re.sub(r" B\d+xH\d+$", "", p)  # noqa: E731  (batch and heads follow from d and S)
+    width = max([len(short(p)) for p in _points_in(rows)] + [5])
+    lines = [f"{'point':<{width}} {'mode':<6} " + " ".join(f"{SHORT_NAMES.get(b, b)[:6]:>6}" for b in cols)]
+    for p in _points_in(rows):
+        for mode in ("fwd", "fwdbwd"):
+            if any(r["point"] == p and r["mode"] == mode for r in rows):
+                lines.append(f"{short(p):<{width}} {mode:<6} "
+                             + " ".join(f"{cell(by.get((p, mode, b))):>6}" for b in cols))
+    return "\n".join(lines)
+
+
+def collect_env(argv, device) -> dict:
+    import torch
+    env = {"command": "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *argv]),
+           "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+           "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "hip": torch.version.hip, "host": platform.node()}
+    try:
+        import triton
+        env["triton"] = triton.__version__
+    except Exception:
+        env["triton"] = None
+    fa_ck, _ = _import_fa_ck()
+    env["fa_ck"] = getattr(fa_ck, "__version__", None) if fa_ck else None
+    env["fa_ck_cache_dir"] = os.environ.get("FA_CK_CACHE_DIR", "~/.cache/fa_ck")
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        env.update(gpu=torch.cuda.get_device_name(device), sm_count=p.multi_processor_count,
+                   gpu_mem_gb=round(p.total_memory / 1e9, 1), cudnn=torch.backends.cudnn.version())
+    else:
+        env.update(gpu="cpu", cudnn=None)
+    return env
+
+
+def _gpu_slug(name: str) -> str:
+    s = re.sub(r"^(nvidia|amd)\s+", "", name.strip(), flags=re.I).lower()
+    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
+
+
+# ----------------------------------------------------------------------------- main
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--dtype", nargs="+", choices=sorted(DTYPE_NAMES), default=["bf16", "fp16"])
+    ap.add_argument("--hdim", nargs="+", type=int, default=[64, 128, 256])
+    ap.add_argument("--seqlens", nargs="+", type=int, default=SEQLENS)
+    ap.add_argument("--causal", choices=["off", "on", "both"], default="both")
+    ap.add_argument("--mode", choices=["fwd", "fwdbwd", "both"], default="both")
+    ap.add_argument("--backends", nargs="+", choices=ALL_BACKENDS, default=None, metavar="NAME",
+                    help=f"any of {' '.join(ALL_BACKENDS)}; default on GPU: {' '.join(GPU_BACKENDS)}; "
+                         f"on CPU: {' '.join(CPU_BACKENDS)}")
+    ap.add_argument("--no-nanogpt", action="store_true", help="leave out the 64x12x1024x64 causal shape")
+    ap.add_argument("--quick", action="store_true", help="bf16, d64 and d128, S 1k/4k/16k, nanoGPT shape")
+    ap.add_argument("--out", type=Path, default=None, help="default bench/results/kernels-<gpu>-<date>/")
+    ap.add_argument("--time-budget", type=float, default=480.0,
+                    help="seconds; stop starting new measurements after this, still write results (default 480)")
+    ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
+    ap.add_argument("--rep", type=int, default=100, help="do_bench rep, ms")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.dtype, args.hdim, args.seqlens = ["bf16"], [h for h in args.hdim if h in (64, 128)] or [128], [1024, 4096, 16384]
+    return args
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    import torch
+
+    on_gpu = torch.cuda.is_available()
+    device = torch.device("cuda" if on_gpu else "cpu")
+    causals = {"off": [False], "on": [True], "both": [False, True]}[args.causal]
+    modes = ["fwd", "fwdbwd"] if args.mode == "both" else [args.mode]
+    if on_gpu:
+        shapes = sweep_shapes(args.dtype, args.hdim, args.seqlens, causals, nanogpt=not args.no_nanogpt)
+        names = args.backends or GPU_BACKENDS
+    else:
+        print("note: no CUDA GPU: tiny CPU smoke sweep (reference/sdpa/naive) to check the pipeline; "
+              "its numbers say nothing about kernel speed")
+        shapes = sweep_shapes(args.dtype[:1], [64], [128, 256], causals, nanogpt=False, tokens=512, heads={64: 2})
+        names = [n for n in (args.backends or CPU_BACKENDS) if n in CPU_BACKENDS]
+        args.rep = min(args.rep, 50)
+
+    env = collect_env(argv, device)
+    if not on_gpu:
+        env["note"] = "CPU smoke run: numbers are not kernel speed"
+    out_dir = args.out or REPO / "bench" / "results" / \
+        f"kernels-{_gpu_slug(env['gpu'])}-{datetime.datetime.now().strftime('%Y%m%d-%H%M')}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    backends, unavailable = make_backends(names, explicit=args.backends is not None)
+    env["backends"] = [b.name for b in backends]
+    env["unavailable"] = unavailable
+    for b, why in unavailable.items():
+        print(f"not running {b}: {why}")
+    runs = [(b, s, m) for s in shapes for b in backends for m in modes if b.skip(s, m) is None]
+    n_meas = len(runs)
+    est = estimate_seconds(runs, args.warmup, args.rep)
+    print(f"{len(shapes)} shapes x {len(modes)} modes x {len(backends)} backends: {n_meas} measurements; "
+          f"estimated ~{est / 60:.1f} min (+ Triton compiles and autotune searches not yet cached); "
+          f"budget {args.time_budget:.0f} s, most important points first; results in {out_dir}")
+
+    def on_sigterm(signum, frame):
+        raise Stop("SIGTERM")
+    old_handler = signal.signal(signal.SIGTERM, on_sigterm)
+    timer = _timer(on_gpu, args.warmup, args.rep)
+    rows, not_measured = [], []
+    t_start = time.perf_counter()
+
+    def save():
+        add_ratios(rows)
+        env["not_measured"] = not_measured
+        env["elapsed_s"] = round(time.perf_counter() - t_start, 1)
+        write_json(out_dir / "results.json", rows, env)
+        write_markdown(out_dir / "results.md", rows, env)
+
+    try:
+        for i, shape in enumerate(shapes):
+            if time.perf_counter() - t_start > args.time_budget:
+                not_measured.extend(s.name for s in shapes[i:])
+                print(f"time budget spent: {len(shapes) - i} shapes not measured")
+                break
+            inputs = make_inputs(shape, device)
+            ref = reference_out(*(_ref_slice(t) for t in inputs[:3]), shape.causal)
+            fatal = False
+            for b in backends:
+                try:
+                    b.setup(shape, device)
+                except Exception as e:
+                    rows.extend(dict(point=shape.name, tag=shape.tag, dtype=shape.dtype, D=shape.D, H=shape.H,
+                                     B=shape.B, S=shape.S, causal=shape.causal, mode=m, backend=b.name,
+                                     error=f"setup: {type(e).__name__}: {e}"[:300]) for m in modes)
+                    continue
+                for mode in modes:
+                    if time.perf_counter() - t_start > args.time_budget + BUDGET_GRACE_S:
+                        raise Stop("time budget spent mid-shape")
+                    row = measure(b, shape, mode, inputs, ref, timer, device)
+                    rows.append(row)
+                    fatal = fatal or row.get("fatal", False)
+                    if fatal:
+                        break
+                if fatal:
+                    break
+            add_ratios(rows)
+            here = {(r["backend"], r["mode"]): r for r in rows if r["point"] == shape.name}
+            shown = [n for n in (BASELINE, *OURS) if n in env["backends"]] or env["backends"]
+            brief = "  ".join(f"{m}: " + ", ".join(f"{SHORT_NAMES.get(n, n)} {_cell(here.get((n, m))) or '-'}"
+                                                   for n in shown) for m in modes)
+            print(f"[{i + 1}/{len(shapes)} {time.perf_counter() - t_start:.0f}s] {shape.name}  {brief}", flush=True)
+            del inputs, ref
+            if on_gpu:
+                torch.cuda.empty_cache()
+            save()
+            if fatal:
+                not_measured.extend(s.name for s in shapes[i + 1:])
+                print("fatal CUDA error: the context is unusable, stopping (see results.md)")
+                break
+    except (Stop, KeyboardInterrupt) as e:
+        print(f"stopped ({type(e).__name__}: {e}); writing what was measured")
+        done = {r["point"] for r in rows}
+        not_measured.extend(s.name for s in shapes if s.name not in done)
+    finally:
+        signal.signal(signal.SIGTERM, old_handler)
+    save()
+    try:
+        plots = write_plots(out_dir, rows)
+    except Exception as e:  # plots are a convenience; the data is already written
+        plots = []
+        print(f"plots failed: {type(e).__name__}: {e}")
+    print()
+    print(summary(rows))
+    print()
+    print("\n".join(target_lines(rows)))
+    n_err = sum(1 for r in rows if r.get("error"))
+    print(f"\n{len(rows)} rows ({n_err} errors, {sum(1 for r in rows if r.get('skipped'))} skipped), "
+          f"{len(not_measured)} points not measured, {time.perf_counter() - t_start:.0f} s; wrote "
+          f"{out_dir / 'results.json'}, {out_dir / 'results.md'}" + "".join(f", {p.name}" for p in plots))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

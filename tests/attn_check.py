@@ -1,0 +1,74 @@
+"""Comparing fa_ck against reference.py in float64, element by element."""
+import math
+
+import torch
+
+import fa_ck
+from fa_ck import reference
+
+# ||out - ref|| / ||ref|| bounds. Interpreter fp32 is exact fp32; on a GPU fp32 means tf32.
+FWD_TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+GRAD_TOL = {torch.float32: 2e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}
+GPU_FP32_TOL = 5e-3
+
+
+def rel_err(got, ref):
+    """||got - ref|| / ||ref||; the denominator is floored at sqrt(numel) (elements of size 1)
+    so that a gradient that is exactly zero in exact arithmetic (one key: dq = 0) is judged
+    by its absolute error instead of dividing rounding noise by zero."""
+    got, ref = got.double(), ref.double()
+    return ((got - ref).norm() / ref.norm().clamp_min(max(ref.numel(), 1) ** 0.5)).item() if ref.norm() < \
+        max(ref.numel(), 1) ** 0.5 * 1e-3 else ((got - ref).norm() / ref.norm()).item()
+
+
+def tol(table, dtype, device):
+    if dtype == torch.float32 and torch.device(device).type == "cuda":
+        return GPU_FP32_TOL
+    return table[dtype]
+
+
+def assert_close(name, got, ref, bound):
+    assert got.shape == ref.shape, f"{name}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
+    finite = torch.isfinite(ref)
+    assert torch.isfinite(got[finite]).all(), f"{name}: NaN/inf where the reference is finite (unwritten?)"
+    assert torch.equal(torch.isinf(got) & (got < 0), torch.isinf(ref) & (ref < 0)), f"{name}: -inf pattern differs"
+    err = rel_err(torch.where(finite, got.double(), 0.0), torch.where(finite, ref.double(), 0.0))
+    assert err <= bound, f"{name}: relative error {err:.3g} > {bound:.3g}"
+    return err
+
+
+def rand(*shape, dtype, device, requires_grad=True):
+    return torch.randn(*shape, dtype=dtype, device=device).requires_grad_(requires_grad)
+
+
+def check(b, sq, sk, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton", grads=True,
+          dropout_mask=None, **feat):
+    """Run fa_ck.flash_attn_func (flash layout) and compare out, lse and dq, dk, dv with the float64
+    reference on fresh random inputs."""
+    q = rand(b, sq, hq, d, dtype=dtype, device=device)
+    k = rand(b, sk, hkv, d, dtype=dtype, device=device)
+    v = rand(b, sk, hkv, d, dtype=dtype, device=device)
+    out, lse, _ = fa_ck.flash_attn_func(q, k, v, backend=backend, return_attn_probs=True, **feat)
+    ref_kw = dict(scale=feat.get("softmax_scale"), causal=feat.get("causal", False),
+                  window=feat.get("window_size", (-1, -1)), alibi_slopes=feat.get("alibi_slopes"),
+                  softcap=feat.get("softcap", 0.0))
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = reference.attention(q64, k64, v64, dtype=torch.float64, **ref_kw)
+    errs = {"out": assert_close("out", out, ref, tol(FWD_TOL, dtype, device)),
+            "lse": assert_close("lse", lse, ref_lse, tol(FWD_TOL, dtype, device) * 10)}
+    if grads:
+        do = torch.randn_like(out)
+        dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
+        rq, rk, rv = torch.autograd.grad(ref, (q64, k64, v64), do.double())
+        for name, g, r in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
+            errs[name] = assert_close(name, g, r, tol(GRAD_TOL, dtype, device))
+    return errs
+
+
+def alibi(b, h, per_batch=False, device="cpu"):
+    shape = (b, h) if per_batch else (h,)
+    return (torch.rand(shape, device=device) * 0.5 + 0.05).float()
+
+
+def default_scale(d):
+    return 1.0 / math.sqrt(d)

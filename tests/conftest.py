@@ -1,0 +1,24 @@
+"""Test setup: without a GPU, the Triton kernels run in the interpreter on the CPU.
+
+TRITON_INTERPRET must be set before triton decorates our kernels, so it is set here, before
+anything imports fa_ck. FA_CK_POISON=1 makes the triton backend fill its outputs with NaN
+before the kernels run: an element they fail to write shows up as NaN.
+"""
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+os.environ["FA_CK_POISON"] = "1"
+
+import pytest  # noqa: E402
+
+GPU = torch.cuda.is_available()
+DEVICE = "cuda" if GPU else "cpu"
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+    yield

@@ -1,0 +1,230 @@
+"""bench/kernels.py's bookkeeping on the CPU: flop counts, the sweep's shapes and order,
+ratios, the markdown/JSON/plot writers on fake data, one measurement, and a CPU smoke run.
+The GPU timing itself is exercised only on a GPU machine."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KERNELS_PY = Path(__file__).resolve().parents[1] / "bench" / "kernels.py"
+
+
+@pytest.fixture(scope="module")
+def K():
+    spec = importlib.util.spec_from_file_location("bench_kernels_under_test", KERNELS_PY)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod   # dataclasses resolve string annotations through sys.modules
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_flops_convention(K):
+    full = 4 * 1 * 16 * 16384 * 16384 * 128
+    assert K.fwd_flops(1, 16, 16384, 16384, 128, causal=False) == full
+    assert K.fwd_flops(1, 16, 16384, 16384, 128, causal=True) == full / 2
+    shape = K.Shape("bf16", 128, False, 16384, 1, 16)
+    assert K.flops(shape, "fwd") == full
+    assert K.flops(shape, "fwdbwd") == 3.5 * full
+    assert K.tflops(1e12, 1.0) == pytest.approx(1000.0)
+    # the H200 anchor row, cuDNN d128 16k: 3.6352 ms -> 604.9 fwd; causal fwd+bwd 7.325 ms -> 525.4
+    assert K.tflops(K.flops(shape, "fwd"), 3.6352) == pytest.approx(604.9, abs=0.1)
+    causal = K.Shape("bf16", 128, True, 16384, 1, 16)
+    assert K.tflops(K.flops(causal, "fwdbwd"), 7.325) == pytest.approx(525.4, abs=0.1)
+
+
+def test_default_sweep_shapes_and_order(K):
+    shapes = K.sweep_shapes(["fp16", "bf16"], [256, 64, 128], K.SEQLENS, [False, True])
+    assert len(shapes) == 2 * 3 * 6 * 2 + 1
+    sweep = [s for s in shapes if not s.tag]
+    assert all(s.B * s.S == 16384 and s.H * s.D == 2048 for s in sweep)
+    assert {(s.D, s.H) for s in sweep} == {(64, 32), (128, 16), (256, 8)}
+    # most important first: all of bf16 d128, then nanoGPT, and fp16 only after every bf16 point
+    assert all(s.dtype == "bf16" and s.D == 128 for s in shapes[:12])
+    nanogpt = [s for s in shapes if s.tag == "nanogpt"]
+    assert len(nanogpt) == 1 and shapes[12] == nanogpt[0]
+    assert (nanogpt[0].B, nanogpt[0].H, nanogpt[0].S, nanogpt[0].D, nanogpt[0].causal) == (64, 12, 1024, 64, True)
+    first_fp16 = next(i for i, s in enumerate(shapes) if s.dtype == "fp16")
+    assert all(s.dtype == "fp16" for s in shapes[first_fp16:])
+    assert len({s.name for s in shapes}) == len(shapes)
+
+
+def test_narrowed_sweep(K):
+    shapes = K.sweep_shapes(["bf16"], [128], [4096], [True])
+    assert [s.name for s in shapes] == ["bf16 d128 S4096 causal B4xH16"]   # no d64: no nanoGPT shape
+    assert not any(s.tag for s in K.sweep_shapes(["bf16"], [64], [1024], [True], nanogpt=False))
+
+
+def test_naive_memory_rule(K):
+    naive = K.Naive()
+    assert naive.skip(K.Shape("bf16", 64, False, 16384, 1, 32), "fwd")        # 32 x 16k^2 x 12 B > 40 GB
+    assert naive.skip(K.Shape("bf16", 128, False, 8192, 2, 16), "fwd") is None   # ~26 GB
+    assert naive.skip(K.Shape("bf16", 64, True, 1024, 64, 12, "nanogpt"), "fwdbwd") is None
+
+
+def _row(point, mode, backend, tflops=None, **kw):
+    base = dict(point=point, tag="", dtype="bf16", D=128, H=16, B=4, S=4096, causal=False, mode=mode,
+                backend=backend)
+    if tflops is not None:
+        base.update(tflops=tflops, ms=1.0, peak_gb=1.5, rel_err=2e-3)
+    base.update(kw)
+    return base
+
+
+def fake_rows(K):
+    rows = []
+    for mode, cudnn, ours in (("fwd", 600.0, 660.0), ("fwdbwd", 550.0, 500.0)):
+        rows += [_row("bf16 d128 S4096 full B4xH16", mode, "sdpa-cudnn", cudnn),
+                 _row("bf16 d128 S4096 full B4xH16", mode, "fa_ck-triton", ours),
+                 _row("bf16 d128 S4096 full B4xH16", mode, "sdpa-flash", error="RuntimeError: boom"),
+                 _row("bf16 d128 S4096 full B4xH16", mode, "naive", skipped="too big"),
+                 _row("bf16 d128 S1024 full B16xH16", mode, "sdpa-cudnn", 500.0, S=1024, B=16),
+                 _row("bf16 d128 S1024 full B16xH16", mode, "fa_ck-triton", 250.0, S=1024, B=16)]
+    rows.append(_row("nanogpt bf16 d64 S1024 causal B64xH12", "fwdbwd", "sdpa-cudnn", 300.0,
+                     tag="nanogpt", D=64, H=12, B=64, S=1024, causal=True))
+    rows.append(_row("nanogpt bf16 d64 S1024 causal B64xH12", "fwdbwd", "fa_ck-triton", 330.0,
+                     tag="nanogpt", D=64, H=12, B=64, S=1024, causal=True))
+    K.add_ratios(rows)
+    return rows
+
+
+def test_ratios_to_cudnn(K):
+    rows = fake_rows(K)
+    by = {(r["point"], r["mode"], r["backend"]): r for r in rows}
+    assert by[("bf16 d128 S4096 full B4xH16", "fwd", "fa_ck-triton")]["ratio_cudnn"] == 1.1
+    assert by[("bf16 d128 S4096 full B4xH16", "fwdbwd", "sdpa-cudnn")]["ratio_cudnn"] == 1.0
+    assert by[("bf16 d128 S4096 full B4xH16", "fwd", "sdpa-flash")]["ratio_cudnn"] is None
+
+
+def test_markdown_table(K):
+    table = K.markdown_table(fake_rows(K), "fwd")
+    lines = table.splitlines()
+    assert lines[0] == "| point | fa_ck-triton | sdpa-cudnn | sdpa-flash | naive |"
+    assert set(lines[1]) <= set("|-")
+    assert "| bf16 d128 S4096 full B4xH16 | 660.0 (1.10x) | 600.0 | err | skip |" in lines
+    assert "| bf16 d128 S1024 full B16xH16 | 250.0 (0.50x) | 500.0 |  |  |" in lines
+
+
+def test_targets(K):
+    text = "\n".join(K.target_lines(fake_rows(K)))
+    assert "forward: min 1.100x (goal 1.05x, met" in text
+    assert "fwd+bwd: min 0.909x (goal 1.0x, MISSED by 0.091" in text
+    assert "nanoGPT fwd+bwd (time <= 0.95x cuDNN): min 1.100x (goal 1.053x, met" in text
+    assert "every point: min 0.500x (goal 0.9x, MISSED by 0.400" in text
+
+
+def test_writers(K, tmp_path):
+    rows = fake_rows(K)
+    env = {"command": "python bench/kernels.py --quick", "gpu": "NVIDIA H200", "date": "2026-11-29",
+           "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "cudnn": 91900, "fa_ck": "0.1.0",
+           "unavailable": {"fa_ck-fp8": "TypeError: no fp8"}, "not_measured": ["bf16 d256 S512 full B32xH8"]}
+    K.write_json(tmp_path / "results.json", rows, env)
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["env"] == env and data["points"] == rows
+    K.write_markdown(tmp_path / "results.md", rows, env)
+    md = (tmp_path / "results.md").read_text()
+    for needle in ("python bench/kernels.py --quick", "NVIDIA H200", "## Forward: TFLOP/s",
+                   "## Forward + backward: TFLOP/s", "peak memory", "relative error", "MISSED",
+                   "fa_ck-fp8: TypeError: no fp8", "bf16 d256 S512 full B32xH8", "sdpa-flash error (2 points)"):
+        assert needle in md, needle
+    plots = K.write_plots(tmp_path, rows)
+    assert sorted(p.name for p in plots) == ["tflops-bf16-fwd.png", "tflops-bf16-fwdbwd.png"]
+    assert all(p.stat().st_size > 1000 for p in plots)
+    summary = K.summary(rows)
+    assert "1.10x" in summary and "err" in summary and len(summary.splitlines()) == 1 + 5
+
+
+def test_gpu_slug(K):
+    assert K._gpu_slug("NVIDIA H200") == "h200"
+    assert K._gpu_slug("AMD Instinct MI300X") == "instinct-mi300x"
+
+
+class FakeFaCk:
+    """Stands in for the fa_ck module: records what each call saw."""
+    __version__ = "0.0-test"
+
+    def __init__(self, raise_on_fp8=None):
+        self.calls, self.raise_on_fp8 = [], raise_on_fp8
+
+    def attention(self, q, k, v, causal=False, backend="auto", fp8=None):
+        if fp8 and self.raise_on_fp8:
+            raise self.raise_on_fp8
+        self.calls.append((backend, os.environ.get("FA_CK_AUTOTUNE")))
+        import torch.nn.functional as F
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _measure(K, backend, mode="fwd", causal=True):
+    import torch
+    shape = K.Shape("bf16", 32, causal, 64, 2, 2)
+    inputs = K.make_inputs(shape, torch.device("cpu"))
+    ref = K.reference_out(*(K._ref_slice(t) for t in inputs[:3]), causal)
+    timer = K._timer(False, 1, 5)
+    return K.measure(backend, shape, mode, inputs, ref, timer, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
+def test_measure_correct_backend(K, mode):
+    row = _measure(K, K.Sdpa("sdpa-default"), mode)
+    assert row["ms"] > 0 and row["tflops"] > 0 and "error" not in row
+    assert row["rel_err"] < 1e-2   # bf16 vs the fp64 reference
+
+
+def test_measure_naive_matches_reference(K):
+    K_naive = K.Naive()
+    K_naive.setup(K.Shape("bf16", 32, True, 64, 2, 2), "cpu")
+    assert _measure(K, K_naive)["rel_err"] < 1e-2
+
+
+def test_measure_records_errors_and_skips(K):
+    class Broken(K.Backend):
+        name = "broken"
+
+        def __call__(self, q, k, v, causal):
+            raise RuntimeError("out of resources")
+
+    class Unsupported(K.Backend):
+        name = "unsupported"
+
+        def __call__(self, q, k, v, causal):
+            raise NotImplementedError("head_dim 32")
+
+    assert _measure(K, Broken())["error"] == "RuntimeError: out of resources"
+    assert _measure(K, Unsupported())["skipped"] == "NotImplementedError: head_dim 32"
+    fp8 = K.FaCk("fa_ck-fp8", FakeFaCk(raise_on_fp8=TypeError("unexpected keyword argument 'fp8'")), fp8=True)
+    assert "fp8" in _measure(K, fp8)["skipped"]
+
+
+def test_fa_ck_autotune_env_is_set_around_the_call(K, monkeypatch):
+    monkeypatch.setenv("FA_CK_AUTOTUNE", "user-value")
+    fake = FakeFaCk()
+    for autotune in (False, True):
+        row = _measure(K, K.FaCk("x", fake, backend="triton", autotune=autotune))
+        assert "error" not in row
+    assert {c for c in fake.calls} == {("triton", "0"), ("triton", "1")}
+    assert os.environ["FA_CK_AUTOTUNE"] == "user-value"
+
+
+def test_help_runs_without_gpu():
+    res = subprocess.run([sys.executable, str(KERNELS_PY), "--help"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "--time-budget" in res.stdout
+
+
+def test_cpu_smoke_run(K, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "naive", "--rep", "5"]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["env"]["gpu"] == "cpu" and data["env"]["command"].endswith("--rep 5")
+    assert {r["backend"] for r in data["points"]} == {"sdpa-default", "naive"}
+    assert all(r.get("tflops") is not None for r in data["points"])
+    assert (tmp_path / "results.md").exists() and (tmp_path / "tflops-bf16-fwdbwd.png").exists()
+    assert "CPU smoke" in capsys.readouterr().out
+
+
+def test_time_budget_zero_still_writes(K, tmp_path):
+    assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--time-budget", "0"]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["points"] == [] and len(data["env"]["not_measured"]) == 4

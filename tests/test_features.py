@@ -1,0 +1,171 @@
+"""ALiBi, sliding window, softcap, dropout, varlen and deterministic backward, alone and
+combined, forward and gradients against the float64 reference (interpreter on the CPU)."""
+import pytest
+import torch
+
+import fa_ck
+from fa_ck import reference
+from attn_check import GRAD_TOL, FWD_TOL, alibi, assert_close, check, rand, tol
+from conftest import DEVICE
+
+
+@pytest.mark.parametrize("per_batch", [False, True])
+@pytest.mark.parametrize("causal,sq,sk", [(False, 33, 33), (True, 40, 64), (True, 64, 40)])
+def test_alibi(per_batch, causal, sq, sk):
+    check(2, sq, sk, 4, 2, 32, causal=causal, alibi_slopes=alibi(2, 4, per_batch, DEVICE), device=DEVICE)
+
+
+@pytest.mark.parametrize("window,causal", [((8, -1), False), ((-1, 5), False), ((10, 3), False),
+                                           ((12, 0), True), ((0, 0), False), ((20, 7), True)])
+@pytest.mark.parametrize("sq,sk", [(50, 50), (30, 70), (70, 30)])
+def test_window(window, causal, sq, sk):
+    check(1, sq, sk, 2, 1, 32, causal=causal, window_size=window, device=DEVICE)
+
+
+@pytest.mark.parametrize("softcap", [1.0, 30.0])
+def test_softcap(softcap):
+    check(2, 45, 37, 4, 4, 40, softcap=softcap, softmax_scale=0.5, device=DEVICE)
+
+
+def test_all_features_combined():
+    check(2, 60, 90, 6, 2, 48, causal=True, window_size=(24, 0), softcap=5.0,
+          alibi_slopes=alibi(2, 6, True, DEVICE), device=DEVICE)
+
+
+def test_flash_attn_users_call_runs_unchanged():
+    q, k, v = (rand(1, 300, 4, 64, dtype=torch.float32, device=DEVICE) for _ in range(3))
+    s = alibi(1, 4, device=DEVICE)
+    out = fa_ck.flash_attn_func(q, k, v, causal=True, window_size=(256, 0), alibi_slopes=s)
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=True, window=(256, 0),
+                                 alibi_slopes=s, dtype=torch.float64)
+    assert_close("out", out, ref, FWD_TOL[torch.float32] if DEVICE == "cpu" else 5e-3)
+
+
+# ------------------------------------------------------------------ varlen
+
+def _varlen_case(lens_q, lens_k, hq, hkv, d, dtype=torch.float32, backend="triton", **feat):
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=DEVICE)
+    q = rand(sum(lens_q), hq, d, dtype=dtype, device=DEVICE)
+    k = rand(sum(lens_k), hkv, d, dtype=dtype, device=DEVICE)
+    v = rand(sum(lens_k), hkv, d, dtype=dtype, device=DEVICE)
+    out, lse, _ = fa_ck.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), backend=backend,
+                                               return_attn_probs=True, **feat)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = reference.attention_varlen(
+        q64, k64, v64, cu_q, cu_k, dtype=torch.float64, scale=feat.get("softmax_scale"),
+        causal=feat.get("causal", False), window=feat.get("window_size", (-1, -1)),
+        alibi_slopes=feat.get("alibi_slopes"), softcap=feat.get("softcap", 0.0))
+    assert_close("out", out, ref, tol(FWD_TOL, dtype, DEVICE))
+    assert_close("lse", lse, ref_lse, tol(FWD_TOL, dtype, DEVICE) * 10)
+    do = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (q, k, v), do)
+    refs = torch.autograd.grad(ref, (q64, k64, v64), do.double())
+    for name, g, r in zip(("dq", "dk", "dv"), grads, refs):
+        assert_close(name, g, r, tol(GRAD_TOL, dtype, DEVICE))
+
+
+def test_varlen_basic():
+    _varlen_case([5, 33, 17], [5, 33, 17], 2, 2, 32)
+
+
+def test_varlen_gqa_causal_unequal_and_empty():
+    _varlen_case([7, 0, 40, 1], [19, 3, 40, 0], 4, 2, 40, causal=True)
+
+
+def test_varlen_all_features():
+    _varlen_case([20, 45], [50, 30], 6, 3, 32, causal=True, window_size=(16, 0), softcap=3.0,
+                 alibi_slopes=alibi(2, 6, True, DEVICE))
+
+
+def test_varlen_bf16():
+    _varlen_case([31, 18], [31, 40], 4, 1, 64, dtype=torch.bfloat16, causal=True)
+
+
+# ------------------------------------------------------------------ dropout
+
+def _dropout_run(p, b=2, sq=48, sk=40, hq=4, hkv=2, d=32, seed=1234, **feat):
+    torch.manual_seed(seed)
+    q, k, v = (rand(b, s, h, d, dtype=torch.float32, device=DEVICE) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+    torch.manual_seed(seed + 1)
+    out, lse, probs = fa_ck.flash_attn_func(q, k, v, dropout_p=p, return_attn_probs=True, **feat)
+    return q, k, v, out, lse, probs
+
+
+def test_dropout_statistics():
+    p = 0.3
+    *_, probs = _dropout_run(p, sq=128, sk=128)
+    keep = probs >= 0
+    rate = keep.float().mean().item()
+    n = keep.numel()
+    assert abs(rate - (1 - p)) < 5 * (p * (1 - p) / n) ** 0.5, f"keep rate {rate} for p={p}"
+    # the mask is not one pattern repeated: heads and batches differ
+    assert not torch.equal(keep[0, 0], keep[0, 1]) and not torch.equal(keep[0, 0], keep[1, 0])
+
+
+def test_dropout_output_is_unbiased():
+    # E[out] with dropout equals out without: averaged over many seeds, the mean approaches it.
+    q, k, v, _, _, _ = _dropout_run(0.0, b=1, sq=16, sk=16, hq=1, hkv=1)
+    clean = fa_ck.flash_attn_func(q, k, v)
+    acc = torch.zeros_like(clean)
+    n = 40
+    for s in range(n):
+        torch.manual_seed(100 + s)
+        acc += fa_ck.flash_attn_func(q, k, v, dropout_p=0.25).detach()
+    assert ((acc / n - clean).norm() / clean.norm()).item() < 0.2
+
+
+@pytest.mark.parametrize("feat", [{}, {"causal": True}, {"softcap": 4.0, "window_size": (10, 5)}])
+def test_dropout_matches_reference_with_same_mask(feat):
+    p = 0.2
+    q, k, v, out, lse, probs = _dropout_run(p, **feat)
+    keep = probs >= 0
+    # a masked-out (invisible) entry has probability 0 either way; only visible ones carry the sign
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = reference.attention(q64, k64, v64, dropout_p=p, dropout_mask=keep, dtype=torch.float64,
+                                       causal=feat.get("causal", False), window=feat.get("window_size", (-1, -1)),
+                                       softcap=feat.get("softcap", 0.0))
+    assert_close("out", out, ref, tol(FWD_TOL, torch.float32, DEVICE))
+    assert_close("lse", lse, ref_lse, 1e-4)
+    # the backward regenerates the forward's mask: gradients match the reference with that mask
+    do = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (q, k, v), do)
+    refs = torch.autograd.grad(ref, (q64, k64, v64), do.double())
+    for name, g, r in zip(("dq", "dk", "dv"), grads, refs):
+        assert_close(name, g, r, tol(GRAD_TOL, torch.float32, DEVICE))
+
+
+def test_dropout_same_seed_same_bits():
+    a = _dropout_run(0.4, seed=7)
+    b = _dropout_run(0.4, seed=7)
+    c = _dropout_run(0.4, seed=8)
+    assert torch.equal(a[3], b[3]) and torch.equal(a[5] >= 0, b[5] >= 0)
+    assert not torch.equal(a[5] >= 0, c[5] >= 0)
+
+
+def test_dropout_varlen_matches_reference():
+    p = 0.25
+    lens = [20, 35]
+    cu = torch.tensor([0, 20, 55], dtype=torch.int32, device=DEVICE)
+    q, k, v = (rand(55, 2, 32, dtype=torch.float32, device=DEVICE) for _ in range(3))
+    out, lse, probs = fa_ck.flash_attn_varlen_func(q, k, v, cu, cu, 35, 35, dropout_p=p, causal=True,
+                                                   return_attn_probs=True)
+    masks = [(probs[i:i + 1, :, :n, :n] >= 0) for i, n in enumerate(lens)]
+    ref, _ = reference.attention_varlen(q.double(), k.double(), v.double(), cu, cu, dropout_p=p,
+                                        dropout_mask=masks, causal=True, dtype=torch.float64)
+    assert_close("out", out, ref, tol(FWD_TOL, torch.float32, DEVICE))
+
+
+# ------------------------------------------------------------------ determinism
+
+@pytest.mark.parametrize("feat", [{"causal": True}, {"dropout_p": 0.1}])
+def test_deterministic_backward_is_bitwise_repeatable(feat):
+    q, k, v = (rand(2, 70, h, 32, dtype=torch.float16, device=DEVICE) for h in (4, 2, 2))
+    do = torch.randn(2, 70, 4, 32, dtype=torch.float16, device=DEVICE)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(5)
+        out = fa_ck.flash_attn_func(q, k, v, deterministic=True, **feat)
+        runs.append(torch.autograd.grad(out, (q, k, v), do))
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)

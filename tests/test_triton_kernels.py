@@ -1,0 +1,65 @@
+"""The Triton FA2 kernels against the float64 reference: forward, lse and all three gradients.
+
+On the CPU they run in the interpreter over many small shapes; with a GPU the same file also
+runs larger shapes (marked gpu)."""
+import pytest
+import torch
+
+from attn_check import check
+from conftest import DEVICE, GPU
+
+SEQS = [1, 7, 16, 33, 64, 100, 130]
+DIMS = [16, 32, 40, 64, 80]
+GROUPS = [1, 2, 4]
+
+
+def _cases():
+    """Every seq, head dim, group and causal setting appears, Sq == Sk and Sq != Sk."""
+    cases, n = [], 0
+    for i, sq in enumerate(SEQS):
+        for sk in (sq, SEQS[(i + 3) % len(SEQS)]):
+            for causal in (False, True):
+                cases.append((sq, sk, DIMS[n % len(DIMS)], GROUPS[n % len(GROUPS)], causal))
+                n += 1
+    return cases
+
+
+@pytest.mark.parametrize("sq,sk,d,group,causal", _cases())
+def test_fwd_bwd_fp32(sq, sk, d, group, causal):
+    check(2, sq, sk, 2 * group, 2, d, causal=causal, device=DEVICE)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("sq,sk,d,group,causal", [(33, 33, 64, 2, True), (100, 64, 40, 1, False),
+                                                   (16, 130, 80, 4, True)])
+def test_fwd_bwd_half(dtype, sq, sk, d, group, causal):
+    check(1, sq, sk, 2 * group, 2, d, dtype=dtype, causal=causal, device=DEVICE)
+
+
+@pytest.mark.parametrize("d", [8, 111, 96, 128])
+def test_odd_and_large_head_dims(d):
+    check(1, 40, 37, 2, 1, d, causal=True, device=DEVICE)
+
+
+@pytest.mark.parametrize("d", [160, 192, 224, 256])
+def test_head_dims_up_to_256(d):
+    check(1, 20, 24, 1, 1, d, grads=d == 256, device=DEVICE)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("s,d,group,causal", [(1024, 64, 1, True), (2048, 128, 4, False), (4096, 128, 2, True),
+                                              (16384, 64, 1, True), (1000, 256, 2, True), (777, 96, 1, False),
+                                              (4096, 256, 1, False)])
+def test_gpu_large(dtype, s, d, group, causal):
+    b = max(1, 16384 // s // 4)
+    check(b, s, s, 4 * group if d < 256 else 2 * group, 4 if d < 256 else 2, d, dtype=dtype,
+          causal=causal, device=DEVICE)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a GPU")
+@pytest.mark.parametrize("sq,sk", [(1, 4096), (128, 8192), (4096, 1000)])
+def test_gpu_unequal(sq, sk):
+    check(2, sq, sk, 8, 2, 128, dtype=torch.bfloat16, causal=True, device=DEVICE)

@@ -10,6 +10,9 @@ except ImportError as e:  # pragma: no cover
     raise ImportError("fa_ck needs PyTorch: install the build for your GPU first "
                       "(https://pytorch.org/get-started/), then fa_ck") from e
 
+# The subpackage fa_ck.backends is loaded first so that the function backends() below, not
+# the subpackage, is what `fa_ck.backends` names (a later submodule import would rebind it).
+from . import backends as _backends_package  # noqa: F401
 from .dispatch import backends
 from .interface import (attention, explain, flash_attn_func, flash_attn_kvpacked_func,
                         flash_attn_qkvpacked_func, flash_attn_varlen_func, flash_attn_varlen_kvpacked_func,

@@ -37,7 +37,7 @@ def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, st
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, start, end, offs_m0, offs_n,
+def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, start, end, offs_m0, offs_n,
                  d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                  slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                  BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
@@ -49,17 +49,17 @@ def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, start, end
         offs_m = m0 + offs_m0
         if MASKED:
             row_ok = offs_m < seqlen_q
-            q = tl.load(q_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-            do = tl.load(do_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+            q = tl.load(q_ptrs + q_offs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+            do = tl.load(do_ptrs + do_offs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
             lse2 = tl.load(lse_ptrs + offs_m, mask=row_ok, other=float("inf"))
             delta = tl.load(delta_ptrs + offs_m, mask=row_ok, other=0.0)
         else:
             if EVEN_D:
-                q = tl.load(q_ptrs)
-                do = tl.load(do_ptrs)
+                q = tl.load(q_ptrs + q_offs)
+                do = tl.load(do_ptrs + do_offs)
             else:
-                q = tl.load(q_ptrs, mask=d_ok[None, :], other=0.0)
-                do = tl.load(do_ptrs, mask=d_ok[None, :], other=0.0)
+                q = tl.load(q_ptrs + q_offs, mask=d_ok[None, :], other=0.0)
+                do = tl.load(do_ptrs + do_offs, mask=d_ok[None, :], other=0.0)
             lse2 = tl.load(lse_ptrs + offs_m)
             delta = tl.load(delta_ptrs + offs_m)
         if DOT_F32:
@@ -136,13 +136,15 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
         v = v.to(tl.float32)
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    q_offs = offs_m0[:, None] * stride_qs + offs_d[None, :]      # 32-bit tile offsets (see forward.py)
+    do_offs = offs_m0[:, None] * stride_dos + offs_d[None, :]
     lo, full_lo, full_hi, hi = query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right,
                                             BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
     for g in range(0, group):                 # every q head that reads this kv head
         h = hk * group + g
         h64 = h.to(tl.int64)
-        q_ptrs = Q + b64 * stride_qb + h64 * stride_qh + (q_start + offs_m0[:, None]) * stride_qs + offs_d[None, :]
-        do_ptrs = DO + b64 * stride_dob + h64 * stride_doh + (q_start + offs_m0[:, None]) * stride_dos + offs_d[None, :]
+        q_ptrs = Q + b64 * stride_qb + h64 * stride_qh + q_start * stride_qs
+        do_ptrs = DO + b64 * stride_dob + h64 * stride_doh + q_start * stride_dos
         lse_ptrs = LSE + b64 * stride_lb + h64 * stride_lh + q_start
         delta_ptrs = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
         slope_log2 = 0.0
@@ -151,17 +153,17 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
         seed = 0
         if DROPOUT:
             seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, lo, full_lo,
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, lo, full_lo,
                               offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
                               softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                               dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
                               DOT_F32, True)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, full_lo, full_hi,
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, full_lo, full_hi,
                               offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
                               softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                               dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
                               DOT_F32, False)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptrs, delta_ptrs, full_hi, hi,
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, full_hi, hi,
                               offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
                               softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                               dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
@@ -173,7 +175,7 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
 
 
 @triton.jit
-def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, start, end, offs_m, offs_n0, d_ok,
+def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, end, offs_m, offs_n0, d_ok,
                stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
@@ -184,14 +186,14 @@ def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, start, end, offs_m, offs_
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
         if MASKED:
-            kt = tl.load(k_ptrs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
-            vt = tl.load(v_ptrs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
+            kt = tl.load(k_ptrs + k_offs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
+            vt = tl.load(v_ptrs + v_offs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
         elif EVEN_D:
-            kt = tl.load(k_ptrs)
-            vt = tl.load(v_ptrs)
+            kt = tl.load(k_ptrs + k_offs)
+            vt = tl.load(v_ptrs + v_offs)
         else:
-            kt = tl.load(k_ptrs, mask=d_ok[:, None], other=0.0)
-            vt = tl.load(v_ptrs, mask=d_ok[:, None], other=0.0)
+            kt = tl.load(k_ptrs + k_offs, mask=d_ok[:, None], other=0.0)
+            vt = tl.load(v_ptrs + v_offs, mask=d_ok[:, None], other=0.0)
         if DOT_F32:
             kt = kt.to(tl.float32)
             vt = vt.to(tl.float32)
@@ -262,8 +264,10 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     lse2 = tl.load(LSE + l_off, mask=row_ok, other=float("inf"))
     lse2 = tl.where(lse2 == float("-inf"), float("inf"), lse2 * 1.4426950408889634)
     delta = tl.load(DELTA + l_off, mask=row_ok, other=0.0)
-    k_ptrs = K + b64 * stride_kb + hk.to(tl.int64) * stride_kh + (k_start + offs_n0[None, :]) * stride_ks + offs_d[:, None]
-    v_ptrs = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + (k_start + offs_n0[None, :]) * stride_vs + offs_d[:, None]
+    k_ptrs = K + b64 * stride_kb + hk.to(tl.int64) * stride_kh + k_start * stride_ks
+    v_ptrs = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + k_start * stride_vs
+    k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]       # 32-bit tile offsets (see forward.py)
+    v_offs = offs_n0[None, :] * stride_vs + offs_d[:, None]
     slope_log2 = 0.0
     if ALIBI:
         slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
@@ -273,15 +277,15 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, lo, full_lo, offs_m, offs_n0, d_ok,
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, lo, full_lo, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                     BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, full_lo, full_hi, offs_m, offs_n0, d_ok,
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, full_lo, full_hi, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                     BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, full_hi, hi, offs_m, offs_n0, d_ok,
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, full_hi, hi, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                     BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)

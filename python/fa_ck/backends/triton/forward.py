@@ -10,7 +10,7 @@ from .common import dropout_keep, key_blocks, scores
 
 
 @triton.jit
-def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, start, end, offs_m, offs_n0, d_ok,
+def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, offs_m, offs_n0, d_ok,
                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                 slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                 BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
@@ -21,14 +21,14 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, start, end, offs_m, offs_n0, d
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
         if MASKED:
-            kt = tl.load(k_ptrs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
-            v = tl.load(v_ptrs, mask=(offs_n[:, None] < seqlen_k) & d_ok[None, :], other=0.0)
+            kt = tl.load(k_ptrs + k_offs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
+            v = tl.load(v_ptrs + v_offs, mask=(offs_n[:, None] < seqlen_k) & d_ok[None, :], other=0.0)
         elif EVEN_D:
-            kt = tl.load(k_ptrs)
-            v = tl.load(v_ptrs)
+            kt = tl.load(k_ptrs + k_offs)
+            v = tl.load(v_ptrs + v_offs)
         else:
-            kt = tl.load(k_ptrs, mask=d_ok[:, None], other=0.0)
-            v = tl.load(v_ptrs, mask=d_ok[None, :], other=0.0)
+            kt = tl.load(k_ptrs + k_offs, mask=d_ok[:, None], other=0.0)
+            v = tl.load(v_ptrs + v_offs, mask=d_ok[None, :], other=0.0)
         if DOT_F32:
             kt = kt.to(tl.float32)
         qk = tl.dot(q, kt)
@@ -94,8 +94,10 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K,
     q = tl.load(q_base + offs_m[:, None] * stride_qs + offs_d[None, :], mask=q_ok, other=0.0)
     if DOT_F32:
         q = q.to(tl.float32)
-    k_ptrs = k_base + offs_n0[None, :] * stride_ks + offs_d[:, None]
-    v_ptrs = v_base + offs_n0[:, None] * stride_vs + offs_d[None, :]
+    # Scalar base pointers walk the key blocks; the tile offsets stay 32-bit. (A 2-D tensor of
+    # 64-bit pointers kept live across the loop costs two registers per element and spilled.)
+    k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]
+    v_offs = offs_n0[:, None] * stride_vs + offs_d[None, :]
 
     slope_log2 = 0.0
     if ALIBI:
@@ -109,17 +111,17 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K,
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, lo, full_lo, offs_m, offs_n0, d_ok,
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, lo, full_lo, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
                                 DROPOUT, DOT_F32, True)
-    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, full_lo, full_hi, offs_m, offs_n0, d_ok,
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_lo, full_hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
                                 DROPOUT, DOT_F32, False)
-    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, full_hi, hi, offs_m, offs_n0, d_ok,
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_hi, hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,

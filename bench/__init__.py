@@ -1,0 +1,1 @@
+"""Benchmarks for fa_ck. `python bench/nanogpt.py` trains nanoGPT once per attention variant."""

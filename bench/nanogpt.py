@@ -1,0 +1,910 @@
+#!/usr/bin/env python
+"""nanoGPT trained once per attention variant: loss, speed, memory, one report.
+
+    python bench/nanogpt.py                          # every variant available here, the study's defaults
+    python bench/nanogpt.py --attn sdpa,triton --steps 200 --time-budget 480
+    torchrun --nproc_per_node 2 bench/nanogpt.py     # data-parallel (nccl on GPUs, gloo on the CPU)
+
+The study behind fa_ck: GPT-2 124M, batch 64, block 1024, 1000 steps, with each attention
+variant (--attn all): naive, sdpa, flex, triton, triton-autotune, triton-fp8, ck, te. Every
+variant starts from the same weights and sees the same batches in the same order; only
+the attention function differs. A variant that cannot run here is skipped with its
+reason, one that breaks is recorded as failed with its reason, and the others go on.
+
+Output (--out, default bench/results/nanogpt-<device>-<date>/), rewritten after every
+variant so a run cut short still leaves its report:
+    results.json      everything: command, device, versions, per-variant curves and figures
+    results.md        one table, plus skipped/failed variants and why
+    loss_curves.png   train and val loss of every variant, overlaid
+    tokens_per_s.png  throughput bars;  peak_memory.png  peak GPU memory bars
+
+With no GPU it trains the tiny preset for a few steps, in well under a minute.
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import math
+import os
+import platform
+import shlex
+import signal
+import statistics
+import sys
+import time
+import traceback
+from contextlib import contextmanager, nullcontext
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __package__ in (None, ""):
+    # run as a script (python bench/nanogpt.py): make `bench` importable as a package
+    sys.path.insert(0, REPO_ROOT)
+
+from bench.data import BatchSampler, load_tokens  # noqa: E402
+from bench.model import GPT, PRESETS, config_dict, config_from_preset, naive_causal_attention  # noqa: E402
+
+# Run order: sdpa first, as the reference the others are compared with; naive last,
+# because it is the likeliest to run out of memory.
+VARIANTS = ["sdpa", "triton", "triton-autotune", "triton-fp8", "ck", "flex", "te", "naive"]
+
+# Dense bf16/fp16 tensor-core peak FLOP/s, for MFU. First match on the device name wins.
+PEAK_FLOPS = [
+    ("H100 PCIe", 756e12),
+    ("H200", 989.5e12),
+    ("H100", 989.5e12),
+    ("GH200", 989.5e12),
+    ("MI325X", 1307.4e12),
+    ("MI300X", 1307.4e12),
+    ("A100", 312e12),
+]
+
+# Learning rate per preset (GPT-3 paper's values for these sizes; the tiny one likes it higher).
+PRESET_LR = {"tiny": 1e-3, "gpt2": 6e-4, "gpt2-medium": 3e-4, "gpt2-large": 2.5e-4}
+
+# Defaults with no GPU: small enough to finish in seconds on a laptop or CI runner.
+# eval_every None: five evaluations per run, whatever --steps is.
+CPU_DEFAULTS = dict(preset="tiny", batch=8, block=128, steps=30, eval_every=None, eval_iters=2)
+GPU_DEFAULTS = dict(preset="gpt2", batch=64, block=None, steps=1000, eval_every=None, eval_iters=10)
+
+SANITY_TOLERANCE = 0.02  # the issue's bar: triton's final loss within this of sdpa's
+
+
+class Skip(Exception):
+    """A variant that cannot run here (not a bug): recorded as skipped with this reason."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM (e.g. a time limit) arrived: finish the report, then stop."""
+
+
+# ----------------------------------------------------------------------------------------
+# attention variants: each a function attn(q, k, v) -> y, SDPA layout (B, H, T, D), causal
+
+def sdpa_attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def import_fa_ck():
+    """fa_ck from the installed package, else from this checkout's python/ directory."""
+    try:
+        import fa_ck
+        return fa_ck
+    except ImportError:
+        source = os.path.join(REPO_ROOT, "python")
+        if os.path.isdir(os.path.join(source, "fa_ck")) and source not in sys.path:
+            sys.path.insert(0, source)
+            import fa_ck
+            return fa_ck
+        raise
+
+
+def fa_ck_attention(backend, explicit, device, fp8=False):
+    try:
+        fa_ck = import_fa_ck()
+    except Exception as e:  # a half-written package can fail with anything, not only ImportError
+        raise Skip(f"import fa_ck failed: {type(e).__name__}: {first_line(e)}")
+    if not hasattr(fa_ck, "attention"):
+        raise Skip("fa_ck has no attention() yet")
+    if backend == "triton" and device.type == "cpu":
+        # On the CPU Triton kernels only run in the interpreter: right for testing the
+        # kernels, hours for training. Run it only when asked for by name and interpreted.
+        if not (explicit and os.environ.get("TRITON_INTERPRET") == "1"):
+            raise Skip("triton needs a GPU; on the CPU it only runs in the Triton interpreter "
+                       "(name it in --attn and set TRITON_INTERPRET=1 to train that way anyway)")
+    elif hasattr(fa_ck, "backends"):
+        available, reason = fa_ck.backends().get(backend, (False, "not listed by fa_ck.backends()"))
+        if not available:
+            raise Skip(f"fa_ck backend {backend!r} unavailable: {reason}")
+    extra = dict(fp8=True) if fp8 else dict()
+
+    def attention(q, k, v):
+        return fa_ck.attention(q, k, v, causal=True, backend=backend, **extra)
+    return attention
+
+
+def raise_dynamo_limits():
+    """A recompile past dynamo's limit silently falls back to eager, and for flex that means
+    a slow unfused path: lift the limits and make hitting them an error, not a fallback."""
+    config = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                 "accumulated_cache_size_limit"):
+        if hasattr(config, name):
+            setattr(config, name, max(getattr(config, name), 256))
+    for name in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):
+        if hasattr(config, name):
+            setattr(config, name, True)
+
+
+def flex_attention_variant(seq_len, device):
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError as e:
+        raise Skip(f"this torch has no FlexAttention: {first_line(e)}")
+    raise_dynamo_limits()
+
+    def causal(batch, head, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    # One block mask, built once for the training length and reused: building it per call
+    # would be timed, and a new mask object per call could cost recompiles.
+    block_mask = create_block_mask(causal, None, None, seq_len, seq_len, device=device)
+    compiled_flex = torch.compile(flex_attention, dynamic=False)
+
+    def attention(q, k, v):
+        return compiled_flex(q, k, v, block_mask=block_mask)
+
+    def probe(q, k, v):
+        # uncompiled: checks the inputs (and the CPU's lack of a backward) without a compile
+        mask = create_block_mask(causal, None, None, q.size(-2), q.size(-2), device=device)
+        return flex_attention(q, k, v, block_mask=mask)
+    return attention, probe
+
+
+def transformer_engine_variant(n_head, head_dim, device):
+    if device.type != "cuda":
+        raise Skip("TransformerEngine needs a GPU")
+    try:
+        import transformer_engine.pytorch as te
+    except Exception as e:
+        raise Skip(f"TransformerEngine not importable: {type(e).__name__}: {first_line(e)}")
+    dot_product_attention = te.DotProductAttention(
+        num_attention_heads=n_head, kv_channels=head_dim, attention_dropout=0.0,
+        attn_mask_type="causal", qkv_format="bshd")
+
+    def attention(q, k, v):
+        batch, heads, seq_len, dim = q.shape
+        # TE takes (batch, seq, heads, dim) and returns (batch, seq, heads * dim)
+        out = dot_product_attention(*(t.transpose(1, 2).contiguous() for t in (q, k, v)))
+        return out.reshape(batch, seq_len, heads, dim).transpose(1, 2)
+    return attention
+
+
+def make_variant(name, explicit, device, seq_len, n_head, head_dim):
+    """(attention, probe, environment) for a variant, or raise Skip. `probe` is a cheap
+    stand-in for attention used by the check before training (often attention itself)."""
+    if name == "naive":
+        return naive_causal_attention, naive_causal_attention, {}
+    if name == "sdpa":
+        return sdpa_attention, sdpa_attention, {}
+    if name == "flex":
+        attention, probe = flex_attention_variant(seq_len, device)
+        return attention, probe, {}
+    if name in ("triton", "triton-autotune", "triton-fp8"):
+        attention = fa_ck_attention("triton", explicit, device, fp8=(name == "triton-fp8"))
+        # FA_CK_AUTOTUNE is read at call time: 1 searches kernel configs (cached on disk), 0 uses heuristics
+        return attention, attention, {"FA_CK_AUTOTUNE": "1" if name == "triton-autotune" else "0"}
+    if name == "ck":
+        attention = fa_ck_attention("ck", explicit, device)
+        return attention, attention, {}
+    if name == "te":
+        attention = transformer_engine_variant(n_head, head_dim, device)
+        return attention, attention, {}
+    raise ValueError(f"unknown attention variant {name!r}")
+
+
+@contextmanager
+def environment(variables):
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def probe_variant(probe, device, dtype, n_head, head_dim):
+    """Run the variant once, forward and backward, on a small causal problem and compare
+    its output with naive attention in float32. Raises what the variant raises."""
+    generator = torch.Generator().manual_seed(0)
+    shape = (1, n_head, 64, head_dim)
+    inputs = [torch.randn(shape, generator=generator) for _ in range(3)]
+    q, k, v = (t.to(device=device, dtype=dtype).clone().requires_grad_() for t in inputs)
+    out = probe(q, k, v)
+    out.float().sum().backward()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    expected = naive_causal_attention(*(t.to(device) for t in inputs))
+    return float((out.detach().float() - expected).abs().max())
+
+
+# ----------------------------------------------------------------------------------------
+# environment: device, data-parallel, versions
+
+def first_line(error):
+    text = str(error).strip().splitlines()
+    return text[0][:400] if text else ""
+
+
+def describe_error(error):
+    return f"{type(error).__name__}: {first_line(error)}"
+
+
+def setup_distributed():
+    """(rank, local_rank, world_size, device). DDP when launched by torchrun with >1 process."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return 0, 0, 1, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    import torch.distributed as dist
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    return rank, local_rank, world_size, device
+
+
+def peak_flops_for(device_name):
+    for key, flops in PEAK_FLOPS:
+        if key.lower() in device_name.lower():
+            return flops
+    return None
+
+
+def versions():
+    found = {"python": platform.python_version(), "torch": torch.__version__,
+             "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None),
+             "numpy": np.__version__}
+    try:
+        import triton
+        found["triton"] = triton.__version__
+    except Exception:
+        found["triton"] = None
+    found["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    try:
+        found["fa_ck"] = getattr(import_fa_ck(), "__version__", "unknown")
+    except Exception as e:
+        found["fa_ck"] = f"not importable ({describe_error(e)})"
+    return found
+
+
+def device_description(device):
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return {"type": "cuda", "name": props.name, "memory_gib": round(props.total_memory / 2**30, 1),
+                "count": torch.cuda.device_count(),
+                "arch": getattr(props, "gcnArchName", None) or f"sm_{props.major}{props.minor}"}
+    return {"type": "cpu", "name": cpu_name(), "threads": torch.get_num_threads()}
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# ----------------------------------------------------------------------------------------
+# training one variant
+
+def lr_at(step, args):
+    """Linear warmup to args.lr, then cosine decay to args.min_lr at the last step (nanoGPT's schedule)."""
+    if step < args.warmup_steps:
+        return args.lr * (step + 1) / (args.warmup_steps + 1)
+    progress = (step - args.warmup_steps) / max(1, args.steps - args.warmup_steps)
+    return args.min_lr + 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress))) * (args.lr - args.min_lr)
+
+
+def autocast_for(device, dtype):
+    if dtype == torch.float32:
+        return nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def all_gather_floats(values, world_size):
+    """Every rank's list of floats, as a (world_size, len) list; no-op for one process."""
+    local = torch.tensor(values, dtype=torch.float64)
+    if world_size == 1:
+        return [local.tolist()]
+    import torch.distributed as dist
+    backend_device = torch.device("cuda", torch.cuda.current_device()) \
+        if dist.get_backend() == "nccl" else torch.device("cpu")
+    local = local.to(backend_device)
+    gathered = [torch.empty_like(local) for _ in range(world_size)]
+    dist.all_gather(gathered, local)
+    return [t.cpu().tolist() for t in gathered]
+
+
+@torch.no_grad()
+def evaluate(model, sampler, args, run):
+    """Mean loss over the fixed validation batches (the same ones for every variant), averaged over ranks."""
+    model.eval()
+    losses = []
+    for index in range(args.eval_iters):
+        x, y = sampler.val_batch(index)
+        for x_micro, y_micro in zip(x.chunk(run["grad_accum"]), y.chunk(run["grad_accum"])):
+            with run["autocast"]:
+                _, loss = model(x_micro, y_micro)
+            losses.append(float(loss))
+    model.train()
+    per_rank = all_gather_floats([statistics.fmean(losses)], run["world_size"])
+    return statistics.fmean(r[0] for r in per_rank)
+
+
+def parameter_checksum(model):
+    """Sum and sum of squares of all weights: equal across ranks iff DDP kept them in sync."""
+    with torch.no_grad():
+        total = sum(p.detach().double().sum() for p in model.parameters())
+        squares = sum(p.detach().double().square().sum() for p in model.parameters())
+    return [float(total), float(squares)]
+
+
+def train_variant(name, attention, args, run, init_state, result):
+    """Train args.steps steps with this attention; fills `result` as it goes, so what was
+    measured survives an exception."""
+    device, world_size = run["device"], run["world_size"]
+    model = GPT(run["config"], attention)
+    model.load_state_dict(init_state)
+    model.to(device)
+    optimizer = model.configure_optimizers(args.weight_decay, args.lr, (0.9, 0.95), device.type)
+    # fp16 needs loss scaling to keep small gradients from flushing to zero; bf16 and fp32 do not
+    scaler = torch.amp.GradScaler(device.type, enabled=(run["dtype"] == torch.float16))
+    compiled = torch.compile(model) if args.compile else model
+    trained = compiled
+    if world_size > 1:
+        from torch.nn.parallel import DistributedDataParallel
+        trained = DistributedDataParallel(compiled, device_ids=[device.index] if device.type == "cuda" else None)
+
+    sampler = BatchSampler(run["data"], args.batch, args.block, device, seed=args.seed,
+                           rank=run["rank"], world_size=world_size)
+    grad_accum = run["grad_accum"]
+    tokens_per_step = args.batch * args.block * world_size
+    result.update(train_loss=[], val_loss=[], step_ms=[], steps_done=0, grad_accum=grad_accum)
+    if world_size > 1:
+        result["train_loss_per_rank"] = [[] for _ in range(world_size)]
+
+    def eval_now(step):
+        val = evaluate(compiled, sampler, args, run)
+        result["val_loss"].append([step, val])
+        return val
+
+    deadline = run.get("deadline")
+    last_val = eval_now(0)
+    bar = tqdm(total=args.steps, desc=f"{name:>15}", disable=run["rank"] != 0, dynamic_ncols=True,
+               mininterval=0.2 if sys.stderr.isatty() else 30.0, file=sys.stderr)
+    try:
+        for step in range(args.steps):
+            lr = lr_at(step, args)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            x, y = sampler.train_batch(step)
+            started = time.perf_counter()
+            loss_sum = torch.zeros((), device=device)
+            for micro, (x_micro, y_micro) in enumerate(zip(x.chunk(grad_accum), y.chunk(grad_accum))):
+                # DDP all-reduces gradients only on the last micro-batch of the step
+                sync = trained.no_sync() if world_size > 1 and micro < grad_accum - 1 else nullcontext()
+                with sync:
+                    with run["autocast"]:
+                        _, loss = trained(x_micro, y_micro)
+                        loss = loss / grad_accum
+                    scaler.scale(loss).backward()
+                loss_sum += loss.detach().float()
+            if args.grad_clip > 0:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            loss_value = float(loss_sum)  # waits for this step's GPU work
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            elapsed = time.perf_counter() - started
+
+            out_of_time = deadline is not None and time.time() > deadline
+            gathered = all_gather_floats([loss_value, float(out_of_time)], world_size)
+            result["train_loss"].append([step + 1, statistics.fmean(r[0] for r in gathered)])
+            if world_size > 1:
+                for rank_losses, rank_values in zip(result["train_loss_per_rank"], gathered):
+                    rank_losses.append(rank_values[0])
+            result["step_ms"].append(elapsed * 1e3)
+            result["steps_done"] = step + 1
+            if not math.isfinite(loss_value):
+                raise FloatingPointError(f"loss is {loss_value} at step {step + 1}")
+            bar.set_postfix(loss=f"{loss_value:.4f}", val=f"{last_val:.4f}",
+                            tok_s=f"{tokens_per_step / elapsed:,.0f}", refresh=False)
+            bar.update(1)
+            if (step + 1) % args.eval_every == 0 and step + 1 < args.steps:
+                last_val = eval_now(step + 1)
+            if any(r[1] for r in gathered):
+                result["stopped_early"] = f"time budget reached after {step + 1} of {args.steps} steps"
+                break
+    finally:
+        bar.close()
+    eval_now(result["steps_done"])
+    result["param_checksum_per_rank"] = all_gather_floats(parameter_checksum(model), world_size)
+    if device.type == "cuda":
+        result["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
+
+
+def summarize(result, args, run):
+    """Derived figures: final losses, median step time after warm-up, tokens/s, MFU."""
+    losses = [loss for _, loss in result.get("train_loss", [])]
+    if losses:
+        tail = losses[-min(10, len(losses)):]
+        result["final_train_loss"] = statistics.fmean(tail)  # mean of the last 10 steps: less noisy
+    if result.get("val_loss") and result["val_loss"][-1][0] == result.get("steps_done"):
+        result["final_val_loss"] = result["val_loss"][-1][1]  # not for a run cut short before its last eval
+    step_ms = result.get("step_ms", [])
+    if step_ms:
+        # the first steps carry compilation, autotuning and allocator warm-up
+        measured = step_ms[args.timing_skip:] if len(step_ms) > args.timing_skip else step_ms[-1:]
+        median_ms = statistics.median(measured)
+        result["first_step_ms"] = step_ms[0]
+        result["timed_steps"] = len(measured)
+        result["median_ms_per_step"] = median_ms
+        tokens_per_step = args.batch * args.block * run["world_size"]
+        result["tokens_per_s"] = tokens_per_step / (median_ms / 1e3)
+        per_device_tokens_per_s = result["tokens_per_s"] / run["world_size"]
+        result["mfu"] = run["model_info"]["mfu"](per_device_tokens_per_s)
+    if result.get("peak_memory_bytes") is not None:
+        result["peak_memory_gib"] = result["peak_memory_bytes"] / 2**30
+
+
+def free_device_memory(device):
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def is_out_of_memory(error):
+    return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def run_variant(name, attention, args, run, init_state, result):
+    """Train one variant, retrying with twice the gradient accumulation (same batch, same
+    data, smaller micro-batches) when it runs out of memory."""
+    run["grad_accum"] = args.grad_accum
+    while True:
+        free_device_memory(run["device"])
+        started = time.time()
+        try:
+            train_variant(name, attention, args, run, init_state, result)
+            result["status"] = "ok"
+            return
+        except Exception as error:
+            can_split = args.batch % (2 * run["grad_accum"]) == 0
+            if is_out_of_memory(error) and can_split and run["world_size"] == 1:
+                result.setdefault("notes", []).append(
+                    f"out of memory at micro-batch {args.batch // run['grad_accum']}; "
+                    f"retried with {args.batch // (2 * run['grad_accum'])} x {2 * run['grad_accum']} accumulation")
+                run["grad_accum"] *= 2
+                continue
+            raise
+        finally:
+            result["wall_s"] = time.time() - started
+            # free this variant's model, optimizer, gradients and compiled graphs before the next
+            gc.collect()
+            if args.compile or name == "flex":
+                torch._dynamo.reset()
+            free_device_memory(run["device"])
+
+
+# ----------------------------------------------------------------------------------------
+# report
+
+def relative_to_reference(results, reference="sdpa"):
+    """Each variant's val loss minus the reference's, at the last step both evaluated."""
+    ref = results.get(reference)
+    if not ref or ref.get("status") != "ok":
+        return
+    ref_val = dict((step, loss) for step, loss in ref["val_loss"])
+    for name, result in results.items():
+        if name == reference or not result.get("val_loss"):
+            continue
+        common = [step for step, _ in result["val_loss"] if step in ref_val]
+        if not common:
+            continue
+        step = max(common)
+        delta = dict((s, l) for s, l in result["val_loss"])[step] - ref_val[step]
+        result["val_loss_delta_vs_sdpa"] = delta
+        result["delta_step"] = step
+        result["within_tolerance_of_sdpa"] = abs(delta) <= SANITY_TOLERANCE
+
+
+def fmt(value, spec, missing="–"):
+    return missing if value is None else format(value, spec)
+
+
+def table_rows(results):
+    rows = []
+    for name, r in results.items():
+        if r.get("status") not in ("ok", "interrupted") or not r.get("steps_done"):
+            continue
+        delta = r.get("val_loss_delta_vs_sdpa")
+        check = ""
+        if delta is not None:
+            check = "ok" if r["within_tolerance_of_sdpa"] else f"OUTSIDE ±{SANITY_TOLERANCE}"
+        notes = list(r.get("notes", []))
+        if r.get("stopped_early"):
+            notes.append(r["stopped_early"])
+        if r["status"] != "ok":
+            notes.append(r["status"])
+        checksums = r.get("param_checksum_per_rank") or []
+        if len(checksums) > 1:
+            same = all(c == checksums[0] for c in checksums)
+            notes.append(f"{len(checksums)} ranks: " + ("weights identical" if same else "WEIGHTS DIFFER"))
+        rows.append([
+            name, str(r["steps_done"]), fmt(r.get("final_train_loss"), ".4f"),
+            fmt(r.get("final_val_loss"), ".4f"),
+            (fmt(delta, "+.4f") + (f" {check}" if check else "")) if delta is not None else "–",
+            fmt(r.get("median_ms_per_step"), ".1f"), fmt(r.get("tokens_per_s"), ",.0f"),
+            fmt(None if r.get("mfu") is None else 100 * r["mfu"], ".1f"),
+            fmt(r.get("peak_memory_gib"), ".2f"), "; ".join(notes)])
+    return rows
+
+
+TABLE_HEADER = ["variant", "steps", "train loss", "val loss", "Δ val vs sdpa", "ms/step",
+                "tokens/s", "MFU %", "peak mem GiB", "notes"]
+
+
+def markdown_report(report):
+    lines = [f"# nanoGPT attention study — {report['device']['name']}", "",
+             f"- command: `{report['command']}`",
+             f"- date: {report['date']}",
+             f"- device: {report['device']['name']} ({report['device']['type']}), "
+             f"{report['world_size']} process(es)",
+             "- versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v is not None),
+             f"- model: preset `{report['preset']}`, {report['model']['n_params'] / 1e6:.1f}M parameters, "
+             f"{report['model']['n_layer']} layers, {report['model']['n_head']} heads, "
+             f"{report['model']['n_embd']} wide, vocab {report['model']['vocab_size']}",
+             f"- training: {report['training']['steps']} steps, batch {report['training']['batch']} x "
+             f"block {report['training']['block']} per process, {report['training']['dtype']}, "
+             f"compile {report['training']['compile']}, seed {report['training']['seed']}",
+             f"- data: {report['data']}",
+             "", "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    for row in table_rows(report["variants"]):
+        lines.append("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |")
+    lines += ["", f"train loss: mean of the last 10 steps. val loss: mean over {report['training']['eval_iters']} "
+              "fixed validation batches at the end. Δ val vs sdpa: at the last step both evaluated "
+              f"(the bar is ±{SANITY_TOLERANCE}). ms/step: median after the first "
+              f"{report['training']['timing_skip']} steps. MFU: nanoGPT's estimate against the device's "
+              "dense bf16 peak (– where the peak is not known)."]
+    others = [(name, r) for name, r in report["variants"].items() if r.get("status") in ("skipped", "failed")]
+    if others:
+        lines += ["", "## Not run", ""]
+        lines += [f"- **{name}** ({r['status']}): {r.get('reason', '')}" for name, r in others]
+    return "\n".join(lines) + "\n"
+
+
+def text_table(results):
+    rows = [TABLE_HEADER[:-1]] + [row[:-1] for row in table_rows(results)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
+    for name, r in results.items():
+        if r.get("status") in ("skipped", "failed"):
+            lines.append(f"{r['status']:>8} {name}: {r.get('reason', '')}")
+    return "\n".join(lines)
+
+
+def write_plots(report, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ran = {name: r for name, r in report["variants"].items() if r.get("steps_done")}
+    subtitle = f"{report['device']['name']}, preset {report['preset']}, batch {report['training']['batch']} x {report['training']['block']}"
+
+    fig, (ax_train, ax_val) = plt.subplots(1, 2, figsize=(13, 4.8))
+    # Variants that agree draw on top of each other: distinct dash patterns keep each visible.
+    dashes = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)), (0, (8, 3))]
+    for index, (name, r) in enumerate(ran.items()):
+        style = dashes[index % len(dashes)]
+        steps, losses = zip(*r["train_loss"])
+        line, = ax_train.plot(steps, losses, label=name, linewidth=1.2, alpha=0.85, linestyle=style)
+        if r.get("val_loss"):
+            vsteps, vlosses = zip(*r["val_loss"])
+            ax_val.plot(vsteps, vlosses, marker="o", markersize=3, label=name, color=line.get_color(),
+                        linestyle=style)
+    for ax, title in ((ax_train, "train loss"), (ax_val, "val loss")):
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.set_ylabel("cross-entropy")
+        ax.grid(alpha=0.3)
+        if ran:
+            ax.legend()
+    fig.suptitle(f"nanoGPT loss per attention variant — {subtitle}")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "loss_curves.png"), dpi=120)
+    plt.close(fig)
+
+    for key, filename, label, scale in (("tokens_per_s", "tokens_per_s.png", "tokens / s", 1.0),
+                                        ("peak_memory_bytes", "peak_memory.png", "peak memory (GiB)", 2**-30)):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        names = [n for n, r in ran.items() if r.get(key) is not None]
+        values = [ran[n][key] * scale for n in names]
+        if names:
+            bars = ax.bar(names, values, color="tab:blue")
+            ax.bar_label(bars, labels=[f"{v:,.0f}" if scale == 1.0 else f"{v:.1f}" for v in values])
+        else:
+            reason = "not measured on the CPU" if report["device"]["type"] == "cpu" else "no variant finished"
+            ax.text(0.5, 0.5, f"{label}: {reason}", ha="center", va="center", transform=ax.transAxes)
+        ax.set_ylabel(label)
+        ax.set_title(f"{label} — {subtitle}", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, filename), dpi=120)
+        plt.close(fig)
+
+
+def write_report(report, out_dir, plots=True):
+    relative_to_reference(report["variants"])
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "results.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(report, f, indent=1, default=str)
+    os.replace(path + ".tmp", path)  # a reader never sees half a file, even if we are killed mid-write
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        f.write(markdown_report(report))
+    if plots:
+        write_plots(report, out_dir)
+
+
+# ----------------------------------------------------------------------------------------
+# command line
+
+def parse_args(argv, on_gpu):
+    parser = argparse.ArgumentParser(
+        description="Train nanoGPT once per attention variant and report loss, speed and memory.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--attn", default="all",
+                        help=f"comma-separated variants, or 'all': {','.join(VARIANTS)}")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                        help="model shape (default: gpt2 on a GPU, tiny on the CPU)")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps per variant (GPU default 1000)")
+    parser.add_argument("--batch", type=int, default=None, help="sequences per step per process (GPU default 64)")
+    parser.add_argument("--block", type=int, default=None, help="sequence length (default: the preset's)")
+    parser.add_argument("--grad-accum", type=int, default=1,
+                        help="split each step's batch into this many micro-batches (same data, less memory)")
+    parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None,
+                        help="autocast dtype (default bf16 on a GPU, fp32 on the CPU)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the whole model")
+    parser.add_argument("--eval-every", type=int, default=None, help="steps between validation evaluations (default steps / 5)")
+    parser.add_argument("--eval-iters", type=int, default=None, help="validation batches per evaluation")
+    parser.add_argument("--data", default=None,
+                        help="nanoGPT data dir (train.bin/val.bin) or a text file; default: Python's stdlib sources")
+    parser.add_argument("--out", default=None, help="output directory (default bench/results/nanogpt-<device>-<date>)")
+    parser.add_argument("--lr", type=float, default=None, help="peak learning rate (default per preset)")
+    parser.add_argument("--min-lr", type=float, default=None, help="final learning rate (default lr / 10)")
+    parser.add_argument("--warmup-steps", type=int, default=None, help="linear warmup steps (default steps / 10)")
+    parser.add_argument("--weight-decay", type=float, default=0.1)
+    parser.add_argument("--grad-clip", type=float, default=1.0, help="clip the gradient norm (0: off)")
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--timing-skip", type=int, default=None,
+                        help="first steps left out of the median step time (default min(10, steps / 5))")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds for the whole run; each variant gets an equal share of what is left "
+                             "and stops early (recorded) when it uses it up")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for torch (default on the CPU: 1 unless OMP_NUM_THREADS is set)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    args = parser.parse_args(argv)
+
+    defaults = GPU_DEFAULTS if on_gpu else CPU_DEFAULTS
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.block is None:
+        args.block = PRESETS[args.preset]["block_size"]
+    if args.dtype is None:
+        args.dtype = "bf16" if on_gpu else "fp32"
+    if args.lr is None:
+        args.lr = PRESET_LR[args.preset]
+    if args.min_lr is None:
+        args.min_lr = args.lr / 10
+    if args.warmup_steps is None:
+        args.warmup_steps = max(1, args.steps // 10)
+    if args.timing_skip is None:
+        args.timing_skip = min(10, args.steps // 5)
+    args.eval_every = max(1, args.eval_every or args.steps // 5)
+
+    requested = [name.strip() for name in args.attn.split(",") if name.strip()]
+    if requested == ["all"]:
+        args.variants, args.explicit = list(VARIANTS), set()
+    else:
+        unknown = [name for name in requested if name not in VARIANTS]
+        if unknown or not requested:
+            parser.error(f"--attn: unknown variant(s) {unknown}; choose from {','.join(VARIANTS)} or all")
+        args.variants, args.explicit = list(dict.fromkeys(requested)), set(requested)
+    for flag in ("steps", "batch", "block", "grad_accum", "eval_iters"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.batch % args.grad_accum:
+        parser.error(f"--batch {args.batch} is not divisible by --grad-accum {args.grad_accum}")
+    return args
+
+
+def default_out_dir(device_info):
+    name = device_info["name"] if device_info["type"] == "cuda" else "cpu"
+    slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+    for prefix in ("nvidia-", "amd-instinct-", "amd-"):
+        slug = slug.removeprefix(prefix)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join(REPO_ROOT, "bench", "results", f"nanogpt-{slug or 'gpu'}-{stamp}")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    rank, local_rank, world_size, device = setup_distributed()
+    on_gpu = device.type == "cuda"
+    args = parse_args(argv, on_gpu)
+    say = print if rank == 0 else (lambda *a, **k: None)
+    if not on_gpu and "--preset" not in " ".join(argv):
+        say(f"No GPU found: running the tiny preset on the CPU ({args.steps} steps, batch {args.batch}, "
+            f"block {args.block}); pass --preset/--steps/--batch to change.")
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    elif not on_gpu and "OMP_NUM_THREADS" not in os.environ:
+        # The CPU run's small matrices gain little from more threads, and OpenMP's spinning
+        # threads slow to a crawl when the cores are shared (CI runners, other jobs).
+        torch.set_num_threads(1)
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
+    if on_gpu:
+        # TF32 for the float32 matmuls that remain (nanoGPT does the same)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+    data = load_tokens(args.data)
+    config = config_from_preset(args.preset, vocab_size=data.vocab_size, block_size=args.block)
+    # One set of initial weights, made on the CPU from the seed, loaded into every variant's model.
+    torch.manual_seed(args.seed)
+    init_model = GPT(config)
+    init_state = init_model.state_dict()  # never trained: each variant's model copies from it
+    n_params = init_model.num_params()
+    device_info = device_description(device)
+    peak = peak_flops_for(device_info["name"]) if on_gpu and dtype != torch.float32 else None
+
+    def mfu(tokens_per_s):
+        return init_model.estimate_mfu(tokens_per_s, args.block, peak)
+
+    out_dir = args.out or default_out_dir(device_info)
+    command = shlex.join(getattr(sys, "orig_argv", [sys.executable] + sys.argv))
+    if world_size > 1:
+        command += f"  # each of {world_size} processes started by torchrun"
+    report = {
+        "command": command, "argv": argv, "cwd": os.getcwd(),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "device": device_info, "peak_flops": peak, "world_size": world_size, "versions": versions(),
+        "preset": args.preset, "model": dict(config_dict(config), n_params=n_params),
+        "training": {"steps": args.steps, "batch": args.batch, "block": args.block, "grad_accum": args.grad_accum,
+                     "tokens_per_step": args.batch * args.block * world_size, "dtype": args.dtype,
+                     "compile": args.compile, "lr": args.lr, "min_lr": args.min_lr,
+                     "warmup_steps": args.warmup_steps, "weight_decay": args.weight_decay,
+                     "grad_clip": args.grad_clip, "seed": args.seed, "eval_every": args.eval_every,
+                     "eval_iters": args.eval_iters, "timing_skip": args.timing_skip,
+                     "time_budget_s": args.time_budget},
+        "data": data.description, "variants": {},
+    }
+    run = {"device": device, "dtype": dtype, "autocast": autocast_for(device, dtype), "rank": rank,
+           "world_size": world_size, "data": data, "config": config, "model_info": {"mfu": mfu}}
+    say(f"{args.preset}: {n_params / 1e6:.1f}M parameters; batch {args.batch} x block {args.block} x "
+        f"{world_size} process(es); {args.steps} steps; {args.dtype}; data: {data.description}")
+
+    # Decide up front what can run here, so the skips are printed before any training.
+    head_dim = config.n_embd // config.n_head
+    runnable = []
+    for name in args.variants:
+        result = report["variants"][name] = {"status": "pending"}
+        try:
+            attention, probe, env = make_variant(name, name in args.explicit, device, args.block,
+                                                 config.n_head, head_dim)
+            with environment(env):
+                result["probe_max_abs_err"] = probe_variant(probe, device, dtype, config.n_head, head_dim)
+            error = None
+        except Skip as skip:
+            error = ("skipped", str(skip))
+        except (TypeError, NotImplementedError) as e:  # e.g. fp8=True before the fp8 variant exists
+            error = ("skipped", f"not supported here: {describe_error(e)}")
+        except Exception as e:
+            error = ("failed", f"probe failed: {describe_error(e)}")
+            result["traceback"] = traceback.format_exc(limit=-6)
+        if world_size > 1:  # every rank must agree on which variants train, or DDP would hang
+            flags = all_gather_floats([0.0 if error else 1.0], world_size)
+            if error is None and not all(f[0] for f in flags):
+                error = ("skipped", "failed on another rank")
+        if error:
+            result["status"], result["reason"] = error
+            say(f"{error[0]:>8} {name}: {error[1]}")
+        else:
+            runnable.append((name, attention, env))
+    if not runnable:
+        say("no variant can run here")
+
+    interrupted = []
+
+    def on_sigterm(signum, frame):
+        raise Interrupted(f"signal {signum}")
+    previous_handler = signal.signal(signal.SIGTERM, on_sigterm) \
+        if threading_is_main() else None
+    run_started = time.time()
+    try:
+        for index, (name, attention, env) in enumerate(runnable):
+            result = report["variants"][name]
+            if args.time_budget is not None:
+                left = args.time_budget - (time.time() - run_started)
+                run["deadline"] = time.time() + max(0.0, left) / (len(runnable) - index)
+            try:
+                with environment(env):
+                    run_variant(name, attention, args, run, init_state, result)
+            except (Interrupted, KeyboardInterrupt) as stop:
+                result["status"], result["reason"] = "interrupted", f"stopped by {stop or 'Ctrl-C'}"
+                interrupted.append(name)
+            except Exception as e:
+                result["status"], result["reason"] = "failed", describe_error(e)
+                result["traceback"] = traceback.format_exc(limit=-8)
+                say(f"  failed {name}: {result['reason']}")
+            summarize(result, args, run)
+            if rank == 0:
+                write_report(report, out_dir, plots=not args.no_plots)
+            if result["status"] == "ok":
+                say(f"{name:>15}: val loss {result['final_val_loss']:.4f}, "
+                    f"{result['median_ms_per_step']:.1f} ms/step, {result['tokens_per_s']:,.0f} tokens/s"
+                    + (f", peak {result['peak_memory_gib']:.2f} GiB" if "peak_memory_gib" in result else ""))
+            if interrupted:
+                break
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
+    if rank == 0:
+        for name, result in report["variants"].items():
+            if result["status"] == "pending":
+                result["status"], result["reason"] = "skipped", "not reached: the run was interrupted"
+        write_report(report, out_dir, plots=not args.no_plots)
+        say("")
+        say(text_table(report["variants"]))
+        plots = "" if args.no_plots else ", loss_curves.png, tokens_per_s.png, peak_memory.png"
+        say(f"\nreport: {os.path.join(out_dir, 'results.md')}, results.json{plots}")
+    if world_size > 1:
+        import torch.distributed as dist
+        dist.destroy_process_group()
+    if interrupted:
+        sys.exit(130)
+    return report
+
+
+def threading_is_main():
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+// fa_ck._ck: checks torch tensors, allocates outputs and workspaces, fills fa_ck::FwdParams /
+// BwdParams and calls the CK glue (ck_fwd.hip, ck_bwd.hip). Host C++ only: no CK headers here.
+#include <torch/extension.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <optional>
+#include <vector>
+
+#include "fa_ck.hpp"
+
+#ifdef FA_CK_SYNTAX_ONLY
+// CPU CI checks this file against a CPU torch, which has no HIP headers.
+static void* current_stream(const at::Tensor&) { return nullptr; }
+#else
+#include <c10/hip/HIPStream.h>
+// In ROCm torch the "cuda" device's current stream is a HIP stream from this same pool.
+static void* current_stream(const at::Tensor& t) { return c10::hip::getCurrentHIPStream(t.get_device()).stream(); }
+#endif
+
+#ifndef FA_CK_HDIMS_LIST
+#define FA_CK_HDIMS_LIST 32, 64, 96, 128, 192, 256
+#endif
+
+using at::Tensor;
+using OptTensor = std::optional<Tensor>;
+
+namespace {
+
+fa_ck::View view(const Tensor& t, bool varlen) {
+    // batch mode (B, S, H, D), varlen (total, H, D); strides in elements
+    if (varlen) return {t.data_ptr(), 0, t.stride(0), t.stride(1)};
+    return {t.data_ptr(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
+Tensor last_dim_contiguous(const Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
+
+// Shared checks and the fields common to forward and backward.
+void fill_common(fa_ck::FwdParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                 const OptTensor& cu_q, const OptTensor& cu_k, int64_t max_q, int64_t max_k,
+                 double scale, int64_t wl, int64_t wr, const OptTensor& alibi, double p_drop,
+                 const OptTensor& rng) {
+    const bool varlen = cu_q.has_value();
+    TORCH_CHECK(q.is_cuda(), "fa_ck._ck: tensors must be on a ROCm GPU");
+    TORCH_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16,
+                "fa_ck._ck: CK supports float16 and bfloat16, got ", q.scalar_type());
+    TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
+                "fa_ck._ck: q, k, v must share a dtype");
+    TORCH_CHECK(k.device() == q.device() && v.device() == q.device(), "fa_ck._ck: q, k, v on different devices");
+    TORCH_CHECK(q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1,
+                "fa_ck._ck: the last dim of q, k, v must be contiguous");
+    TORCH_CHECK(q.dim() == (varlen ? 3 : 4) && k.dim() == q.dim() && v.dim() == q.dim(),
+                "fa_ck._ck: expected ", varlen ? "(total, H, D)" : "(B, S, H, D)", " tensors");
+    TORCH_CHECK(cu_q.has_value() == cu_k.has_value(), "fa_ck._ck: give both cu_seqlens or neither");
+    const int64_t D = q.size(-1), Hq = q.size(-2), Hk = k.size(-2);
+    TORCH_CHECK(k.size(-1) == D && v.size(-1) == D, "fa_ck._ck: q, k, v head dims differ");
+    TORCH_CHECK(D % 8 == 0 && D <= 256, "fa_ck._ck: head dim must be a multiple of 8 and <= 256, got ", D);
+    TORCH_CHECK(Hk > 0 && Hq % Hk == 0 && v.size(-2) == Hk, "fa_ck._ck: q heads must be a multiple of kv heads");
+    p.bf16 = q.scalar_type() == at::kBFloat16;
+    p.nhead_q = Hq; p.nhead_k = Hk; p.hdim = D;
+    if (varlen) {
+        for (const Tensor* c : {&*cu_q, &*cu_k})
+            TORCH_CHECK(c->scalar_type() == at::kInt && c->is_contiguous() && c->device() == q.device(),
+                        "fa_ck._ck: cu_seqlens must be contiguous int32 on q's device");
+        TORCH_CHECK(cu_q->numel() == cu_k->numel() && cu_q->numel() >= 2, "fa_ck._ck: bad cu_seqlens");
+        p.batch = cu_q->numel() - 1;
+        p.seqlen_q = q.size(0); p.seqlen_k = k.size(0);
+        p.max_seqlen_q = max_q; p.max_seqlen_k = max_k;
+        p.cu_seqlens_q = cu_q->data_ptr<int32_t>(); p.cu_seqlens_k = cu_k->data_ptr<int32_t>();
+    } else {
+        TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && v.size(1) == k.size(1),
+                    "fa_ck._ck: q, k, v batch or key lengths differ");
+        p.batch = q.size(0);
+        p.seqlen_q = p.max_seqlen_q = q.size(1);
+        p.seqlen_k = p.max_seqlen_k = k.size(1);
+    }
+    p.q = view(q, varlen); p.k = view(k, varlen); p.v = view(v, varlen);
+    p.scale = static_cast<float>(scale);
+    p.window_left = static_cast<int>(wl); p.window_right = static_cast<int>(wr);
+    if (alibi) {
+        TORCH_CHECK(alibi->scalar_type() == at::kFloat && alibi->device() == q.device() && alibi->stride(-1) == 1,
+                    "fa_ck._ck: alibi slopes must be float32 on q's device, last dim contiguous");
+        TORCH_CHECK((alibi->dim() == 1 && alibi->size(0) == Hq) ||
+                    (alibi->dim() == 2 && alibi->size(0) == p.batch && alibi->size(1) == Hq),
+                    "fa_ck._ck: alibi slopes must be (Hq,) or (B, Hq)");
+        p.alibi = alibi->data_ptr<float>();
+        p.alibi_batch_stride = alibi->dim() == 2 ? alibi->stride(0) : 0;
+    }
+    p.p_drop = static_cast<float>(p_drop);
+    if (p_drop > 0) {
+        TORCH_CHECK(rng && rng->scalar_type() == at::kLong && rng->numel() == 2 && rng->is_contiguous() &&
+                    rng->device() == q.device(), "fa_ck._ck: dropout needs rng, int64 [seed, offset] on q's device");
+        p.rng = rng->data_ptr<int64_t>();
+    }
+}
+
+std::vector<Tensor> fwd(const Tensor& q, const Tensor& k, const Tensor& v, const OptTensor& cu_q,
+                        const OptTensor& cu_k, int64_t max_q, int64_t max_k, double scale, int64_t wl,
+                        int64_t wr, const OptTensor& alibi, double softcap, double p_drop, const OptTensor& rng) {
+    fa_ck::FwdParams p;
+    fill_common(p, q, k, v, cu_q, cu_k, max_q, max_k, scale, wl, wr, alibi, p_drop, rng);
+    const bool varlen = cu_q.has_value();
+    c10::DeviceGuard guard(q.device());
+    Tensor out = at::empty(q.sizes(), q.options());
+    Tensor lse = varlen ? at::empty({p.nhead_q, p.seqlen_q}, q.options().dtype(at::kFloat))
+                        : at::empty({p.batch, p.nhead_q, p.seqlen_q}, q.options().dtype(at::kFloat));
+    if (q.numel() == 0) return {out, lse};
+    if (p.seqlen_k == 0) return {out.zero_(), lse.fill_(-INFINITY)};   // no key: 0 and -inf, like the reference
+    p.o = view(out, varlen);
+    p.lse = lse.data_ptr<float>();
+    p.softcap = static_cast<float>(softcap);
+    TORCH_CHECK(fa_ck::fwd(p, current_stream(q)), "fa_ck._ck: no CK forward instance for this call");
+    return {out, lse};
+}
+
+std::vector<Tensor> bwd(const Tensor& dout_, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out_, const Tensor& lse_, const OptTensor& cu_q, const OptTensor& cu_k,
+                        int64_t max_q, int64_t max_k, double scale, int64_t wl, int64_t wr,
+                        const OptTensor& alibi, double p_drop, const OptTensor& rng, bool deterministic) {
+    fa_ck::BwdParams p;
+    fill_common(p, q, k, v, cu_q, cu_k, max_q, max_k, scale, wl, wr, alibi, p_drop, rng);
+    const bool varlen = cu_q.has_value();
+    const Tensor dout = last_dim_contiguous(dout_), out = last_dim_contiguous(out_);
+    const Tensor lse = lse_.to(at::kFloat).contiguous();
+    TORCH_CHECK(dout.sizes() == q.sizes() && out.sizes() == q.sizes(), "fa_ck._ck: dout and out must have q's shape");
+    c10::DeviceGuard guard(q.device());
+    Tensor dq = at::empty(q.sizes(), q.options());
+    Tensor dk = at::empty(k.sizes(), k.options()), dv = at::empty(v.sizes(), v.options());
+    if (q.numel() == 0 || p.seqlen_k == 0) return {dq.zero_(), dk.zero_(), dv.zero_()};
+    // CK writes dk, dv per q head; with GQA/MQA we sum each group of heads afterwards.
+    const int64_t group = p.nhead_q / p.nhead_k;
+    auto expanded = [&](const Tensor& t) {
+        auto s = t.sizes().vec();
+        s[s.size() - 2] = p.nhead_q;
+        return at::empty(s, t.options());
+    };
+    Tensor dk_e = group == 1 ? dk : expanded(k), dv_e = group == 1 ? dv : expanded(v);
+    Tensor d = at::empty_like(lse);
+    const int64_t splits = fa_ck::bwd_dq_acc_splits(p.max_seqlen_k, deterministic);
+    std::vector<int64_t> acc_shape{splits};
+    for (auto s : q.sizes()) acc_shape.push_back(s);
+    Tensor dq_acc = at::zeros(acc_shape, q.options().dtype(at::kFloat));   // CK accumulates into it
+
+    p.o = view(out, varlen); p.dout = view(dout, varlen);
+    p.dq = view(dq, varlen); p.dk = view(dk_e, varlen); p.dv = view(dv_e, varlen);
+    p.lse = lse.data_ptr<float>(); p.d = d.data_ptr<float>(); p.dq_acc = dq_acc.data_ptr<float>();
+    p.deterministic = deterministic;
+    TORCH_CHECK(fa_ck::bwd(p, current_stream(q)), "fa_ck._ck: no CK backward instance for this call");
+    if (group > 1) {
+        auto reduce = [&](const Tensor& e, Tensor& dst) {
+            auto s = dst.sizes().vec();
+            s.insert(s.end() - 1, group);   // (.., Hkv, D) -> (.., Hkv, G, D)
+            dst.copy_(e.view(s).sum(-2));
+        };
+        reduce(dk_e, dk);
+        reduce(dv_e, dv);
+    }
+    return {dq, dk, dv};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.doc() = "fa_ck: Composable Kernel FlashAttention (forward, backward, varlen) for ROCm";
+    m.def("fwd", &fwd, "out, lse = fwd(q, k, v, cu_q, cu_k, max_q, max_k, scale, left, right, alibi, softcap, p, rng)");
+    m.def("bwd", &bwd, "dq, dk, dv = bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, scale, left, right, "
+                       "alibi, p, rng, deterministic)");
+    m.attr("hdims") = std::vector<int>{FA_CK_HDIMS_LIST};
+}

@@ -1,0 +1,264 @@
+"""CPU tests of the CK build: setup.py's decisions, pip build isolation, the ck backend without
+its extension, and (when clang-22 and a CK tree are present) the C++ argument mapping."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+import build_ck  # noqa: E402
+
+CLANG = shutil.which("clang++-22")
+
+
+def _setup(env_extra=None, pythonpath=None, args=("--version",)):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FA_CK_")}
+    env.update(env_extra or {})
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    return subprocess.run([sys.executable, "setup.py", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _ck_tree():
+    try:
+        return build_ck.find_ck()
+    except build_ck.CKNotFound:
+        cached = sorted((ROOT / ".ckcache").glob("ck-*/include/ck_tile"))
+        return cached[0].parents[1] if cached else None
+
+
+# ---------------------------------------------------------------- setup.py
+
+@pytest.mark.skipif(bool(getattr(torch.version, "hip", None)), reason="this is a ROCm torch")
+def test_setup_skips_ck_with_one_line_on_non_rocm_torch():
+    r = _setup()
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stdout.splitlines() if l.startswith("fa_ck:")]
+    assert len(lines) == 1 and "CK build skipped" in lines[0] and "not a ROCm build" in lines[0]
+
+
+def test_setup_build_off_switch():
+    r = _setup({"FA_CK_BUILD": "0"})
+    assert r.returncode == 0 and "CK build skipped (FA_CK_BUILD=0)" in r.stdout
+
+
+@pytest.mark.skipif(bool(getattr(torch.version, "hip", None)), reason="this is a ROCm torch")
+def test_setup_forced_build_fails_clearly_without_rocm():
+    r = _setup({"FA_CK_BUILD": "1"})
+    assert r.returncode != 0 and "cannot be built" in r.stderr
+
+
+def _fake_isolation(tmp_path, outer_hip):
+    """pip's build isolation, mimicked: a pip-build-env-*/site dir on PYTHONPATH whose
+    sitecustomize makes torch unimportable, and an 'outer' torch (a stub) the probe can find."""
+    outer = tmp_path / "outer" / "torch"
+    outer.mkdir(parents=True)
+    (outer / "__init__.py").write_text(
+        f"__version__ = '2.5.0'\nclass version:\n    hip = {outer_hip!r}\n    cuda = None\n")
+    site = tmp_path / "pip-build-env-test" / "site"
+    site.mkdir(parents=True)
+    (site / "sitecustomize.py").write_text(textwrap.dedent("""
+        import sys
+        class _NoTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch" or name.startswith("torch."):
+                    raise ImportError("torch is not in the isolated build env")
+        sys.meta_path.insert(0, _NoTorch())
+    """))
+    return os.pathsep.join([str(site), str(tmp_path / "outer")])
+
+
+def test_isolated_build_with_rocm_outside_says_what_to_run(tmp_path):
+    r = _setup({"PYTHONNOUSERSITE": "1"}, pythonpath=_fake_isolation(tmp_path, "6.2.41133"))
+    assert r.returncode != 0
+    assert "pip install --no-build-isolation ." in r.stderr and "HIP 6.2.41133" in r.stderr
+
+
+def test_isolated_build_without_rocm_outside_installs_pure_python(tmp_path):
+    r = _setup({"PYTHONNOUSERSITE": "1"}, pythonpath=_fake_isolation(tmp_path, None))
+    assert r.returncode == 0, r.stderr
+    assert "CK build skipped (no torch importable in the build environment)" in r.stdout
+
+
+def test_outer_env_drops_only_pip_isolation():
+    sys.path.insert(0, str(ROOT))
+    import setup as setup_mod  # safe: setup() runs only under __main__
+    env = setup_mod.outer_env({"PYTHONPATH": os.pathsep.join(["/tmp/pip-build-env-x/site", "/mine"]),
+                               "PYTHONNOUSERSITE": "1", "HOME": "/root"})
+    assert env == {"PYTHONPATH": "/mine", "HOME": "/root"}
+
+
+# ---------------------------------------------------------------- build_ck
+
+def test_archs():
+    assert build_ck.parse_archs(None) == ["gfx942"]
+    assert build_ck.parse_archs("gfx90a; gfx942,gfx950") == ["gfx90a", "gfx942", "gfx950"]
+    assert build_ck.parse_archs("native") == ["native"]
+    with pytest.raises(ValueError, match="gfx1100"):
+        build_ck.parse_archs("gfx1100")
+    assert build_ck.parse_hdims("128,64") == [64, 128]
+    with pytest.raises(ValueError):
+        build_ck.parse_hdims("80")
+
+
+def test_missing_submodule_says_git_submodule_update(tmp_path):
+    with pytest.raises(build_ck.CKNotFound, match="git submodule update --init"):
+        build_ck.find_ck(tmp_path, environ={})
+    with pytest.raises(build_ck.CKNotFound, match="CK_DIR"):
+        build_ck.find_ck(tmp_path, environ={"CK_DIR": str(tmp_path)})
+
+
+def test_submodule_gitlink_pinned():
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "ls-files", "-s", "composable_kernel"], cwd=ROOT, capture_output=True,
+                         text=True).stdout
+    assert out.startswith("160000 e31a7a4f29b371c32ea9daf9211b6ae1fed2fa40")
+    assert "url = https://github.com/ROCm/composable_kernel.git" in (ROOT / ".gitmodules").read_text()
+
+
+def test_codegen_shipped_set(tmp_path):
+    ck = _ck_tree()
+    if ck is None:
+        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
+    files = build_ck.generate(ck, tmp_path, ["gfx942"], hdims=[64])
+    names = [f.name for f in files]
+    assert "fmha_fwd_api.cpp" in names and "fmha_bwd_api.cpp" in names
+    fwd = [n for n in names if n.startswith("fmha_fwd_d")]
+    assert fwd and all("_lse_" in n and "_d64_" in n for n in fwd)
+    assert any("_group_" in n for n in fwd) and any("_alibi_" in n for n in fwd) and any("_dropout_" in n for n in fwd)
+    assert any(n.startswith("fmha_bwd_d64_") and "_deterministic_" in n for n in names)
+
+
+# ---------------------------------------------------------------- the ck backend without its extension
+
+class _T:  # just what unsupported() looks at
+    def __init__(self, shape, dtype=torch.float16, cuda=True, grad=False):
+        self.shape, self.dtype, self.is_cuda, self.requires_grad = shape, dtype, cuda, grad
+
+    def stride(self):
+        return (1,)
+
+
+def test_ck_backend_imports_and_explains():
+    sys.path.insert(0, str(ROOT / "python"))
+    from fa_ck.backends import ck
+    from fa_ck.params import AttnParams
+    ok, why = ck.available()
+    if not getattr(torch.version, "hip", None):
+        assert not ok and "ROCm" in why
+    p = AttnParams(scale=0.1)
+    q = _T((2, 16, 4, 64))
+    assert ck.unsupported(q, q, q, p) is None
+    assert ck.unsupported(_T((2, 16, 4, 64), cuda=False), q, q, p) == "CPU tensors"
+    assert "float32" in ck.unsupported(_T((2, 16, 4, 64), torch.float32), q, q, p)
+    big, odd = _T((2, 16, 4, 300)), _T((2, 16, 4, 111))
+    assert ck.unsupported(big, big, big, p).startswith("head_dim 300")
+    assert "multiple of 8" in ck.unsupported(odd, odd, odd, p)
+    assert ck.unsupported(q, q, big, p) == "v head dim differs from q's"
+    assert ck.unsupported(q, q, q, AttnParams(scale=0.1, softcap=30.0)) is None       # inference
+    qg = _T((2, 16, 4, 64), grad=True)
+    assert ck.unsupported(qg, q, q, AttnParams(scale=0.1, softcap=30.0)) == "softcap backward"
+    assert ck.unsupported(q, q, q, AttnParams(scale=0.1, softcap=30.0, alibi_slopes=torch.ones(4))) \
+        == "softcap with alibi"
+    assert ck.unsupported(q, q, q, AttnParams(scale=0.1, fp8=True)) == "fp8"
+
+
+# ---------------------------------------------------------------- C++ glue (needs clang-22 and CK)
+
+def _clang_or_skip():
+    if CLANG is None:
+        pytest.skip("clang++-22 not installed (.ci/ck_check.sh installs it)")
+    ck = _ck_tree()
+    if ck is None:
+        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
+    return ck
+
+
+def _run_map_test(ck, bwd, tmp_path):
+    obj, exe = tmp_path / f"m{bwd}.o", tmp_path / f"m{bwd}"
+    cmd = [CLANG, "-x", "hip", "--cuda-host-only", "-nogpulib", "-nogpuinc", "-include",
+           "__clang_hip_runtime_wrapper.h", f"-I{ROOT / 'tools' / 'hip_stub'}", "-std=c++20", "-O1", "-w",
+           *build_ck.CK_DEFINES, *[f"-I{p}" for p in build_ck.include_dirs(ck)], f"-DFA_CK_TEST_BWD={bwd}",
+           "-c", "-o", str(obj), str(ROOT / "csrc" / "test_map.cpp")]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    subprocess.run([CLANG, "-o", str(exe), str(obj)], check=True, capture_output=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    return dict(line.split() for line in out.splitlines())
+
+
+def test_arg_mapping_forward(tmp_path):
+    r = _run_map_test(_clang_or_skip(), 0, tmp_path)
+    # no mask; strides of q are passed as given (a padded row stride of 600)
+    assert (r["plain.mask"], r["plain.left"], r["plain.right"], r["plain.lse"]) == ("0", "-1", "-1", "1")
+    assert (r["plain.stride_q"], r["plain.nhead_stride_q"], r["plain.batch_stride_q"]) == ("600", "64", "3000")
+    assert (r["plain.nhead_stride_lse"], r["plain.batch_stride_lse"]) == ("5", "40")   # (B, Hq, Sq)
+    assert (r["plain.stride_v"], r["plain.nhead_stride_v"]) == ("256", "128")
+    # causal = bottom-right window (-1, 0)
+    assert (r["causal.mask"], r["causal.mask_type"], r["causal.left"], r["causal.right"]) == ("2", "2", "-1", "0")
+    # alibi + causal: a finite left keeps CK's exact distance bias (see fa_ck.hpp)
+    assert (r["alibi_causal.bias"], r["alibi_causal.left"], r["alibi_causal.stride_bias"]) == ("2", "7", "8")
+    # windows wide enough to hide nothing become no mask; one-sided stays bottom-right
+    assert r["wide_window.mask"] == "0"
+    assert (r["window.mask"], r["window.left"], r["window.right"]) == ("2", "2", "-1")
+    assert (r["top_left.mask"], r["top_left.mask_type"]) == ("1", "1")
+    assert (r["dropout.dropout"], r["dropout.seed_is_ptr"], r["dropout.softcap"]) == ("1", "1", "1")
+    # varlen = CK group mode: (Hq, total_q) lse, no batch strides, seqstarts set
+    assert (r["varlen.group"], r["varlen.batch_stride_q"], r["varlen.nhead_stride_lse"]) == ("1", "0", "12")
+    assert r["varlen.seqstart_q"] != "0" and r["overflow.raised"] == "1"
+
+
+def test_arg_mapping_backward(tmp_path):
+    r = _run_map_test(_clang_or_skip(), 1, tmp_path)
+    assert (r["bwd.mask"], r["bwd.deterministic"], r["bwd.dbias"]) == ("2", "1", "0")
+    assert (r["bwd.splits"], r["bwd.splits_nondet"]) == ("3", "1")     # ceil(40 / 16)
+    # dq_acc (splits, B, Sq, Hq, D) contiguous float32
+    assert (r["bwd.stride_dq_acc"], r["bwd.nhead_stride_dq_acc"], r["bwd.batch_stride_dq_acc"],
+            r["bwd.split_stride_dq_acc"]) == ("512", "64", "2560", "5120")
+    assert (r["bwd.stride_dk"], r["bwd.nhead_stride_lsed"], r["bwd.batch_stride_lsed"]) == ("512", "5", "40")
+
+
+def test_binding_compiles_against_torch_headers():
+    if CLANG is None:
+        pytest.skip("clang++-22 not installed")
+    import sysconfig
+    from torch.utils.cpp_extension import include_paths
+    inc = [f"-I{p}" for p in include_paths() + [sysconfig.get_paths()["include"]]]
+    r = subprocess.run([CLANG, "-fsyntax-only", "-std=c++20", "-DFA_CK_SYNTAX_ONLY", "-DTORCH_EXTENSION_NAME=_ck",
+                        f"-I{ROOT / 'csrc'}", *inc, str(ROOT / "csrc" / "binding.cpp")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_amdgcn_parser():
+    import ck_compile_check as cc
+    asm = textwrap.dedent("""
+        k0:
+        \tv_mfma_f32_32x32x8_f16 a[0:15], v[0:1], v[2:3], a[0:15]
+        \tv_mfma_f32_32x32x8_f16 a[0:15], v[0:1], v[2:3], a[0:15]
+        \ts_swappc_b64 s[30:31], s[4:5]
+        .Lfunc_end0:
+        ; Occupancy: 2
+        amdhsa.kernels:
+          - .agpr_count:     16
+            .group_segment_fixed_size: 27648
+            .name:           k0
+            .private_segment_fixed_size: 64
+            .sgpr_count:     40
+            .sgpr_spill_count: 0
+            .vgpr_count:     256
+            .vgpr_spill_count: 12
+        """)
+    (k,) = cc.parse_amdgcn(asm)
+    assert (k["mfma"], k["calls"], k["occupancy"], k["lds"], k["vgpr"], k["agpr"], k["vgpr_spill"]) == \
+        (2, 1, 2, 27648, 256, 16, 12)

@@ -1,0 +1,288 @@
+"""Tests for bench/nanogpt.py, bench/model.py and bench/data.py. CPU only, a few seconds each.
+
+The data-parallel (torchrun, gloo) check is .ci/nanogpt_ddp.sh; test_ddp_two_processes runs
+it when RUN_NANOGPT_DDP=1 (it takes ~10 s of two processes).
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+from bench import nanogpt  # noqa: E402
+from bench.data import BatchSampler, load_tokens, stdlib_corpus  # noqa: E402
+from bench.model import GPT, GPTConfig, config_from_preset, naive_causal_attention  # noqa: E402
+
+TINY = GPTConfig(block_size=32, vocab_size=64, n_layer=2, n_head=2, n_embd=32)
+# the smallest useful training run through main(): a few seconds
+FAST = ["--preset", "tiny", "--steps", "4", "--batch", "4", "--block", "32", "--eval-every", "2",
+        "--eval-iters", "1", "--no-plots"]
+
+
+def run_main(tmp_path, *extra):
+    return nanogpt.main(FAST + ["--out", str(tmp_path / "out")] + list(extra))
+
+
+# ---------------------------------------------------------------------------- model
+
+def test_model_forward_backward_shapes_and_initial_loss():
+    torch.manual_seed(0)
+    model = GPT(TINY)
+    idx = torch.randint(0, TINY.vocab_size, (3, 20))
+    targets = torch.randint(0, TINY.vocab_size, (3, 20))
+    logits, loss = model(idx, targets)
+    assert logits.shape == (3, 20, TINY.vocab_size)
+    # at init the predictions are near uniform: cross-entropy near ln(vocab) for random targets
+    assert abs(loss.item() - math.log(TINY.vocab_size)) < 0.2
+    loss.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+    # without targets only the last position is returned (generation)
+    logits, loss = model(idx)
+    assert logits.shape == (3, 1, TINY.vocab_size) and loss is None
+    assert model.generate(idx[:, :5], 4).shape == (3, 9)
+
+
+def test_presets_have_the_study_shapes():
+    gpt2 = config_from_preset("gpt2", vocab_size=256)
+    assert (gpt2.n_layer, gpt2.n_head, gpt2.n_embd, gpt2.vocab_size, gpt2.block_size) == (12, 12, 768, 50304, 1024)
+    with torch.device("meta"):
+        assert round(GPT(gpt2).num_params() / 1e6) == 124
+    medium = config_from_preset("gpt2-medium")
+    assert (medium.n_layer, medium.n_head, medium.n_embd) == (24, 16, 1024)
+    assert config_from_preset("tiny", vocab_size=256).vocab_size == 256
+    assert config_from_preset("tiny", vocab_size=65).vocab_size == 128  # padded to a multiple of 64
+
+
+@pytest.mark.parametrize("seq_len", [1, 7, 32])
+def test_naive_attention_matches_sdpa(seq_len):
+    q, k, v = torch.randn(3, 2, 3, seq_len, 16, dtype=torch.float64)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(naive_causal_attention(q, k, v), expected)
+
+
+def test_same_initial_weights_whatever_the_attention():
+    torch.manual_seed(1)
+    naive_model = GPT(TINY, naive_causal_attention)
+    torch.manual_seed(1)
+    sdpa_model = GPT(TINY, nanogpt.sdpa_attention)
+    a, b = naive_model.state_dict(), sdpa_model.state_dict()
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[key], b[key]) for key in a)
+    # swapping the kernel leaves the weights (and the state_dict's keys) alone
+    naive_model.set_attention(nanogpt.sdpa_attention)
+    assert naive_model.state_dict().keys() == a.keys()
+    idx = torch.randint(0, TINY.vocab_size, (2, 16))
+    torch.testing.assert_close(naive_model(idx, idx)[1], sdpa_model(idx, idx)[1])
+
+
+# ---------------------------------------------------------------------------- data
+
+def write_bins(directory, n_train=5000, n_val=800, vocab=50257):
+    rng = np.random.default_rng(0)
+    rng.integers(0, vocab, n_train, dtype=np.uint16).tofile(directory / "train.bin")
+    rng.integers(0, vocab, n_val, dtype=np.uint16).tofile(directory / "val.bin")
+
+
+def test_data_from_nanogpt_bin_dir(tmp_path):
+    write_bins(tmp_path)
+    data = load_tokens(str(tmp_path))
+    assert data.vocab_size == 50257 and len(data.train) == 5000 and len(data.val) == 800
+    assert data.train.dtype == np.uint16
+    sampler = BatchSampler(data, batch_size=4, block_size=16, device="cpu", seed=3)
+    x, y = sampler.train_batch(0)
+    assert x.shape == y.shape == (4, 16) and x.dtype == torch.int64
+    assert torch.equal(x[:, 1:], y[:, :-1])  # y is x shifted by one token
+    assert int(x.max()) < 50257
+    # a batch is a function of (seed, rank, step) only
+    assert torch.equal(sampler.train_batch(0)[0], x)
+    assert not torch.equal(sampler.train_batch(1)[0], x)
+    assert not torch.equal(sampler.val_batch(0)[0], x)
+
+
+def test_data_parallel_ranks_draw_from_their_own_shards(tmp_path):
+    # token i is i: a window's first token says where it starts
+    np.arange(5000, dtype=np.uint16).tofile(tmp_path / "train.bin")
+    np.arange(800, dtype=np.uint16).tofile(tmp_path / "val.bin")
+    data = load_tokens(str(tmp_path))
+    first_batches = []
+    for rank in range(2):
+        sampler = BatchSampler(data, batch_size=8, block_size=16, device="cpu", seed=3, rank=rank, world_size=2)
+        for step in range(20):
+            x, _ = sampler.train_batch(step)
+            starts = x[:, 0]
+            assert bool(((rank * 2500 <= starts) & (starts + 16 < (rank + 1) * 2500)).all())
+            val_starts = sampler.val_batch(step)[0][:, 0]
+            assert bool(((rank * 400 <= val_starts) & (val_starts + 16 < (rank + 1) * 400)).all())
+        first_batches.append(sampler.train_batch(0)[0])
+    assert not torch.equal(first_batches[0], first_batches[1])
+
+
+def test_data_from_text_file_is_byte_level(tmp_path):
+    text = ("the quick brown fox jumps over the lazy dog. " * 200).encode()
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(text)
+    data = load_tokens(str(path))
+    assert data.vocab_size == 256
+    assert len(data.train) + len(data.val) == len(text)
+    assert bytes(data.train[:9]) == b"the quick"
+    x, y = BatchSampler(data, 2, 32, "cpu").train_batch(0)
+    assert x.shape == (2, 32)
+
+
+def test_stdlib_corpus_needs_no_download():
+    data = stdlib_corpus(max_bytes=200_000)
+    assert data.vocab_size == 256 and len(data.train) + len(data.val) == 200_000
+    assert b"def " in bytes(data.train[:50_000])
+    assert "standard library" in data.description
+
+
+# ---------------------------------------------------------------------------- training
+
+def test_naive_and_sdpa_train_to_the_same_loss(tmp_path):
+    report = run_main(tmp_path, "--attn", "naive,sdpa")
+    naive, sdpa = report["variants"]["naive"], report["variants"]["sdpa"]
+    assert naive["status"] == sdpa["status"] == "ok"
+    for (_, a), (_, b) in zip(naive["train_loss"], sdpa["train_loss"]):
+        assert abs(a - b) < 1e-4
+    assert abs(naive["final_val_loss"] - sdpa["final_val_loss"]) < 1e-4
+    assert naive["within_tolerance_of_sdpa"]
+    assert sdpa["train_loss"][-1][1] < sdpa["train_loss"][0][1]  # it learns
+
+
+def test_grad_accumulation_sees_the_same_data(tmp_path):
+    one = run_main(tmp_path, "--attn", "sdpa")["variants"]["sdpa"]
+    two = run_main(tmp_path, "--attn", "sdpa", "--grad-accum", "2")["variants"]["sdpa"]
+    assert two["grad_accum"] == 2
+    for (_, a), (_, b) in zip(one["train_loss"], two["train_loss"]):
+        assert abs(a - b) < 1e-4
+
+
+def test_time_budget_stops_a_variant_early(tmp_path):
+    report = run_main(tmp_path, "--attn", "sdpa", "--time-budget", "0")
+    sdpa = report["variants"]["sdpa"]
+    assert sdpa["status"] == "ok" and sdpa["steps_done"] == 1
+    assert "time budget" in sdpa["stopped_early"]
+    assert len(sdpa["val_loss"]) == 2  # the start and where it stopped
+
+
+def test_a_failing_variant_is_recorded_and_the_others_go_on(tmp_path, monkeypatch):
+    def broken(q, k, v):
+        raise RuntimeError("kernel exploded")
+    real_make_variant = nanogpt.make_variant
+
+    def make_variant(name, *args):
+        if name == "naive":  # passes the probe, breaks in training
+            return broken, nanogpt.sdpa_attention, {}
+        return real_make_variant(name, *args)
+    monkeypatch.setattr(nanogpt, "make_variant", make_variant)
+    report = run_main(tmp_path, "--attn", "naive,sdpa")
+    assert report["variants"]["naive"]["status"] == "failed"
+    assert "kernel exploded" in report["variants"]["naive"]["reason"]
+    assert report["variants"]["sdpa"]["status"] == "ok"
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["variants"]["naive"]["status"] == "failed"
+    assert "kernel exploded" in (tmp_path / "out" / "results.md").read_text()
+
+
+def fake_fa_ck(seen_autotune):
+    """Stands in for fa_ck: triton 'works' (through SDPA), fp8 is not written yet, ck is absent."""
+    def attention(q, k, v, causal=True, backend="auto", **kwargs):
+        if kwargs:
+            raise TypeError(f"attention() got an unexpected keyword argument {next(iter(kwargs))!r}")
+        seen_autotune.add(os.environ.get("FA_CK_AUTOTUNE"))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return types.SimpleNamespace(
+        attention=attention, __version__="0.0-test",
+        backends=lambda: {"triton": (True, ""), "ck": (False, "not a ROCm build of torch")})
+
+
+def test_fa_ck_variants_run_or_say_why_not(tmp_path, monkeypatch):
+    seen_autotune = set()
+    monkeypatch.setattr(nanogpt, "import_fa_ck", lambda: fake_fa_ck(seen_autotune))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    report = run_main(tmp_path, "--attn", "sdpa,triton,triton-autotune,triton-fp8,ck")
+    variants = report["variants"]
+    assert variants["triton"]["status"] == variants["triton-autotune"]["status"] == "ok"
+    assert seen_autotune == {"0", "1"}
+    assert variants["triton-fp8"]["status"] == "skipped" and "TypeError" in variants["triton-fp8"]["reason"]
+    assert variants["ck"]["status"] == "skipped" and "not a ROCm build" in variants["ck"]["reason"]
+    assert abs(variants["triton"]["val_loss_delta_vs_sdpa"]) < 1e-4
+
+
+def test_triton_on_cpu_is_skipped_unless_asked_for(tmp_path, monkeypatch):
+    monkeypatch.setattr(nanogpt, "import_fa_ck", lambda: fake_fa_ck(set()))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    report = run_main(tmp_path, "--attn", "all")
+    assert report["variants"]["triton"]["status"] == "skipped"
+    assert "needs a GPU" in report["variants"]["triton"]["reason"]
+    assert report["variants"]["te"]["status"] == "skipped"
+    assert all(r.get("reason") for r in report["variants"].values() if r["status"] != "ok")
+
+
+def test_fa_ck_import_error_skips_its_variants(tmp_path, monkeypatch):
+    def broken_import():
+        raise ImportError("fa_ck is half written")
+    monkeypatch.setattr(nanogpt, "import_fa_ck", broken_import)
+    report = run_main(tmp_path, "--attn", "sdpa,triton,ck")
+    for name in ("triton", "ck"):
+        assert report["variants"][name]["status"] == "skipped"
+        assert "fa_ck is half written" in report["variants"][name]["reason"]
+    assert report["variants"]["sdpa"]["status"] == "ok"
+
+
+def test_unknown_variant_is_an_error():
+    with pytest.raises(SystemExit):
+        nanogpt.parse_args(["--attn", "sdpa,warp-drive"], on_gpu=False)
+
+
+def test_cpu_default_run_writes_the_report(tmp_path):
+    """The command line as a user runs it, with few steps: JSON, markdown and PNGs appear."""
+    out = tmp_path / "report"
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")
+    env.pop("TRITON_INTERPRET", None)
+    done = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "nanogpt.py"),
+                           "--steps", "4", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "No GPU found: running the tiny preset" in done.stdout
+    for name in ("results.json", "results.md", "loss_curves.png", "tokens_per_s.png", "peak_memory.png"):
+        assert (out / name).stat().st_size > 0, name
+    report = json.loads((out / "results.json").read_text())
+    assert report["preset"] == "tiny" and report["device"]["type"] == "cpu"
+    assert "nanogpt.py --steps 4" in report["command"]
+    assert report["versions"]["torch"] == torch.__version__ and report["date"]
+    assert set(report["variants"]) == set(nanogpt.VARIANTS)
+    for name in ("sdpa", "naive"):
+        result = report["variants"][name]
+        assert result["status"] == "ok", result
+        assert result["steps_done"] == 4 and math.isfinite(result["final_val_loss"])
+        assert result["median_ms_per_step"] > 0 and result["tokens_per_s"] > 0
+    for name, result in report["variants"].items():
+        assert result["status"] in ("ok", "skipped", "failed")
+        if result["status"] != "ok":
+            assert result["reason"], name
+    markdown = (out / "results.md").read_text()
+    assert "| sdpa |" in markdown and "| naive |" in markdown and "## Not run" in markdown
+    # the summary table closes stdout
+    summary = done.stdout.rsplit("variant", 1)[1]
+    assert "sdpa" in summary and "naive" in summary and "report:" in summary
+
+
+@pytest.mark.skipif(os.environ.get("RUN_NANOGPT_DDP") != "1", reason="set RUN_NANOGPT_DDP=1 (CI runs .ci/nanogpt_ddp.sh)")
+def test_ddp_two_processes():
+    done = subprocess.run(["bash", os.path.join(REPO_ROOT, ".ci", "nanogpt_ddp.sh")],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHON=sys.executable))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "nanogpt DDP check passed" in done.stdout

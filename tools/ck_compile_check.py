@@ -1,0 +1,368 @@
+"""Compile check for AMD GPUs without an AMD GPU: what the ROCm path compiles to, for gfx942.
+
+CK mode (default): generates a representative subset of the CK FMHA instances setup.py ships
+(CK's own codegen), compiles them and our csrc glue device-only with upstream clang and
+tools/hip_stub (no ROCm needed), prints one row per kernel (VGPR, AGPR, SGPR, spills, LDS,
+occupancy, MFMA count) and fails when something does not compile, when an attention kernel
+has no MFMA, or when a CK kernel makes calls (s_swappc).
+
+--triton: compiles Triton kernels with triton.compile for ("hip", "gfx942", 64) and
+("cuda", 90, 32); `compile_triton` is the reusable piece.
+
+CK sources: --ck, else $CK_DIR, else the composable_kernel/ submodule when populated, else
+the CK tree inside the amd-aiter wheel (pip download, unpacked under .ckcache/, never committed;
+that tree is composable_kernel at the commit our submodule pins).
+
+Spill counts from upstream clang are not a ROCm build's (see docs/rocm.md): they are reported,
+never gated on.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import datetime
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import build_ck  # noqa: E402
+
+AITER_WHEEL = "amd-aiter==0.1.7.post2.dev18"
+CK_COMMIT = "e31a7a4f29b371c32ea9daf9211b6ae1fed2fa40"   # what that wheel carries; the submodule pin
+CACHE = ROOT / ".ckcache"
+STUB = ROOT / "tools" / "hip_stub"
+
+# (label, api, filter): one CK codegen filter each; forward: the first matching kernel is compiled,
+# backward: the three kernels (dot_do_o, dq_dk_dv, convert_dq) of the matching dq_dk_dv.
+SUBSET = [
+    ("fwd fp16 d128 batch", "fwd", "fmha_fwd_d128_fp16_batch_*_psddv_nlogits_nbias_nmask_lse_ndropout_*"),
+    ("fwd bf16 d128 batch causal", "fwd", "fmha_fwd_d128_bf16_batch_*_psddv_nlogits_nbias_mask_lse_ndropout_*"),
+    ("fwd fp16 d64 group causal", "fwd", "fmha_fwd_d64_fp16_group_*_nlogits_nbias_mask_lse_ndropout_*"),
+    ("fwd bf16 d64 batch alibi+mask+dropout", "fwd", "fmha_fwd_d64_bf16_batch_*_psddv_nlogits_alibi_mask_lse_dropout_*"),
+    ("fwd fp16 d128 batch softcap", "fwd", "fmha_fwd_d128_fp16_batch_*_psddv_logits_nbias_nmask_lse_ndropout_*"),
+    ("bwd fp16 d128 batch causal", "bwd",
+     "*@*@fmha_bwd_d128_fp16_batch_*_npad_nbias_ndbias_mask_ndropout_ndeterministic_*"),
+    ("bwd bf16 d64 group deterministic+dropout", "bwd",
+     "*@*@fmha_bwd_d64_bf16_group_*_nbias_ndbias_nmask_dropout_*_deterministic_*"),
+]
+
+
+# ---------------------------------------------------------------- CK sources
+
+def ck_from_wheel(cache: Path = CACHE) -> Path:
+    """Unpack only the CK subtree of the amd-aiter wheel into the cache (downloaded once)."""
+    dest = cache / f"ck-{CK_COMMIT[:12]}"
+    if (dest / "include" / "ck_tile").is_dir():
+        return dest
+    cache.mkdir(parents=True, exist_ok=True)
+    wheels = sorted(cache.glob("amd_aiter-*.whl"))
+    if not wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", AITER_WHEEL,
+                        "-d", str(cache)], check=True)
+        wheels = sorted(cache.glob("amd_aiter-*.whl"))
+    prefix = "aiter_meta/3rdparty/composable_kernel/"
+    tmp = dest.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with zipfile.ZipFile(wheels[-1]) as z:
+        for name in z.namelist():
+            if name.startswith(prefix) and not name.endswith("/"):
+                out = tmp / name[len(prefix):]
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(z.read(name))
+    tmp.rename(dest)
+    return dest
+
+
+def locate_ck(arg: str | None) -> Path:
+    if arg:
+        return Path(arg).resolve()
+    try:
+        return build_ck.find_ck()
+    except build_ck.CKNotFound:
+        return ck_from_wheel()
+
+
+# ---------------------------------------------------------------- compiling and reading the ISA
+
+def clang_cmd(clang: str, ck: Path, arch: str, src: Path, out: Path) -> list[str]:
+    inc = [f"-I{p}" for p in build_ck.include_dirs(ck)]
+    return ([clang, "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-nogpulib", "-nogpuinc",
+             "-include", "__clang_hip_runtime_wrapper.h", f"-I{STUB}"]
+            + build_ck.CK_HIP_FLAGS + build_ck.CK_DEFINES + inc + ["-S", "-o", str(out), str(src)])
+
+
+def compile_one(clang, ck, arch, src: Path, out_dir: Path) -> dict:
+    out = out_dir / (src.stem + ".s")
+    t0 = time.time()
+    r = subprocess.run(clang_cmd(clang, ck, arch, src, out), capture_output=True, text=True)
+    res = {"src": src, "seconds": time.time() - t0, "ok": r.returncode == 0, "asm": out}
+    if r.returncode:
+        res["error"] = "\n".join(l for l in r.stderr.splitlines() if "error" in l)[:2000] or r.stderr[-2000:]
+    return res
+
+
+_META = {"vgpr": r"\.vgpr_count:\s+(\d+)", "agpr": r"\.agpr_count:\s+(\d+)", "sgpr": r"\.sgpr_count:\s+(\d+)",
+         "vgpr_spill": r"\.vgpr_spill_count:\s+(\d+)", "sgpr_spill": r"\.sgpr_spill_count:\s+(\d+)",
+         "lds": r"\.group_segment_fixed_size:\s+(\d+)", "scratch": r"\.private_segment_fixed_size:\s+(\d+)"}
+
+
+def parse_amdgcn(text: str) -> list[dict]:
+    """One dict per kernel in an amdgcn .s: register/LDS figures from the metadata, MFMA and
+    call counts from the kernel's own body, occupancy from the comment block after it."""
+    meta = {}
+    if "amdhsa.kernels:" in text:
+        section = text.split("amdhsa.kernels:", 1)[1]
+        for chunk in re.split(r"\n  - ", section)[1:]:
+            name = re.search(r"\.name:\s+(\S+)", chunk)
+            if name:
+                meta[name.group(1)] = {k: int(m.group(1)) if (m := re.search(p, chunk)) else 0
+                                       for k, p in _META.items()}
+    kernels = []
+    for name, fields in meta.items():
+        start = text.find(f"\n{name}:")
+        end = text.find(".Lfunc_end", start)
+        body = text[start:end] if start >= 0 else ""
+        occ = re.search(r"; Occupancy:\s+(\d+)", text[end:]) if end >= 0 else None
+        kernels.append(dict(name=name, **fields, occupancy=int(occ.group(1)) if occ else 0,
+                            mfma=len(re.findall(r"^\s*v_mfma", body, re.M)),
+                            calls=len(re.findall(r"^\s*s_swappc", body, re.M))))
+    return kernels
+
+
+def short(src: Path) -> str:
+    # drop the long tile description from CK's file name, keep the kind and features
+    name = re.sub(r"_b\d+x\d[\dx]*(_r[\dx]+)*(_w[\dx]+)*", "", src.stem)
+    for noise in ("_gfx9", "_nskip", "_nsquant", "_ntrload", "_qr_async_vr"):
+        name = name.replace(noise, "")
+    return name
+
+
+# ---------------------------------------------------------------- the CK check
+
+def run_ck(args) -> int:
+    clang = args.clang
+    if not shutil.which(clang):
+        print(f"ck_compile_check: {clang} not found (apt-get install clang-22 lld-22 llvm-22)", file=sys.stderr)
+        return 2
+    ck = locate_ck(args.ck)
+    work = Path(args.out).resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    t_start = time.time()
+    clang_version = subprocess.run([clang, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    print(f"CK: {ck}\ncompiler: {clang_version}\narch: {args.arch}, jobs: {args.jobs}")
+
+    # 1. the whole shipped set through CK's codegen: instance count, and its dispatchers compile
+    full = work / "full"
+    shipped = build_ck.generate(ck, full, [args.arch])
+    n_fwd = sum(p.name.startswith("fmha_fwd_d") for p in shipped)
+    n_bwd = sum(p.name.startswith("fmha_bwd_") and "api" not in p.name for p in shipped)
+    print(f"shipped set (setup.py): {n_fwd} forward + {n_bwd} backward kernels for {args.arch}")
+
+    # 2. the subset's kernels
+    jobs = []   # (label, src, expect_mfma)
+    for i, (label, api, filt) in enumerate(SUBSET):
+        files = [p for p in build_ck.generate(ck, work / f"sub{i}", [args.arch], api=api, filters=filt)
+                 if "api" not in p.name]
+        if not files:
+            print(f"FAIL: codegen gave no kernel for {label!r} ({filt})")
+            return 1
+        if api == "fwd":
+            jobs.append((label, files[0], True))
+        else:   # the first of each backward kernel kind; only dq_dk_dv multiplies (MFMA)
+            for kind in ("fmha_bwd_dot_do_o_", "fmha_bwd_d", "fmha_bwd_convert_dq_"):
+                f = next(f for f in files if f.name.startswith(kind) and (kind != "fmha_bwd_d" or
+                                                                           f.name[len(kind)].isdigit()))
+                jobs.append((label, f, kind == "fmha_bwd_d"))
+    # 3. our glue and CK's dispatchers of the shipped set (host code in a device compile: must parse)
+    glue = [("glue", ROOT / "csrc" / "ck_fwd.hip", None), ("glue", ROOT / "csrc" / "ck_bwd.hip", None),
+            ("dispatch", full / "fmha_fwd_api.cpp", None), ("dispatch", full / "fmha_bwd_api.cpp", None)]
+    asm_dir = work / "asm"
+    asm_dir.mkdir(parents=True, exist_ok=True)
+    failures, rows = [], []
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futs = {pool.submit(compile_one, clang, ck, args.arch, src, asm_dir): (label, src, exp)
+                for label, src, exp in jobs + glue}
+        for fut in cf.as_completed(futs):
+            label, src, expect = futs[fut]
+            res = fut.result()
+            print(f"  compiled {src.name[:90]} in {res['seconds']:.0f}s{'' if res['ok'] else '  FAILED'}", flush=True)
+            if not res["ok"]:
+                failures.append(f"{src.name}: does not compile:\n{res['error']}")
+                continue
+            if expect is None:
+                continue
+            kernels = parse_amdgcn(res["asm"].read_text())
+            if not kernels:
+                failures.append(f"{src.name}: no kernel in the output")
+            for k in kernels:
+                rows.append(dict(label=label, kernel=short(src), seconds=res["seconds"], **k))
+                if expect and k["mfma"] == 0:
+                    failures.append(f"{src.name}: no MFMA instruction")
+                if k["calls"]:
+                    failures.append(f"{src.name}: {k['calls']} calls (s_swappc) in the kernel")
+    order = {label: i for i, (label, _, _) in enumerate(SUBSET)}
+    rows.sort(key=lambda r: (order[r["label"]], r["kernel"]))
+    table = format_table(rows)
+    print(table)
+    elapsed = time.time() - t_start
+    status = "FAILED" if failures else "passed"
+    print(f"ck_compile_check: {len(rows)} kernels + {len(glue)} glue/dispatch units, {status}, {elapsed / 60:.1f} min")
+    for f in failures:
+        print("FAIL:", f)
+    if args.results and not failures:
+        write_results(Path(args.results), table, clang_version, args, elapsed, n_fwd, n_bwd)
+    return 1 if failures else 0
+
+
+def format_table(rows) -> str:
+    head = ("| instance | kernel | VGPR (incl. AGPR) | AGPR | SGPR | VGPR spill | SGPR spill | scratch B | LDS B "
+            "| waves/SIMD | MFMA | calls | compile s |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        lines.append(f"| {r['label']} | {r['kernel']} | {r['vgpr']} | {r['agpr']} | {r['sgpr']} | "
+                     f"{r['vgpr_spill']} | {r['sgpr_spill']} | {r['scratch']} | {r['lds']} | {r['occupancy']} | "
+                     f"{r['mfma']} | {r['calls']} | {r['seconds']:.0f} |")
+    return "\n".join(lines)
+
+
+def write_results(path: Path, table: str, clang_version: str, args, elapsed: float, n_fwd: int, n_bwd: int):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"# CK FMHA compile check, {args.arch}\n\n"
+        f"- date: {datetime.date.today().isoformat()}\n- compiler: {clang_version} (upstream, device-only, "
+        f"HIP stub tools/hip_stub; not ROCm's compiler)\n- CK: ROCm/composable_kernel {CK_COMMIT}\n"
+        f"- command: `python tools/ck_compile_check.py --jobs {args.jobs}` ({elapsed / 60:.1f} min on "
+        f"{os.cpu_count()} cores)\n- shipped set (setup.py, this arch): {n_fwd} forward + {n_bwd} backward kernels\n\n"
+        "Register and spill figures come from upstream clang, not ROCm's: CK chooses code paths by compiler "
+        "and HIP version, so a ROCm build can differ (see docs/rocm.md). What this proves: the kernels compile "
+        "for gfx942, use MFMA, and make no calls. These kernels have not been run on an MI300X.\n\n"
+        f"{table}\n")
+    print(f"wrote {path}")
+
+
+# ---------------------------------------------------------------- Triton
+
+def compile_triton(fn, signature: dict, constexprs: dict, target: str | tuple, num_warps: int = 4,
+                   num_stages: int = 2, divisible: tuple[str, ...] | None = None) -> dict:
+    """Compile a @triton.jit kernel for a GPU that need not be present; return its resource figures.
+
+    signature: {arg name: "*fp16" | "i32" | "fp32" | "constexpr"}; constexprs: {name: value};
+    target: ("hip", "gfx942", 64), ("cuda", 90, 32), or "gfx942" / "sm90"; divisible: args known to be
+    multiples of 16 (default: every pointer), which is what lets loads be 16 bytes wide.
+    """
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    if isinstance(target, str):
+        target = ("cuda", int(target[2:]), 32) if target.startswith("sm") else ("hip", target, 64)
+    names = list(signature)
+    divisible = divisible if divisible is not None else tuple(n for n, t in signature.items() if t.startswith("*"))
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in divisible}
+    src = ASTSource(fn=fn, signature=signature, constexprs={(names.index(k),): v for k, v in constexprs.items()},
+                    attrs=attrs)
+    t0 = time.time()
+    k = triton.compile(src, target=GPUTarget(*target), options={"num_warps": num_warps, "num_stages": num_stages})
+    stats = {"target": f"{target[0]}:{target[1]}", "num_warps": num_warps, "num_stages": num_stages,
+             "lds": k.metadata.shared, "seconds": round(time.time() - t0, 1)}
+    if target[0] == "hip":
+        ks = parse_amdgcn(k.asm["amdgcn"])
+        kk = ks[0] if ks else {}
+        stats.update({f: kk.get(f, 0) for f in ("vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill",
+                                               "scratch", "occupancy", "mfma", "calls")})
+        stats["lds"] = k.metadata.shared        # Triton's LDS is dynamic: the amdgcn says 0
+        stats["matrix_ops"] = stats["mfma"]
+    else:
+        stats.update(_cuda_usage(k.asm["cubin"]))
+        stats["matrix_ops"] = len(re.findall(r"\bwgmma\.mma_async", k.asm["ptx"]))
+        stats["mfma"] = 0
+    return stats
+
+
+def _cuda_usage(cubin: bytes) -> dict:
+    import tempfile
+    import triton
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    g = lambda p: int(m.group(1)) if (m := re.search(p, out)) else 0  # noqa: E731
+    return {"vgpr": g(r"REG:(\d+)"), "stack": g(r"STACK:(\d+)"), "smem": g(r"SHARED:(\d+)"),
+            "vgpr_spill": g(r"STACK:(\d+)"), "agpr": 0, "sgpr": 0, "occupancy": 0, "calls": 0}
+
+
+def _toy_dot_kernel():
+    """A small tiled matmul with tl.dot: enough to prove compile_triton on both vendors."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def toy_dot(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+        rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :],
+                        mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :],
+                        mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+    return toy_dot
+
+
+def run_triton(args) -> int:
+    fn = _toy_dot_kernel()
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32",
+           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+    consts = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+    div = ("a_ptr", "b_ptr", "c_ptr", "stride_am", "stride_bk", "stride_cm")
+    failures = []
+    print("| kernel | target | warps | stages | regs (VGPR) | AGPR | SGPR | spill | LDS/smem B | waves/SIMD "
+          "| MFMA/wgmma | compile s |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for target in (("hip", "gfx942", 64), ("cuda", 90, 32)):
+        try:
+            s = compile_triton(fn, sig, consts, target, num_warps=4, num_stages=2, divisible=div)
+        except Exception as e:  # noqa: BLE001 - report every failure in the table run
+            failures.append(f"toy_dot {target}: {type(e).__name__}: {e}")
+            continue
+        print(f"| toy_dot | {s['target']} | 4 | 2 | {s['vgpr']} | {s['agpr']} | {s['sgpr']} | {s['vgpr_spill']} "
+              f"| {s['lds']} | {s['occupancy']} | {s['matrix_ops']} | {s['seconds']} |")
+        if s["matrix_ops"] == 0:
+            failures.append(f"toy_dot {target}: no MFMA/wgmma")
+        if target[0] == "hip" and s["vgpr_spill"]:
+            failures.append(f"toy_dot {target}: spills {s['vgpr_spill']} VGPRs")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--triton", action="store_true", help="compile Triton kernels instead of CK's")
+    ap.add_argument("--ck", help="composable_kernel tree (default: $CK_DIR, submodule, or the aiter wheel)")
+    ap.add_argument("--arch", default="gfx942", choices=build_ck.SUPPORTED_ARCHS)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--clang", default=os.environ.get("FA_CK_CLANG", "clang++-22"))
+    ap.add_argument("--out", default=str(ROOT / "build" / "ck_check"), help="work directory (build output)")
+    ap.add_argument("--results", default=None,
+                    help="write the table here as markdown, e.g. bench/results/ck_compile_check_gfx942.md")
+    args = ap.parse_args(argv)
+    return run_triton(args) if args.triton else run_ck(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

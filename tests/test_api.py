@@ -25,7 +25,7 @@ def test_return_lse_and_gqa_without_repeat():
     ref, ref_lse = reference.attention(q.transpose(1, 2).double(), k.transpose(1, 2).double(),
                                        v.transpose(1, 2).double(), dtype=torch.float64)
     assert_close("out", out.transpose(1, 2), ref, tol(FWD_TOL, torch.float32, DEVICE))
-    assert_close("lse", lse, ref_lse, 1e-4)
+    assert_close("lse", lse, ref_lse, 10 * tol(FWD_TOL, torch.float32, DEVICE))
 
 
 @pytest.mark.parametrize("backend", ["reference", "sdpa", "triton"])
@@ -152,7 +152,8 @@ def test_huge_logits_stay_finite():
     out = fa_ck.attention(q, k, v, scale=1e3)
     ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), scale=1e3)
     assert torch.isfinite(out).all()
-    assert_close("out", out, ref, 1e-4)
+    # near one-hot rows: a tf32 dot on a GPU can move mass between near-tied keys
+    assert_close("out", out, ref, 1e-4 if DEVICE == "cpu" else 2e-2)
     out.sum().backward()
     assert torch.isfinite(q.grad).all()
 
@@ -200,8 +201,9 @@ def _qkv(shape=(1, 2, 8, 16), **kw):
     (lambda q, k, v: (q.double(), k.double(), v.double()), TypeError, "q must be float16"),
     (lambda q, k, v: (q, k[:, :, :5], v), ValueError, "k and v must have the same shape"),
     (lambda q, k, v: (q[..., :8], k, v), ValueError, "head_dim"),
-    (lambda q, k, v: (torch.randn(1, 3, 8, 16), k, v), ValueError, "multiple of heads"),
-    (lambda q, k, v: (torch.randn(2, 2, 8, 16), k, v), ValueError, "batch"),
+    (lambda q, k, v: (torch.randn(1, 3, 8, 16, device=DEVICE), k, v), ValueError, "multiple of heads"),
+    (lambda q, k, v: (torch.randn(2, 2, 8, 16, device=DEVICE), k, v), ValueError, "batch"),
+    (lambda q, k, v: (q.cpu() if DEVICE != "cpu" else q.to("meta"), k, v), ValueError, "one device"),
     (lambda q, k, v: ("q", k, v), TypeError, "q must be a torch.Tensor"),
 ])
 def test_bad_tensors_name_the_argument(mutate, exc, match):

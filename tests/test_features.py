@@ -126,7 +126,7 @@ def test_dropout_matches_reference_with_same_mask(feat):
                                        causal=feat.get("causal", False), window=feat.get("window_size", (-1, -1)),
                                        softcap=feat.get("softcap", 0.0))
     assert_close("out", out, ref, tol(FWD_TOL, torch.float32, DEVICE))
-    assert_close("lse", lse, ref_lse, 1e-4)
+    assert_close("lse", lse, ref_lse, 10 * tol(FWD_TOL, torch.float32, DEVICE))
     # the backward regenerates the forward's mask: gradients match the reference with that mask
     do = torch.randn_like(out)
     grads = torch.autograd.grad(out, (q, k, v), do)

@@ -43,6 +43,9 @@ def _built_hdims() -> list[int]:
 
 
 def unsupported(q, k, v, p: AttnParams) -> str | None:
+    ok, why = available()
+    if not ok:
+        return why
     if not q.is_cuda:
         return "CPU tensors"
     if p.fp8:

@@ -37,6 +37,9 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> d
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
     wide = dtype == torch.float32
+    if wide and d > 128:
+        # fp32 tiles of 256-wide rows: the smallest tiles, single stage, to fit shared memory
+        return _cfg(16, 32, 4, 1) if kernel != "fwd" else _cfg(32, 32, 4, 1)
     # The choices below compile without register spills (tools/triton_compile_check.py reads them);
     # wider tiles spilled on both targets.
     if arch_name.startswith("hip"):
@@ -68,24 +71,21 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> d
 
 
 def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> list[dict]:
+    """A short list around the default: every candidate costs a compile during the search."""
     d = block_d(head_dim)
-    out = []
+    hip = arch_name.startswith("hip")
+    stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":
-        for bm in (64, 128):
-            for bn in (32, 64, 128):
-                if d >= 256 and bm * bn > 64 * 64:
-                    continue
-                for warps in (4, 8):
-                    for stages in ((1, 2) if arch_name.startswith("hip") else (2, 3, 4)):
-                        out.append(_cfg(bm, bn, warps, stages))
+        tiles = [(128, 64), (128, 128), (64, 64), (128, 32)] if d <= 128 else [(64, 64), (64, 32), (32, 64)]
+    elif kernel == "bwd_dkdv":
+        tiles = [(32, 128), (32, 64), (16, 64), (64, 128)] if d <= 128 else [(16, 64), (16, 32), (32, 32)]
     else:
-        pairs = [(32, 64), (32, 128), (64, 64), (64, 128)] if kernel == "bwd_dkdv" else \
-                [(64, 32), (128, 32), (64, 64), (128, 64)]
-        for bm, bn in pairs:
-            if d >= 256 and bm * bn > 32 * 64:
-                continue
-            for warps in (4, 8):
-                for stages in ((1, 2) if arch_name.startswith("hip") else (2, 3)):
-                    out.append(_cfg(bm, bn, warps, stages))
+        tiles = [(128, 32), (64, 32), (128, 64), (64, 64)] if d <= 128 else [(64, 32), (32, 32), (64, 16)]
+    out = [_cfg(bm, bn, w, stages[1]) for bm, bn in tiles for w in (4, 8)]
+    out += [_cfg(*tiles[0], w, s) for w in (4, 8) for s in (stages[0], stages[-1])]
     dflt = default(kernel, arch_name, head_dim, dtype)
-    return [dflt] + [c for c in out if c != dflt]
+    uniq = []
+    for c in [dflt] + out:
+        if c not in uniq:
+            uniq.append(c)
+    return uniq

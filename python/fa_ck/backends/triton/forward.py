@@ -64,7 +64,9 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K,
                EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                DOT_F32: tl.constexpr):
-    pid_m = tl.program_id(0)
+    # Last query blocks first: under a causal mask they carry the most keys, so the long
+    # programs start early and the short ones fill the tail of the grid.
+    pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
     h = tl.program_id(1)
     b = tl.program_id(2)
     num_heads = tl.num_programs(1)

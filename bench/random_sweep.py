@@ -1,0 +1,103 @@
+"""Randomised correctness sweep on a GPU: thousands of random calls (shapes, GQA, masks, windows,
+ALiBi, softcap, varlen, dtypes) against the float64 reference, forward and gradients.
+
+    python bench/random_sweep.py --cases 2000 --out bench/results/random-sweep-<gpu>-<date>
+
+Writes results.json (every case with its relative errors) and summary.md (counts, worst cases).
+Exit status 1 when any case fails its bound. Needs a GPU (on the CPU use the pytest suite).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import fa_ck  # noqa: E402
+from attn_check import check  # noqa: E402  (the same comparison the unit tests use)
+
+
+def draw(rng: random.Random) -> dict:
+    group = rng.choice([1, 1, 2, 4, 8])
+    hkv = rng.choice([1, 2, 4])
+    b = rng.choice([1, 2, 3])
+    sq = rng.choice([1, 2, 17, 64, 127, 128, 129, 500, 1000, 2048, rng.randint(1, 3000)])
+    sk = sq if rng.random() < 0.5 else rng.choice([1, 33, 256, 1023, rng.randint(1, 3000)])
+    feat = dict(causal=rng.random() < 0.5, softmax_scale=rng.choice([None, None, 0.02, 0.5]))
+    if rng.random() < 0.3:
+        feat["window_size"] = (rng.choice([-1, 0, 16, 255]), rng.choice([-1, 0, 7]))
+    if rng.random() < 0.2:
+        feat["softcap"] = rng.choice([5.0, 30.0])
+    if rng.random() < 0.25:
+        feat["alibi"] = rng.random() < 0.5
+    return dict(b=b, sq=sq, sk=sk, hq=hkv * group, hkv=hkv,
+                d=rng.choice([16, 32, 40, 64, 80, 96, 111, 128, 160, 192, 256]),
+                dtype=rng.choice(["float16", "bfloat16"]), feat=feat)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("random_sweep needs a GPU; on the CPU run `python -m pytest tests/test_properties.py`")
+        return 2
+    rng = random.Random(args.seed)
+    torch.manual_seed(args.seed)
+    out = Path(args.out or f"bench/results/random-sweep-{time.strftime('%Y%m%d')}")
+    out.mkdir(parents=True, exist_ok=True)
+    rows, t0 = [], time.time()
+    for i in range(args.cases):
+        if time.time() - t0 > args.time_budget:
+            break
+        case = draw(rng)
+        feat = dict(case["feat"])
+        if "alibi" in feat:
+            shape = (case["b"], case["hq"]) if feat.pop("alibi") else (case["hq"],)
+            feat["alibi_slopes"] = torch.rand(shape, device="cuda") * 0.3
+        row = {"case": i, **{k: v for k, v in case.items() if k != "feat"},
+               "feat": {k: v for k, v in case["feat"].items()}}
+        try:
+            row["errors"] = check(case["b"], case["sq"], case["sk"], case["hq"], case["hkv"], case["d"],
+                                  dtype=getattr(torch, case["dtype"]), device="cuda", **feat)
+            row["ok"] = True
+        except AssertionError as e:
+            row["ok"], row["failure"] = False, str(e)
+        except Exception as e:  # a crash is a failure too, with its type
+            row["ok"], row["failure"] = False, f"{type(e).__name__}: {e}"
+        rows.append(row)
+    failed = [r for r in rows if not r["ok"]]
+    env = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "triton": __import__("triton").__version__, "fa_ck": fa_ck.__version__,
+           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+           "seconds": round(time.time() - t0, 1)}
+    (out / "results.json").write_text(json.dumps({"env": env, "cases": rows}, indent=1))
+    worst = {}
+    for key in ("out", "lse", "dq", "dk", "dv"):
+        errs = [(r["errors"][key], r) for r in rows if r["ok"]]
+        if errs:
+            e, r = max(errs, key=lambda x: x[0])
+            worst[key] = f"{e:.3g} (case {r['case']}: {r['dtype']} b{r['b']} sq{r['sq']} sk{r['sk']} d{r['d']} {r['feat']})"
+    lines = [f"# Random sweep: {env['gpu']}, {env['date']}", "", f"Command: `{env['command']}`",
+             f"Versions: torch {env['torch']}, triton {env['triton']}, fa_ck {env['fa_ck']}", "",
+             f"{len(rows)} cases in {env['seconds']} s: {len(rows) - len(failed)} passed, {len(failed)} failed.", "",
+             "Worst relative error per quantity among passing cases:", ""]
+    lines += [f"- {k}: {v}" for k, v in worst.items()]
+    if failed:
+        lines += ["", "Failures:", ""] + [f"- case {r['case']}: {r['failure'][:300]}" for r in failed[:50]]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,7 +13,7 @@ CK sources: --ck, else $CK_DIR, else the composable_kernel/ submodule when popul
 the CK tree inside the amd-aiter wheel (pip download, unpacked under .ckcache/, never committed;
 that tree is composable_kernel at the commit our submodule pins).
 
-Spill counts from upstream clang are not a ROCm build's (see README, "ROCm"): they are reported,
+Spill counts from upstream clang are not a ROCm build's (see the README's ROCm section): they are reported,
 never gated on.
 """
 from __future__ import annotations
@@ -241,7 +241,7 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
         f"- command: `python tools/ck_compile_check.py --jobs {args.jobs}` ({elapsed / 60:.1f} min on "
         f"{os.cpu_count()} cores)\n- shipped set (setup.py, this arch): {n_fwd} forward + {n_bwd} backward kernels\n\n"
         "Register and spill figures come from upstream clang, not ROCm's: CK chooses code paths by compiler "
-        "and HIP version, so a ROCm build can differ (see README, "ROCm"). What this proves: the kernels compile "
+        "and HIP version, so a ROCm build can differ (see the README's ROCm section). What this proves: the kernels compile "
         "for gfx942, use MFMA, and make no calls. These kernels have not been run on an MI300X.\n\n"
         f"{table}\n")
     print(f"wrote {path}")

@@ -1,9 +1,11 @@
 """Compile our Triton FA2 kernels for gfx942 (MI300X) and sm_90 (H100/H200) without a GPU,
 print one row per kernel (registers, spills, LDS/shared, occupancy, MFMA/wgmma count), and
 fail when a kernel does not compile, has no matrix instructions, or (gfx942, default config)
-spills registers.
+spills registers. The fp8 forward is compiled in each target's native format (gfx942:
+float8_e4m3fnuz, "*fp8e4b8"; sm90: float8_e4m3fn, "*fp8e4nv") and fails unless its matrix
+instructions are fp8 ones (v_mfma_*fp8* on gfx942, wgmma .e4m3 on sm90), not fp16 emulation.
 
-    python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE]
+    python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
 """
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 os.environ.pop("TRITON_INTERPRET", None)       # we want real compiles, not the interpreter
 
+import re  # noqa: E402
+
 import torch  # noqa: E402
+import triton  # noqa: E402
 
 from ck_compile_check import compile_triton  # noqa: E402
 from fa_ck.backends.triton import configs  # noqa: E402
@@ -26,15 +31,45 @@ from fa_ck.backends.triton.forward import fwd_kernel  # noqa: E402
 
 _TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _FLOATS = {"scale", "scale_log2", "softcap_in", "softcap_out", "dropout_p"}
-_POINTER_TYPES = {"LSE": "fp32", "DELTA": "fp32", "SLOPES": "fp32", "RNG": "i64", "CU_Q": "i32", "CU_K": "i32"}
+_POINTER_TYPES = {"LSE": "fp32", "DELTA": "fp32", "SLOPES": "fp32", "RNG": "i64", "CU_Q": "i32", "CU_K": "i32",
+                  "QD": "fp32", "KD": "fp32", "VD": "fp32"}
+# the fp8 forward per target: (torch format, Triton pointer type, P scale = the format's max)
+_FP8 = {"gfx942": (torch.float8_e4m3fnuz, "fp8e4b8", 240.0), "gfx950": (torch.float8_e4m3fn, "fp8e4nv", 448.0),
+        "sm90": (torch.float8_e4m3fn, "fp8e4nv", 448.0)}
+
+# compile_triton returns counts only: keep the last compiled kernel to read its assembly
+_compiled = {}
+_triton_compile = triton.compile
 
 
-def signature(fn, dtype) -> dict:
+def _capturing_compile(*args, **kwargs):
+    _compiled["last"] = k = _triton_compile(*args, **kwargs)
+    return k
+
+
+triton.compile = _capturing_compile
+
+
+def fp8_matrix_ops(target: str) -> tuple[int, int]:
+    """(fp8 matrix instructions, other matrix instructions) in the last compiled kernel."""
+    asm = _compiled["last"].asm
+    if target.startswith("gfx"):
+        ops = re.findall(r"\bv_mfma_\w+", asm["amdgcn"])
+        fp8 = [o for o in ops if "fp8" in o or "bf8" in o]
+    else:
+        ops = re.findall(r"\bwgmma\.mma_async\S*", asm["ptx"]) + re.findall(r"\bmma\.sync\S*", asm["ptx"])
+        fp8 = [o for o in ops if "e4m3" in o or "e5m2" in o]
+    return len(fp8), len(ops) - len(fp8)
+
+
+def signature(fn, dtype, data_type=None) -> dict:
+    """data_type: the Triton type of Q, K, V when it differs from the output's (fp8)."""
     sig = {}
     for name in fn.arg_names:
         if name.isupper() and not name.startswith(("BLOCK", "EVEN", "VARLEN", "SOFTCAP", "ALIBI", "MASK",
-                                                     "DROPOUT", "DOT")):
-            sig[name] = "*" + _POINTER_TYPES.get(name, _TY[dtype])
+                                                     "DROPOUT", "DOT", "FP8", "P_SCALE")):
+            ty = data_type if data_type and name in ("Q", "K", "V") else _TY[dtype]
+            sig[name] = "*" + _POINTER_TYPES.get(name, ty)
         elif name in _FLOATS:
             sig[name] = "fp32"
         elif name.isupper():
@@ -44,26 +79,45 @@ def signature(fn, dtype) -> dict:
     return sig
 
 
+def _flags(d: int, causal: bool) -> dict:
+    return dict(BLOCK_D=configs.block_d(d), EVEN_D=configs.block_d(d) == d, VARLEN=False, SOFTCAP=False,
+                ALIBI=False, MASK_LEFT=False, MASK_RIGHT=causal, DROPOUT=False, DOT_F32=False)
+
+
 def kernels(d: int, dtype, causal: bool, arch: str):
     """(label, fn, constexprs, config) for forward, dk/dv and dq with the default configs."""
-    flags = dict(BLOCK_D=configs.block_d(d), EVEN_D=configs.block_d(d) == d, VARLEN=False, SOFTCAP=False,
-                 ALIBI=False, MASK_LEFT=False, MASK_RIGHT=causal, DROPOUT=False, DOT_F32=False)
+    flags = _flags(d, causal)
     for label, fn, kernel in (("fwd", fwd_kernel, "fwd"), ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv"),
                               ("bwd_dq", bwd_dq_kernel, "bwd_dq")):
         cfg = configs.default(kernel, arch, d, dtype)
         yield label, fn, dict(flags, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"]), cfg
 
 
+def fp8_kernels(target: str, arch: str):
+    """(name, signature, constexprs, config) of the fp8 forward in the target's native format,
+    bf16 output, with the default config (the launcher's: configs.default with the fp8 dtype)."""
+    f8, ty, p_scale = _FP8[target]
+    for d in (64, 128):
+        for causal in (False, True):
+            cfg = configs.default("fwd", arch, d, f8)
+            consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"])
+            sig = signature(fwd_kernel, torch.bfloat16, data_type=ty)
+            for c in consts:
+                sig[c] = "constexpr"
+            yield f"fwd {ty} d{d} {'causal' if causal else 'full'}", sig, consts, cfg
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--targets", nargs="+", default=["gfx942", "sm90"])
     ap.add_argument("--results", default=None, help="also write the table to this markdown file")
+    ap.add_argument("--fp8-only", action="store_true", help="compile only the fp8 forward")
     args = ap.parse_args(argv)
     rows, failures = [], []
     t0 = time.time()
     for target in args.targets:
         arch = "hip:" + target if target.startswith("gfx") else "cuda:" + target
-        for dtype in (torch.float16, torch.bfloat16):
+        for dtype in (() if args.fp8_only else (torch.float16, torch.bfloat16)):
             for d in (64, 128):
                 for causal in (False, True):
                     for label, fn, consts, cfg in kernels(d, dtype, causal, arch):
@@ -85,6 +139,22 @@ def main(argv=None) -> int:
                         if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                             failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) "
                                             f"with the default config {cfg_s}")
+        for name, sig, consts, cfg in (fp8_kernels(target, arch) if target in _FP8 else ()):
+            try:
+                st = compile_triton(fwd_kernel, sig, consts, target, num_warps=cfg["num_warps"],
+                                    num_stages=cfg["num_stages"])
+            except Exception as e:
+                failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+                continue
+            n_fp8, n_other = fp8_matrix_ops(target)
+            st["matrix_ops"] = f"{st.get('matrix_ops')} ({n_fp8} fp8)"
+            cfg_s = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']} w{cfg['num_warps']} s{cfg['num_stages']}"
+            rows.append((target, name, cfg_s, st))
+            if not n_fp8 or n_other:
+                failures.append(f"{target} {name}: {n_fp8} fp8 and {n_other} other matrix instructions "
+                                "(want fp8 only: no emulation through fp16)")
+            if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
+                failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) with the default config {cfg_s}")
     head = "| target | kernel | config | VGPR/REG | AGPR | SGPR | VGPR spill | LDS/smem B | occupancy | MFMA/wgmma |"
     lines = [head, "|" + "---|" * 10]
     for target, name, cfg_s, st in rows:

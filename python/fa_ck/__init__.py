@@ -3,6 +3,7 @@
     import fa_ck
     out = fa_ck.attention(q, k, v, causal=True)     # SDPA layout (batch, heads, seq, head_dim)
     out = fa_ck.flash_attn_func(q, k, v, causal=True)  # flash-attn layout (batch, seq, heads, head_dim)
+    out = fa_ck.attention(q, k, v, causal=True, fp8=True)  # fp8 forward (QK^T and PV in fp8)
 """
 try:
     import torch  # noqa: F401  (fa_ck never installs torch: it uses the one you have)
@@ -14,11 +15,11 @@ except ImportError as e:  # pragma: no cover
 # the subpackage, is what `fa_ck.backends` names (a later submodule import would rebind it).
 from . import backends as _backends_package  # noqa: F401
 from .dispatch import backends
-from .interface import (attention, explain, flash_attn_func, flash_attn_kvpacked_func,
+from .interface import (attention, explain, flash_attn_fp8_func, flash_attn_func, flash_attn_kvpacked_func,
                         flash_attn_qkvpacked_func, flash_attn_varlen_func, flash_attn_varlen_kvpacked_func,
                         flash_attn_varlen_qkvpacked_func)
 
 __version__ = "0.1.0"
-__all__ = ["attention", "backends", "explain", "flash_attn_func", "flash_attn_varlen_func",
+__all__ = ["attention", "backends", "explain", "flash_attn_func", "flash_attn_fp8_func", "flash_attn_varlen_func",
            "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func", "flash_attn_varlen_qkvpacked_func",
            "flash_attn_varlen_kvpacked_func", "__version__"]

@@ -31,7 +31,7 @@ def module(name: str):
     if name not in _modules:
         try:
             _modules[name] = importlib.import_module(f".backends.{name}", __package__)
-        except ImportError as e:
+        except Exception as e:  # noqa: BLE001 - any failure stays inside that one backend
             _modules[name] = _Broken(name, e)
     return _modules[name]
 

@@ -13,6 +13,7 @@ from . import dispatch, ops, reference
 from .params import AttnParams
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
 # ---------------------------------------------------------------- checks
@@ -24,14 +25,16 @@ def _tensor(name: str, t, rank: Optional[int] = None):
         raise ValueError(f"{name} must have {rank} dims, got shape {tuple(t.shape)}")
 
 
-def _check_qkv(q, k, v, rank: int, layout: str):
+def _check_qkv(q, k, v, rank: int, layout: str, dtypes=_DTYPES):
     """layout names the dims, e.g. '(batch, seqlen, heads, head_dim)': it says where heads are."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         _tensor(name, t)
         if t.dim() != rank:
             raise ValueError(f"{name} must be {rank}-D {layout}, got shape {tuple(t.shape)}")
-        if t.dtype not in _DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+        if t.dtype not in dtypes:
+            names = ("float16, bfloat16 or float32" if dtypes == _DTYPES
+                     else "float8_e4m3fn or float8_e4m3fnuz (all three alike)")
+            raise TypeError(f"{name} must be {names}, got {t.dtype}")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
@@ -219,6 +222,61 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     if not return_attn_probs:
         return out
     return out, lse, _attn_probs(q, k, p, name)
+
+
+def _check_descale(name, t, batch: int, heads: int, device, heads_of: str):
+    if t is None:
+        return None
+    _tensor(name, t, rank=2)
+    if t.dtype != torch.float32:
+        raise TypeError(f"{name} must be float32, got {t.dtype}")
+    if tuple(t.shape) != (batch, heads):
+        raise ValueError(f"{name} must have shape (batch, heads of {heads_of}) = ({batch}, {heads}), "
+                         f"got {tuple(t.shape)}")
+    if t.device != device:
+        raise ValueError(f"{name} must be on {device} like q, got {t.device}")
+    return t.contiguous()
+
+
+def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                        alibi_slopes=None, deterministic=False, q_descale=None, k_descale=None, v_descale=None,
+                        *, out_dtype=None, return_lse=False, backend="auto"):
+    """FP8 attention in flash-attn's layout: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D).
+
+    q, k, v either
+    - float16/bfloat16/float32: quantised per (batch, head) with amax scaling into the device's
+      native fp8 (float8_e4m3fnuz on MI300X, float8_e4m3fn on gfx950, NVIDIA sm89+ and the CPU
+      interpreter); out in their dtype; differentiable (the backward is the regular
+      high-precision one over these tensors, with the fp8 forward's out and lse); or
+    - fp8 (all float8_e4m3fn or all float8_e4m3fnuz, the device's native format) with float32
+      descales q_descale (B, Hq), k_descale and v_descale (B, Hkv) (None: 1.0), so that
+      q ~= q_fp8 * q_descale per (batch, head); out in out_dtype (default bfloat16); no backward.
+    QK^T and PV run in fp8 with fp32 accumulation; softmax statistics stay fp32.
+    Returns out, or (out, softmax_lse (B, Hq, Sq) float32) with return_lse.
+    """
+    fp8_in = isinstance(q, torch.Tensor) and q.dtype in _FP8_DTYPES
+    _check_qkv(q, k, v, 4, "(batch, seqlen, heads, head_dim)", _FP8_DTYPES if fp8_in else _DTYPES)
+    if q.shape[0] != k.shape[0]:
+        raise ValueError(f"batch of q ({q.shape[0]}) and k ({k.shape[0]}) must match")
+    _check_backend(backend)
+    b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
+    if not fp8_in:
+        for name, t in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
+            if t is not None:
+                raise ValueError(f"{name} is only for fp8 q, k, v; {q.dtype} inputs are quantised by fa_ck")
+        if out_dtype is not None and out_dtype != q.dtype:
+            raise ValueError(f"out_dtype is only for fp8 q, k, v; {q.dtype} inputs give {q.dtype}, got {out_dtype}")
+    elif out_dtype is not None and out_dtype not in _DTYPES:
+        raise TypeError(f"out_dtype must be float16, bfloat16 or float32, got {out_dtype}")
+    p = _params(q, k, batch=b, causal=causal, scale=softmax_scale, window_size=window_size,
+                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=0.0, deterministic=deterministic, fp8=True)
+    if fp8_in:
+        p.q_descale = _check_descale("q_descale", q_descale, b, hq, q.device, "q")
+        p.k_descale = _check_descale("k_descale", k_descale, b, hkv, q.device, "k and v")
+        p.v_descale = _check_descale("v_descale", v_descale, b, hkv, q.device, "k and v")
+        p.out_dtype = out_dtype or torch.bfloat16
+    out, lse, _ = _run(q, k, v, p, backend)
+    return (out, lse) if return_lse else out
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,

@@ -3,6 +3,11 @@
 torch.compile sees two opaque ops (fa_ck::fwd, fa_ck::bwd) whose output shapes the fake
 kernels give, so a model calling fa_ck traces with no graph break. The backend is chosen
 before the op runs (dispatch.choose) and passed in by name, so backward uses the same one.
+
+fp8: fwd's trailing arguments (defaults: off) are the fp8 switch, the descales of fp8 inputs and
+their output dtype. Its backward
+is the regular (bf16/fp16/fp32) backward over the saved high-precision q, k, v, using the fp8
+forward's out and lse; fp8 inputs themselves have no backward.
 """
 from __future__ import annotations
 
@@ -14,40 +19,53 @@ from torch import Tensor
 from . import dispatch
 from .params import AttnParams
 
+_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
+
 
 def _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng,
-            deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) -> AttnParams:
+            deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, fp8=False,
+            q_descale=None, k_descale=None, v_descale=None, out_dtype=None) -> AttnParams:
     return AttnParams(scale=scale, causal=causal, window_left=window_left, window_right=window_right,
                       alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p, rng=rng,
                       deterministic=deterministic, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
-                      max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
+                      max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, fp8=fp8, q_descale=q_descale,
+                      k_descale=k_descale, v_descale=v_descale, out_dtype=out_dtype)
 
 
 def _lse_shape(q: Tensor, varlen: bool, batch: int):
     return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
 
 
+def _out_dtype(q: Tensor, out_dtype: Optional[torch.dtype]) -> torch.dtype:
+    """fp8 inputs give out_dtype (bfloat16 by default); other inputs their own dtype."""
+    return (out_dtype or torch.bfloat16) if q.dtype in _FP8_DTYPES else q.dtype
+
+
 @torch.library.custom_op("fa_ck::fwd", mutates_args=())
 def fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
         max_seqlen_q: int, max_seqlen_k: int, scale: float, causal: bool, window_left: int, window_right: int,
         alibi_slopes: Optional[Tensor], softcap: float, dropout_p: float, rng: Optional[Tensor],
-        deterministic: bool, backend: str) -> tuple[Tensor, Tensor]:
+        deterministic: bool, backend: str, fp8: bool = False, q_descale: Optional[Tensor] = None,
+        k_descale: Optional[Tensor] = None, v_descale: Optional[Tensor] = None,
+        out_dtype: Optional[torch.dtype] = None) -> tuple[Tensor, Tensor]:
     # `deterministic` only shapes the backward; it is an input here so autograd can save it.
     p = _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng, deterministic,
-                cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+                cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, fp8, q_descale, k_descale, v_descale,
+                out_dtype)
     varlen = cu_seqlens_q is not None
     if q.numel() == 0 or k.numel() == 0:
         # Nothing to attend to: a row that sees no key gives 0 and lse -inf.
-        return (torch.zeros(q.shape, dtype=q.dtype, device=q.device),
+        return (torch.zeros(q.shape, dtype=_out_dtype(q, out_dtype), device=q.device),
                 torch.full(_lse_shape(q, varlen, 0), float("-inf"), dtype=torch.float32, device=q.device))
     return dispatch.module(backend).forward(q, k, v, p)
 
 
 @fwd.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal, window_left,
-      window_right, alibi_slopes, softcap, dropout_p, rng, deterministic, backend):
+      window_right, alibi_slopes, softcap, dropout_p, rng, deterministic, backend, fp8=False, q_descale=None,
+      k_descale=None, v_descale=None, out_dtype=None):
     lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None, 0), dtype=torch.float32)
-    return q.new_empty(q.shape), lse
+    return q.new_empty(q.shape, dtype=_out_dtype(q, out_dtype)), lse
 
 
 @torch.library.custom_op("fa_ck::bwd", mutates_args=())
@@ -72,17 +90,21 @@ def _(do, q, k, v, out, lse, *args):
 def _setup_context(ctx, inputs, output):
     q, k, v, *rest = inputs
     (ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale, ctx.causal, ctx.wl, ctx.wr, ctx.alibi,
-     ctx.softcap, ctx.dropout_p, ctx.rng, ctx.deterministic, ctx.backend) = rest
+     ctx.softcap, ctx.dropout_p, ctx.rng, ctx.deterministic, ctx.backend) = rest[:14]
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
 
 
 def _backward(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
+    if q.dtype in _FP8_DTYPES:
+        raise NotImplementedError("fa_ck fp8: no backward through fp8 q, k, v; to train, pass bfloat16 or "
+                                  "float16 tensors with fp8=True (their gradients come from the regular backward)")
+    # fp8 or not, the regular backward kernels over the high-precision inputs, with this forward's lse.
     dq, dk, dv = bwd(dout, q, k, v, out, lse, ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale,
                      ctx.causal, ctx.wl, ctx.wr, ctx.alibi, ctx.softcap, ctx.dropout_p, ctx.rng,
                      ctx.deterministic, ctx.backend)
-    return (dq, dk, dv) + (None,) * 14
+    return (dq, dk, dv) + (None,) * 19
 
 
 fwd.register_autograd(_backward, setup_context=_setup_context)
@@ -93,5 +115,5 @@ def attention(q, k, v, p: AttnParams, backend: str | None = "auto"):
     name, _ = dispatch.choose(q, k, v, p, backend)
     out, lse = fwd(q, k, v, p.cu_seqlens_q, p.cu_seqlens_k, p.max_seqlen_q, p.max_seqlen_k, p.scale,
                    p.causal, p.window_left, p.window_right, p.alibi_slopes, p.softcap, p.dropout_p,
-                   p.rng, p.deterministic, name)
+                   p.rng, p.deterministic, name, p.fp8, p.q_descale, p.k_descale, p.v_descale, p.out_dtype)
     return out, lse, name

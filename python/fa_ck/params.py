@@ -28,6 +28,13 @@ class AttnParams:
     max_seqlen_q: int = 0
     max_seqlen_k: int = 0
     fp8: bool = False
+    # fp8 only: per-(batch, head) float32 descales of fp8 q (B, Hq), k and v (B, Hkv) (None: 1),
+    # and the output dtype for fp8 inputs (None: bfloat16). bf16/fp16/fp32 inputs are quantised
+    # by the backend and give their own dtype.
+    q_descale: Optional[torch.Tensor] = None
+    k_descale: Optional[torch.Tensor] = None
+    v_descale: Optional[torch.Tensor] = None
+    out_dtype: Optional[torch.dtype] = None
     extra: dict = field(default_factory=dict)
 
     @property

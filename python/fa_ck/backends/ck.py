@@ -1,6 +1,6 @@
 """The ck backend: Composable Kernel's tile FMHA through the compiled extension fa_ck._ck (ROCm only).
 
-Built by setup.py on a ROCm torch (README, "ROCm"). Importing this module never fails: without the
+Built by setup.py on a ROCm torch (README, section ROCm). Importing this module never fails: without the
 extension, available() says why. What CK's FMHA cannot express is named by unsupported(), and
 `auto` sends those calls to triton:
 - softcap together with ALiBi (CK has no such instance), and softcap when a gradient is needed
@@ -32,7 +32,7 @@ def available() -> tuple[bool, str]:
         return False, f"torch {torch.__version__} is not a ROCm build (CK kernels need ROCm)"
     if _ck is None:
         return False, (f"extension fa_ck._ck is not built ({type(_IMPORT_ERROR).__name__}: {_IMPORT_ERROR}); "
-                       "build it with `pip install --no-build-isolation .` (README, "ROCm")")
+                       "build it with `pip install --no-build-isolation .` (README, section ROCm)")
     if not torch.cuda.is_available():
         return False, "no ROCm GPU visible"
     return True, f"CK FMHA, head dims {list(_ck.hdims)}"

@@ -16,6 +16,7 @@ from . import configs
 NAME = "triton"
 MAX_HEAD_DIM = 256
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 try:
     import triton
@@ -44,13 +45,45 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
         return "CPU tensors (outside TRITON_INTERPRET=1)"
     if q.device.type not in ("cpu", "cuda"):
         return f"{q.device.type} tensors"
-    if q.dtype not in _DTYPES:
+    if q.dtype not in _DTYPES and not (p.fp8 and q.dtype in FP8_DTYPES):
         return f"dtype {q.dtype}"
     if q.shape[-1] > MAX_HEAD_DIM or v.shape[-1] != q.shape[-1]:
         return f"head_dim {q.shape[-1]} (supported: 1..{MAX_HEAD_DIM}, same for q, k and v)"
     if p.fp8:
-        return "fp8 (not implemented yet)"
+        native = configs.fp8_dtype(q.device)
+        if native is None:
+            return f"fp8 on {configs.arch(q.device)} (no fp8 matrix instructions)"
+        if q.dtype in FP8_DTYPES and q.dtype != native:
+            return f"fp8 inputs in {q.dtype} (this device multiplies {native})"
+        if p.varlen:
+            return "fp8 with varlen (per-sequence scales are not implemented)"
+        if p.dropout_p > 0:
+            return "fp8 with dropout (not implemented)"
     return None
+
+
+def quantize_fp8(x: torch.Tensor, dtype: torch.dtype):
+    """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
+    scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale."""
+    fmax = torch.finfo(dtype).max
+    amax = x.detach().abs().amax(dim=(1, 3)).float().clamp_min(1e-12)     # an all-zero head stays 0
+    scale = fmax / amax
+    x8 = (x.detach().float() * scale[:, None, :, None]).clamp_(-fmax, fmax).to(dtype)
+    return x8, (1.0 / scale).contiguous()
+
+
+def _fp8_inputs(q, k, v, p: AttnParams):
+    """(q8, k8, v8, q_descale, k_descale, v_descale, out dtype) for the fp8 kernel."""
+    if q.dtype in FP8_DTYPES:
+        b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
+        ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
+        qd = p.q_descale if p.q_descale is not None else ones(hq)
+        kd = p.k_descale if p.k_descale is not None else ones(hkv)
+        vd = p.v_descale if p.v_descale is not None else ones(hkv)
+        return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous(), p.out_dtype or torch.bfloat16
+    dtype = configs.fp8_dtype(q.device)
+    (q8, qd), (k8, kd), (v8, vd) = (quantize_fp8(t, dtype) for t in (q, k, v))
+    return q8, k8, v8, qd, kd, vd, q.dtype
 
 
 def _empty(shape, dtype, device):
@@ -66,7 +99,7 @@ def _flags(q, p: AttnParams, head_dim: int) -> dict:
         BLOCK_D=configs.block_d(head_dim), EVEN_D=configs.block_d(head_dim) == head_dim,
         VARLEN=p.varlen, SOFTCAP=p.softcap > 0, ALIBI=p.alibi_slopes is not None,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0, DROPOUT=p.dropout_p > 0,
-        DOT_F32=configs.INTERPRET and q.dtype == torch.bfloat16,
+        DOT_F32=configs.INTERPRET and q.dtype in (torch.bfloat16, *FP8_DTYPES),
     )
 
 
@@ -121,19 +154,27 @@ def _launch_cfg(cfg: dict) -> dict:
 
 def forward(q, k, v, p: AttnParams):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
-    out = _empty(q.shape, q.dtype, q.device)
+    out_dtype = q.dtype
+    if p.fp8:
+        q, k, v, qd, kd, vd, out_dtype = _fp8_inputs(q, k, v, p)
+        fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(v.dtype).max))
+    else:
+        qd = kd = vd = q.new_empty(0, dtype=torch.float32)
+        fp8 = dict(FP8=False, P_SCALE=1.0)
+    out = _empty(q.shape, out_dtype, q.device)
     lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
+    descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
     def run(cfg):
         grid = (triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)
-        fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k,
+        fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
                          *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen),
-                         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
+                         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
                          sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
                          scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
-                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
+                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **fp8, **_launch_cfg(cfg))
 
     run(_config("fwd", q, d, p, sq, sk, bench=_bencher(run)))
     return out, lse

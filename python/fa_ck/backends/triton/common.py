@@ -92,3 +92,17 @@ def query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right,
     full_lo = tl.minimum(tl.maximum(full_lo, lo), hi)
     full_hi = tl.minimum(tl.maximum(full_hi, full_lo), hi)
     return lo, full_lo, full_hi, hi
+
+
+@triton.jit
+def fp8_round(x, EMIN: tl.constexpr):
+    """fp32 x (|x| within the format's range) rounded to the nearest e4m3 value, ties to even,
+    returned as fp32: exactly what the GPU's fp32 -> fp8 conversion gives. EMIN is the format's
+    smallest normal exponent (-6 for e4m3fn, -7 for e4m3fnuz); below it the grid is subnormal.
+    The interpreter's own fp32 -> fp8 cast drops carries and truncates subnormals, so its fp8
+    path rounds with this instead: adding C = 1.5 * 2^(e + 20), whose fp32 ulp is the fp8
+    quantum 2^(e - 3) at x's exponent e, makes the fp32 adder round x to that grid."""
+    e = ((x.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127
+    e = tl.maximum(e, EMIN)
+    c = (((e + 147) << 23) | (1 << 22)).to(tl.float32, bitcast=True)
+    return (x + c) - c

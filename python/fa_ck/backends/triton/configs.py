@@ -22,6 +22,21 @@ def arch(device: torch.device) -> str:
     return f"cuda:sm{major}{minor}"
 
 
+def fp8_dtype(device):
+    """The fp8 format a device (or an arch() name) multiplies natively, or None when it has no
+    fp8 matrix unit. MI300X (gfx942) has the fnuz formats; gfx950, NVIDIA sm89+ and the
+    interpreter the OCP ones (the interpreter cannot run fnuz at all)."""
+    name = device if isinstance(device, str) else arch(device)
+    if name == "interpreter":
+        return torch.float8_e4m3fn
+    if name.startswith("hip:"):
+        if name == "hip:gfx942":
+            return torch.float8_e4m3fnuz
+        return torch.float8_e4m3fn if name.startswith("hip:gfx95") else None
+    sm = int(name.split("sm")[-1])
+    return torch.float8_e4m3fn if sm >= 89 else None
+
+
 def block_d(head_dim: int) -> int:
     return max(16, 1 << (head_dim - 1).bit_length())
 

@@ -2,11 +2,18 @@
 
 Key blocks are walked in up to three ranges (see common.key_blocks): blocks that straddle a
 mask edge apply the mask, whole visible blocks skip it. Features are constexpr switches.
+
+FP8: q, k, v arrive in an e4m3 format with per-(batch, head) descale factors. QK^T runs in
+fp8 with fp32 accumulation, the descales are folded into the score scale, and P (in [0, 1])
+is multiplied by P_SCALE (the format's max), rounded to fp8 and multiplied with v in fp8;
+the output divides by P_SCALE and multiplies by v's descale. Softmax statistics stay fp32.
+Under the interpreter (DOT_F32) the tiles are upcast to fp32 and P is rounded to the fp8
+grid by common.fp8_round, so the interpreter computes the numbers the GPU computes.
 """
 import triton
 import triton.language as tl
 
-from .common import dropout_keep, key_blocks, scores
+from .common import dropout_keep, fp8_round, key_blocks, scores
 
 
 @triton.jit
@@ -15,7 +22,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
                 slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                 BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                DOT_F32: tl.constexpr, MASKED: tl.constexpr):
+                DOT_F32: tl.constexpr, MASKED: tl.constexpr, FP8: tl.constexpr, P_SCALE: tl.constexpr):
     k_ptrs += start * stride_ks
     v_ptrs += start * stride_vs
     for n0 in range(start, end, BLOCK_N):
@@ -43,7 +50,17 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
         if DROPOUT:
             keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
             p = tl.where(keep, p, 0.0)
-        if DOT_F32:
+        if FP8:
+            p = p * P_SCALE                   # [0, 1] -> [0, fp8 max]
+            if DOT_F32:
+                if P_SCALE == 448.0:
+                    p = fp8_round(p, -6)      # e4m3fn
+                else:
+                    p = fp8_round(p, -7)      # e4m3fnuz (max 240)
+                acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32))
+            else:
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        elif DOT_F32:
             acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32))
         else:
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
@@ -54,16 +71,16 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
 
 
 @triton.jit
-def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K,
+def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                stride_vb, stride_vs, stride_vh, stride_ob, stride_os, stride_oh,
-               stride_lb, stride_lh, stride_sb,
+               stride_lb, stride_lh, stride_sb, stride_qdb, stride_kdb,
                seqlen_q, seqlen_k, group, head_dim, scale_log2, softcap_in, softcap_out,
                window_left, window_right, dropout_p, rng_row,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-               DOT_F32: tl.constexpr):
+               DOT_F32: tl.constexpr, FP8: tl.constexpr = False, P_SCALE: tl.constexpr = 1.0):
     # Last query blocks first: under a causal mask they carry the most keys, so the long
     # programs start early and the short ones fill the tail of the grid.
     pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -101,6 +118,13 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K,
     k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]
     v_offs = offs_n0[:, None] * stride_vs + offs_d[None, :]
 
+    v_descale = 1.0
+    if FP8:
+        # descales (B, Hq) for q, (B, Hkv) for k and v, heads contiguous
+        qk_descale = tl.load(QD + b64 * stride_qdb + h) * tl.load(KD + b64 * stride_kdb + hk)
+        scale_log2 = scale_log2 * qk_descale
+        softcap_in = softcap_in * qk_descale
+        v_descale = tl.load(VD + b64 * stride_kdb + hk)
     slope_log2 = 0.0
     if ALIBI:
         slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
@@ -117,22 +141,24 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True)
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE)
     acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_lo, full_hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, False)
+                                DROPOUT, DOT_F32, False, FP8, P_SCALE)
     acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_hi, hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True)
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE)
 
     empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
     inv_l = tl.where(empty, 0.0, 1.0 / tl.where(empty, 1.0, l_i))
     if DROPOUT:
         inv_l = inv_l / (1.0 - dropout_p)
+    if FP8:
+        inv_l = inv_l * (v_descale / P_SCALE)
     out = acc * inv_l[:, None]
     tl.store(o_base + offs_m[:, None] * stride_os + offs_d[None, :], out.to(O.dtype.element_ty), mask=q_ok)
     lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)

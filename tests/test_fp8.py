@@ -1,0 +1,290 @@
+"""FP8 forward (triton backend; on the CPU through the interpreter, in float8_e4m3fn).
+
+Two yardsticks:
+- the float64 reference: the error every fp8 attention has. q, k, v and P carry 3 mantissa
+  bits (a relative rounding error of about 2.6 % RMS each), which on N(0, 1) inputs gives
+  ||out - ref|| / ||ref|| of about 5 % in a float64 simulation of exactly this quantisation
+  (q/k alone 3.8 %, v alone 2.6 %, P alone 2.4 %), whatever the shape: FWD_BOUND = 7e-2.
+- `emulate`: the same quantisation written in torch in float64 (same q, k, v scales, P
+  rounded to fp8 per key block of the kernel's online softmax with the running row max).
+  The kernel must match it to fp32 accumulation (and output rounding): that proves the kernel
+  computes what it claims, independent of fp8 noise. The interpreter's own fp32 -> fp8 cast is
+  wrong for about 2.5 % of values, so the kernel's interpreter path rounds P with
+  common.fp8_round (exact round-to-nearest-even) and the bound stays tight.
+"""
+import math
+
+
+import pytest
+import torch
+
+import fa_ck
+from fa_ck import reference
+from fa_ck.backends import triton as tb
+from fa_ck.backends.triton import configs
+from attn_check import GRAD_TOL, alibi, assert_close, rel_err
+from conftest import DEVICE
+
+F8 = configs.fp8_dtype(torch.device(DEVICE))
+FWD_BOUND = 7e-2            # fp8 vs the float64 reference (see above; measured 4.2 - 5.2 %)
+GRAD_BOUND = 6e-2           # gradients of the fp8 forward's out (see test_gradients)
+# the kernel vs its torch emulation: fp32 accumulation, then the output dtype's rounding
+EMU_BOUND = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 6e-3}
+
+
+def rand(*shape, dtype=torch.float32, requires_grad=False):
+    return torch.randn(*shape, dtype=dtype, device=DEVICE).requires_grad_(requires_grad)
+
+
+def round_fp8(x, dtype=F8):
+    """Round-to-nearest-even onto the fp8 grid (torch's cast), back in float64."""
+    return x.float().to(dtype).double()
+
+
+def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None,
+            softcap=0.0, block_n=None):
+    """What the fp8 kernel computes, in float64: fp8 q, k, v (B, S, H, D) with (B, H) descales."""
+    b, sq, hq, d = q8.shape
+    sk, hkv = k8.shape[1], k8.shape[2]
+    g = hq // hkv
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    pmax = torch.finfo(v8.dtype).max
+    block_n = block_n or configs.default("fwd", "interpreter", d, torch.float32)["BLOCK_N"]
+    qf = q8.double().transpose(1, 2)                                            # (B, Hq, Sq, D)
+    kf = k8.double().transpose(1, 2).repeat_interleave(g, 1)
+    vf = v8.double().transpose(1, 2).repeat_interleave(g, 1)
+    qk_descale = (qd.double() * kd.double().repeat_interleave(g, 1))[:, :, None, None]
+    s = (qf @ kf.transpose(-1, -2)) * (scale * qk_descale)
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    if alibi_slopes is not None:
+        sl = alibi_slopes.double()
+        sl = sl.view(1, hq, 1, 1) if sl.dim() == 1 else sl.view(b, hq, 1, 1)
+        i = torch.arange(sq).view(-1, 1) + (sk - sq)
+        s = s - sl * (i - torch.arange(sk).view(1, -1)).abs().double()
+    s = s.masked_fill(~reference.visible(sq, sk, causal, window), float("-inf"))
+    m = torch.full((b, hq, sq, 1), float("-inf"), dtype=torch.float64)
+    l = torch.zeros_like(m)
+    acc = torch.zeros(b, hq, sq, d, dtype=torch.float64)
+    for n0 in range(0, sk, block_n):                       # the kernel's online softmax, block by block
+        sb = s[..., n0:n0 + block_n]
+        m_new = torch.maximum(m, sb.amax(-1, keepdim=True))
+        m_safe = torch.where(m_new == float("-inf"), 0.0, m_new)
+        p = torch.exp(sb - m_safe)
+        alpha = torch.exp(m - m_safe)
+        l = l * alpha + p.sum(-1, keepdim=True)
+        acc = acc * alpha + round_fp8(p * pmax, v8.dtype) @ vf[:, :, n0:n0 + block_n]
+        m = m_new
+    empty = l == 0
+    out = torch.where(empty, 0.0, acc / torch.where(empty, 1.0, l)) * (vd.double().repeat_interleave(g, 1)[:, :, None, None] / pmax)
+    lse = torch.where(empty, float("-inf"), m + torch.log(torch.where(empty, 1.0, l)))[..., 0]
+    return out.transpose(1, 2), lse
+
+
+def _ref_kw(kw):
+    return dict(scale=kw.get("softmax_scale"), causal=kw.get("causal", False), window=kw.get("window_size", (-1, -1)),
+                alibi_slopes=kw.get("alibi_slopes"), softcap=kw.get("softcap", 0.0))
+
+
+# ------------------------------------------------------------------ formats and quantisation
+
+def test_native_format_per_device():
+    assert configs.fp8_dtype(torch.device(DEVICE)) == torch.float8_e4m3fn     # interpreter: OCP
+    assert configs.fp8_dtype("hip:gfx942") == torch.float8_e4m3fnuz             # MI300X: fnuz
+    assert configs.fp8_dtype("hip:gfx950") == torch.float8_e4m3fn
+    assert configs.fp8_dtype("cuda:sm90") == torch.float8_e4m3fn
+    assert configs.fp8_dtype("cuda:sm89") == torch.float8_e4m3fn
+    assert configs.fp8_dtype("cuda:sm80") is None
+    assert configs.fp8_dtype("hip:gfx90a") is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
+def test_quantize_per_batch_head_amax(dtype):
+    x = rand(2, 7, 3, 16) * torch.tensor([1e-3, 1.0, 50.0]).view(1, 1, 3, 1)
+    x[1, :, 2] = 0                                                      # an all-zero head
+    x8, descale = tb.quantize_fp8(x, dtype)
+    assert x8.dtype == dtype and descale.shape == (2, 3) and descale.dtype == torch.float32
+    back = x8.double() * descale.double()[:, None, :, None]
+    assert torch.isfinite(back).all() and (back[1, :, 2] == 0).all()
+    fmax = torch.finfo(dtype).max
+    assert (x8.double().abs().amax(dim=(1, 3))[torch.arange(6).view(2, 3) != 5] == fmax).all()
+    assert rel_err(back, x) < 0.04                                      # 3 mantissa bits
+
+
+def test_fp8_round_matches_torch_cast():
+    """The kernel's interpreter rounding (common.fp8_round) is torch's round-to-nearest-even,
+    subnormals, ties and carries into the exponent included."""
+    x = torch.cat([torch.rand(4000) * 448, torch.rand(2000) * 0.05, torch.tensor([0.0, 448.0, 2.0 ** -10, 0.0009765625,
+                                                                                 15.5, 16.5, 17.0, 239.9])])
+    got = torch.empty_like(x)
+    _round_kernel[(1,)](x, got, x.numel(), BLOCK=8192)
+    assert torch.equal(got, x.to(torch.float8_e4m3fn).float())
+
+
+# ------------------------------------------------------------------ forward
+
+FWD_CASES = [  # b, sq, sk, hq, hkv, d, dtype, features
+    (2, 40, 50, 2, 2, 32, torch.float32, dict()),
+    (2, 40, 64, 4, 2, 32, torch.bfloat16, dict(causal=True)),
+    (1, 64, 40, 2, 1, 40, torch.float16, dict(causal=True)),
+    (1, 33, 33, 4, 1, 64, torch.float32, dict(causal=True, softmax_scale=0.2)),
+    (2, 30, 45, 4, 2, 32, torch.float32, dict(causal=True, window_size=(12, 0), softcap=4.0,
+                                               alibi_slopes=alibi(2, 4, True, DEVICE))),
+]
+
+
+@pytest.mark.parametrize("b,sq,sk,hq,hkv,d,dtype,feat", FWD_CASES)
+def test_forward(b, sq, sk, hq, hkv, d, dtype, feat):
+    q, k, v = rand(b, sq, hq, d, dtype=dtype), rand(b, sk, hkv, d, dtype=dtype), rand(b, sk, hkv, d, dtype=dtype)
+    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, return_lse=True, backend="triton", **feat)
+    assert out.dtype == dtype and lse.dtype == torch.float32
+    ref, ref_lse = reference.attention(q.double(), k.double(), v.double(), dtype=torch.float64, **_ref_kw(feat))
+    err = assert_close("out vs float64 reference", out, ref, FWD_BOUND)
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, F8) for t in (q, k, v))
+    emu, emu_lse = emulate(q8, k8, v8, qd, kd, vd, **_ref_kw(feat))
+    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[dtype])
+    assert_close("lse vs fp8 emulation", lse, emu_lse, 1e-5)
+    print(f"fp8 {dtype} {feat.keys()}: rel err vs float64 {err:.4f}, emulation {rel_err(out, emu):.2e}")
+
+
+def test_attention_fp8_switch_sdpa_layout():
+    q, k, v = rand(2, 4, 48, 32, dtype=torch.bfloat16), rand(2, 2, 48, 32, dtype=torch.bfloat16), \
+        rand(2, 2, 48, 32, dtype=torch.bfloat16)
+    out = fa_ck.attention(q, k, v, causal=True, fp8=True)                       # auto -> triton
+    ref = fa_ck.flash_attn_fp8_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True,
+                                    backend="triton").transpose(1, 2)
+    assert torch.equal(out, ref)
+    assert "-> triton" in fa_ck.explain(q, k, v, causal=True, fp8=True)
+
+
+def test_fp8_inputs_with_descales():
+    q, k, v = rand(2, 40, 4, 32), rand(2, 56, 2, 32), rand(2, 56, 2, 32)
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, F8) for t in (q, k, v))
+    want = fa_ck.flash_attn_fp8_func(q, k, v, causal=True, backend="triton")
+    got = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
+                                    out_dtype=torch.float32, backend="triton")
+    assert got.dtype == torch.float32 and torch.equal(got, want)               # the same kernel, same numbers
+    dflt = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, backend="triton")      # descales 1, bf16 out
+    assert dflt.dtype == torch.bfloat16
+    emu, _ = emulate(q8, k8, v8, *(torch.ones(2, h) for h in (4, 2, 2)), causal=True)
+    assert_close("fp8 inputs, unit descales", dflt, emu, EMU_BOUND[torch.bfloat16])
+
+
+# ------------------------------------------------------------------ backward
+
+@pytest.mark.parametrize("causal,hq,hkv", [(False, 2, 2), (True, 4, 2)])
+def test_gradients(causal, hq, hkv):
+    """The backward is the regular one over the bf16/fp16/fp32 inputs, with the fp8 forward's out
+    and lse: the gradient of exact attention, perturbed by the fp8 forward's error (lse and
+    out enter through P = exp(S - lse) and delta = rowsum(dO * O)). Measured 1.4 - 4.1 % against
+    the float64 gradient (about the forward's 5 %); GRAD_BOUND = 6e-2."""
+    q, k, v = (rand(2, s, h, 32, requires_grad=True) for s, h in ((40, hq), (48, hkv), (48, hkv)))
+    out = fa_ck.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal, fp8=True,
+                          backend="triton").transpose(1, 2)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, _ = reference.attention(q64, k64, v64, causal=causal, dtype=torch.float64)
+    do = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (q, k, v), do)
+    refs = torch.autograd.grad(ref, (q64, k64, v64), do.double())
+    errs = {n: assert_close(n, g, r, GRAD_BOUND) for n, g, r in zip(("dq", "dk", "dv"), grads, refs)}
+    # and the gradients are those of the regular backward given the same out and lse
+    out_hp = fa_ck.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal,
+                             backend="triton").transpose(1, 2)
+    hp = torch.autograd.grad(out_hp, (q, k, v), do)
+    assert all(rel_err(g, h) < GRAD_BOUND for g, h in zip(grads, hp))
+    assert all(rel_err(h, r) < GRAD_TOL[torch.float32] for h, r in zip(hp, refs))
+    print("fp8 gradient rel errors vs float64:", {n: round(e, 4) for n, e in errs.items()})
+
+
+def test_no_backward_through_fp8_inputs():
+    q8, k8, v8 = (rand(1, 16, 1, 16).to(F8) for _ in range(3))
+    q8.requires_grad_()
+    out = fa_ck.flash_attn_fp8_func(q8, k8, v8, backend="triton")
+    with pytest.raises(NotImplementedError, match="fp8 q, k, v"):
+        out.float().sum().backward()
+
+
+# ------------------------------------------------------------------ validation and dispatch
+
+def _qkv8(b=2, hq=4, hkv=2):
+    return rand(b, 16, hq, 16).to(F8), rand(b, 16, hkv, 16).to(F8), rand(b, 16, hkv, 16).to(F8)
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    (dict(q_descale=torch.ones(2, 4, dtype=torch.float16)), TypeError, "q_descale must be float32"),
+    (dict(k_descale=torch.ones(2, 4)), ValueError, r"k_descale must have shape \(batch, heads of k and v\) = \(2, 2\)"),
+    (dict(v_descale=torch.ones(2)), ValueError, "v_descale must have 2 dims"),
+    (dict(v_descale=torch.ones(2, 2, device="meta")), ValueError, "v_descale must be on"),
+    (dict(q_descale=[1.0]), TypeError, "q_descale must be a torch.Tensor"),
+    (dict(out_dtype=torch.int8), TypeError, "out_dtype must be float16"),
+])
+def test_descale_validation(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        fa_ck.flash_attn_fp8_func(*_qkv8(), **kw)
+
+
+def test_input_validation():
+    q8, k8, v8 = _qkv8()
+    with pytest.raises(TypeError, match="k must be float8_e4m3fn or float8_e4m3fnuz"):
+        fa_ck.flash_attn_fp8_func(q8, k8.float(), v8)
+    with pytest.raises(TypeError, match="q must be float16, bfloat16 or float32"):
+        fa_ck.flash_attn_fp8_func(q8.float().to(torch.float8_e5m2), k8, v8)
+    q = rand(2, 16, 4, 16)
+    with pytest.raises(ValueError, match="q_descale is only for fp8"):
+        fa_ck.flash_attn_fp8_func(q, q[:, :, :2], q[:, :, :2], q_descale=torch.ones(2, 4))
+    with pytest.raises(ValueError, match="out_dtype is only for fp8"):
+        fa_ck.flash_attn_fp8_func(q, q, q, out_dtype=torch.bfloat16)
+    fnuz = (t.float().to(torch.float8_e4m3fnuz) for t in (q8, k8, v8))
+    with pytest.raises(NotImplementedError, match="float8_e4m3fnuz"):
+        fa_ck.flash_attn_fp8_func(*fnuz, backend="triton")
+
+
+@pytest.mark.parametrize("backend", ["reference", "sdpa"])
+def test_other_backends_refuse_fp8(backend):
+    q = rand(1, 2, 16, 16)
+    with pytest.raises(NotImplementedError, match="fp8"):
+        fa_ck.attention(q, q, q, fp8=True, backend=backend)
+
+
+def test_fp8_dropout_refused():
+    q = rand(1, 2, 16, 16)
+    with pytest.raises(NotImplementedError, match="fp8 with dropout"):
+        fa_ck.attention(q, q, q, fp8=True, dropout_p=0.1, backend="triton")
+
+
+def test_triton_refuses_fp8_varlen():
+    from fa_ck.params import AttnParams
+    q = rand(10, 2, 16)
+    cu = torch.tensor([0, 4, 10], dtype=torch.int32)
+    p = AttnParams(scale=0.25, fp8=True, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=6, max_seqlen_k=6)
+    assert "varlen" in tb.unsupported(q, q, q, p)
+
+
+# a tiny kernel that applies fp8_round to a vector (module level: the interpreter needs a file)
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from fa_ck.backends.triton.common import fp8_round as _fp8_round  # noqa: E402
+
+
+@triton.jit
+def _round_kernel(X, Y, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(X + o, mask=o < n, other=0.0)
+    tl.store(Y + o, _fp8_round(x, -6), mask=o < n)
+
+
+def test_custom_op_opcheck_fp8():
+    """fa_ck::fwd with fp8=True (schema, fake kernel, autograd). opcheck cannot take fp8 tensors
+    themselves on the CPU (its schema check multiplies them); their fake kernel is checked below."""
+    q = rand(1, 16, 2, 16, requires_grad=True)
+    args = (q, q[:, :, :1], q[:, :, :1], None, None, 0, 0, 0.25, False, -1, -1, None, 0.0, 0.0, None, False,
+            "triton", True, None, None, None, None)
+    torch.library.opcheck(torch.ops.fa_ck.fwd.default, args,
+                          test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    q8, k8, v8 = _qkv8(1, 2, 1)
+    with FakeTensorMode() as mode:
+        fq, fk, fv = (mode.from_tensor(t) for t in (q8, k8, v8))
+        out, lse = torch.ops.fa_ck.fwd(fq, fk, fv, None, None, 0, 0, 0.25, True, -1, 0, None, 0.0, 0.0, None, False,
+                                       "triton", True, None, None, None, torch.float16)
+    assert out.dtype == torch.float16 and out.shape == q8.shape and lse.shape == (1, 2, 16)

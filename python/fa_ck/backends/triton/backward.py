@@ -11,7 +11,7 @@ dS = P * (dP~ * Z / (1 - p) - delta).  Softcap multiplies dS by 1 - tanh^2.
 import triton
 import triton.language as tl
 
-from .common import dropout_keep, key_blocks, query_blocks, scores
+from .common import head_constants, sequence, wide, dropout_keep, key_blocks, query_blocks, scores
 
 
 @triton.jit
@@ -21,18 +21,17 @@ def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, st
     pid_m = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
     b = tl.program_id(2)
-    q_start = 0
-    if VARLEN:
-        q_start = tl.load(CU_Q + b).to(tl.int64)
-        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    q_start, _, seqlen_q, _ = sequence(CU_Q, CU_Q, b, seqlen_q, seqlen_q, VARLEN)
+    m0 = pid_m * BLOCK_M
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    rows = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     ok = (offs_m[:, None] < seqlen_q) & (offs_d[None, :] < head_dim)
     b = b.to(tl.int64)
-    o = tl.load(O + b * stride_ob + h * stride_oh + (q_start + offs_m[:, None]) * stride_os + offs_d[None, :],
-                mask=ok, other=0.0).to(tl.float32)
-    do = tl.load(DO + b * stride_dob + h * stride_doh + (q_start + offs_m[:, None]) * stride_dos + offs_d[None, :],
-                 mask=ok, other=0.0).to(tl.float32)
+    o = tl.load(O + b * stride_ob + h * stride_oh + (q_start + m0) * stride_os + rows[:, None] * stride_os
+                + offs_d[None, :], mask=ok, other=0.0).to(tl.float32)
+    do = tl.load(DO + b * stride_dob + h * stride_doh + (q_start + m0) * stride_dos + rows[:, None] * stride_dos
+                 + offs_d[None, :], mask=ok, other=0.0).to(tl.float32)
     tl.store(DELTA + b * stride_lb + h * stride_lh + q_start + offs_m, tl.sum(o * do, 1), mask=offs_m < seqlen_q)
 
 
@@ -43,8 +42,8 @@ def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta
                  BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                  MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                  DOT_F32: tl.constexpr, MASKED: tl.constexpr):
-    q_ptrs += start * stride_qs
-    do_ptrs += start * stride_dos
+    q_ptrs += wide(start) * stride_qs
+    do_ptrs += wide(start) * stride_dos
     for m0 in range(start, end, BLOCK_M):
         offs_m = m0 + offs_m0
         if MASKED:
@@ -110,14 +109,7 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
     hk = tl.program_id(1)
     b = tl.program_id(2)
     num_heads = tl.num_programs(1) * group
-    if VARLEN:
-        q_start = tl.load(CU_Q + b).to(tl.int64)
-        k_start = tl.load(CU_K + b).to(tl.int64)
-        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
-        seqlen_k = (tl.load(CU_K + b + 1) - k_start).to(tl.int32)
-    else:
-        q_start = 0
-        k_start = 0
+    q_start, k_start, seqlen_q, seqlen_k = sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     n0 = pid_n * BLOCK_N
     if n0 >= seqlen_k:
         return
@@ -127,8 +119,11 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < head_dim
     kv_ok = (offs_n[:, None] < seqlen_k) & d_ok[None, :]
-    k_off = b64 * stride_kb + hk.to(tl.int64) * stride_kh + (k_start + offs_n[:, None]) * stride_ks + offs_d[None, :]
-    v_off = b64 * stride_vb + hk.to(tl.int64) * stride_vh + (k_start + offs_n[:, None]) * stride_vs + offs_d[None, :]
+    cols = tl.arange(0, BLOCK_N)
+    k_off = (b64 * stride_kb + hk.to(tl.int64) * stride_kh + (k_start + n0) * stride_ks
+             + cols[:, None] * stride_ks + offs_d[None, :])
+    v_off = (b64 * stride_vb + hk.to(tl.int64) * stride_vh + (k_start + n0) * stride_vs
+             + cols[:, None] * stride_vs + offs_d[None, :])
     k = tl.load(K + k_off, mask=kv_ok, other=0.0)
     v = tl.load(V + v_off, mask=kv_ok, other=0.0)
     if DOT_F32:
@@ -147,12 +142,7 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
         do_ptrs = DO + b64 * stride_dob + h64 * stride_doh + q_start * stride_dos
         lse_ptrs = LSE + b64 * stride_lb + h64 * stride_lh + q_start
         delta_ptrs = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
-        slope_log2 = 0.0
-        if ALIBI:
-            slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
-        seed = 0
-        if DROPOUT:
-            seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
+        slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
         dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, lo, full_lo,
                               offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
                               softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
@@ -168,8 +158,10 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
                               softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                               dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
                               DOT_F32, True)
-    dk_off = b64 * stride_dkb + hk.to(tl.int64) * stride_dkh + (k_start + offs_n[:, None]) * stride_dks + offs_d[None, :]
-    dv_off = b64 * stride_dvb + hk.to(tl.int64) * stride_dvh + (k_start + offs_n[:, None]) * stride_dvs + offs_d[None, :]
+    dk_off = (b64 * stride_dkb + hk.to(tl.int64) * stride_dkh + (k_start + n0) * stride_dks
+              + cols[:, None] * stride_dks + offs_d[None, :])
+    dv_off = (b64 * stride_dvb + hk.to(tl.int64) * stride_dvh + (k_start + n0) * stride_dvs
+              + cols[:, None] * stride_dvs + offs_d[None, :])
     tl.store(DK + dk_off, (dk * scale).to(DK.dtype.element_ty), mask=kv_ok)
     tl.store(DV + dv_off, dv.to(DV.dtype.element_ty), mask=kv_ok)
 
@@ -181,8 +173,8 @@ def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, en
                BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                DOT_F32: tl.constexpr, MASKED: tl.constexpr):
-    k_ptrs += start * stride_ks
-    v_ptrs += start * stride_vs
+    k_ptrs += wide(start) * stride_ks
+    v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
         if MASKED:
@@ -235,14 +227,7 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     h = tl.program_id(1)
     b = tl.program_id(2)
     num_heads = tl.num_programs(1)
-    if VARLEN:
-        q_start = tl.load(CU_Q + b).to(tl.int64)
-        k_start = tl.load(CU_K + b).to(tl.int64)
-        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
-        seqlen_k = (tl.load(CU_K + b + 1) - k_start).to(tl.int32)
-    else:
-        q_start = 0
-        k_start = 0
+    q_start, k_start, seqlen_q, seqlen_k = sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     m0 = pid_m * BLOCK_M
     if m0 >= seqlen_q:
         return
@@ -255,9 +240,12 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     d_ok = offs_d < head_dim
     row_ok = offs_m < seqlen_q
     q_ok = row_ok[:, None] & d_ok[None, :]
-    q = tl.load(Q + b64 * stride_qb + h64 * stride_qh + (q_start + offs_m[:, None]) * stride_qs + offs_d[None, :],
+    rows = tl.arange(0, BLOCK_M)
+    q = tl.load(Q + b64 * stride_qb + h64 * stride_qh + (q_start + m0) * stride_qs + rows[:, None] * stride_qs
+                + offs_d[None, :],
                 mask=q_ok, other=0.0)
-    do = tl.load(DO + b64 * stride_dob + h64 * stride_doh + (q_start + offs_m[:, None]) * stride_dos + offs_d[None, :],
+    do = tl.load(DO + b64 * stride_dob + h64 * stride_doh + (q_start + m0) * stride_dos + rows[:, None] * stride_dos
+                 + offs_d[None, :],
                  mask=q_ok, other=0.0)
     if DOT_F32:
         q = q.to(tl.float32)
@@ -270,12 +258,7 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     v_ptrs = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + k_start * stride_vs
     k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]       # 32-bit tile offsets (see forward.py)
     v_offs = offs_n0[None, :] * stride_vs + offs_d[:, None]
-    slope_log2 = 0.0
-    if ALIBI:
-        slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
-    seed = 0
-    if DROPOUT:
-        seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
+    slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
@@ -291,5 +274,6 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                     BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
-    tl.store(DQ + b64 * stride_dqb + h64 * stride_dqh + (q_start + offs_m[:, None]) * stride_dqs + offs_d[None, :],
+    tl.store(DQ + b64 * stride_dqb + h64 * stride_dqh + (q_start + m0) * stride_dqs + rows[:, None] * stride_dqs
+             + offs_d[None, :],
              (dq * scale).to(DQ.dtype.element_ty), mask=q_ok)

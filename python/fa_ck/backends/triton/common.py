@@ -106,3 +106,36 @@ def fp8_round(x, EMIN: tl.constexpr):
     e = tl.maximum(e, EMIN)
     c = (((e + 147) << 23) | (1 << 22)).to(tl.float32, bitcast=True)
     return (x + c) - c
+
+
+@triton.jit
+def wide(x):
+    """x as int64, for tensors and specialised constants alike: row offsets times strides pass
+    2^31 in tensors of more than 2^31 elements."""
+    return x + tl.zeros([], tl.int64)
+
+
+@triton.jit
+def sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: tl.constexpr):
+    """(first q row, first k row, seqlen_q, seqlen_k) of batch entry b; rows are int64."""
+    if VARLEN:
+        q_start = tl.load(CU_Q + b).to(tl.int64)
+        k_start = tl.load(CU_K + b).to(tl.int64)
+        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
+        seqlen_k = (tl.load(CU_K + b + 1) - k_start).to(tl.int32)
+    else:
+        q_start = wide(0)
+        k_start = wide(0)
+    return q_start, k_start, seqlen_q, seqlen_k
+
+
+@triton.jit
+def head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI: tl.constexpr, DROPOUT: tl.constexpr):
+    """(ALiBi slope of head h in log2 units, dropout seed of (b, h)); 0 when the feature is off."""
+    slope_log2 = tl.zeros([], tl.float32)
+    if ALIBI:
+        slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
+    seed = tl.zeros([], tl.int64)
+    if DROPOUT:
+        seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
+    return slope_log2, seed

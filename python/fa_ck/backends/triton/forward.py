@@ -13,7 +13,7 @@ grid by common.fp8_round, so the interpreter computes the numbers the GPU comput
 import triton
 import triton.language as tl
 
-from .common import dropout_keep, fp8_round, key_blocks, scores
+from .common import head_constants, sequence, wide, dropout_keep, fp8_round, key_blocks, scores
 
 
 @triton.jit
@@ -23,8 +23,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
                 BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                 DOT_F32: tl.constexpr, MASKED: tl.constexpr, FP8: tl.constexpr, P_SCALE: tl.constexpr):
-    k_ptrs += start * stride_ks
-    v_ptrs += start * stride_vs
+    k_ptrs += wide(start) * stride_ks
+    v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
         if MASKED:
@@ -87,30 +87,25 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
     h = tl.program_id(1)
     b = tl.program_id(2)
     num_heads = tl.num_programs(1)
-    if VARLEN:
-        q_start = tl.load(CU_Q + b).to(tl.int64)
-        k_start = tl.load(CU_K + b).to(tl.int64)
-        seqlen_q = (tl.load(CU_Q + b + 1) - q_start).to(tl.int32)
-        seqlen_k = (tl.load(CU_K + b + 1) - k_start).to(tl.int32)
-    else:
-        q_start = 0
-        k_start = 0
+    q_start, k_start, seqlen_q, seqlen_k = sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     m0 = pid_m * BLOCK_M
     if m0 >= seqlen_q:
         return
     hk = h // group
     b64 = b.to(tl.int64)
-    q_base = Q + b64 * stride_qb + h.to(tl.int64) * stride_qh + q_start * stride_qs
+    # int64 bases (this block's first row), 32-bit offsets within a tile
+    q_base = Q + b64 * stride_qb + h.to(tl.int64) * stride_qh + (q_start + m0) * stride_qs
     k_base = K + b64 * stride_kb + hk.to(tl.int64) * stride_kh + k_start * stride_ks
     v_base = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + k_start * stride_vs
-    o_base = O + b64 * stride_ob + h.to(tl.int64) * stride_oh + q_start * stride_os
+    o_base = O + b64 * stride_ob + h.to(tl.int64) * stride_oh + (q_start + m0) * stride_os
 
     offs_m = m0 + tl.arange(0, BLOCK_M)
     offs_n0 = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < head_dim
     q_ok = (offs_m[:, None] < seqlen_q) & d_ok[None, :]
-    q = tl.load(q_base + offs_m[:, None] * stride_qs + offs_d[None, :], mask=q_ok, other=0.0)
+    rows = tl.arange(0, BLOCK_M)
+    q = tl.load(q_base + rows[:, None] * stride_qs + offs_d[None, :], mask=q_ok, other=0.0)
     if DOT_F32:
         q = q.to(tl.float32)
     # Scalar base pointers walk the key blocks; the tile offsets stay 32-bit. (A 2-D tensor of
@@ -125,12 +120,7 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
         scale_log2 = scale_log2 * qk_descale
         softcap_in = softcap_in * qk_descale
         v_descale = tl.load(VD + b64 * stride_kdb + hk)
-    slope_log2 = 0.0
-    if ALIBI:
-        slope_log2 = tl.load(SLOPES + b * stride_sb + h) * 1.4426950408889634
-    seed = 0
-    if DROPOUT:
-        seed = tl.load(RNG) + tl.load(RNG + 1) + (b * num_heads + h)
+    slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -160,7 +150,7 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
     if FP8:
         inv_l = inv_l * (v_descale / P_SCALE)
     out = acc * inv_l[:, None]
-    tl.store(o_base + offs_m[:, None] * stride_os + offs_d[None, :], out.to(O.dtype.element_ty), mask=q_ok)
+    tl.store(o_base + rows[:, None] * stride_os + offs_d[None, :], out.to(O.dtype.element_ty), mask=q_ok)
     lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
     lse_ptrs = LSE + b64 * stride_lb + h.to(tl.int64) * stride_lh + q_start + offs_m
     tl.store(lse_ptrs, lse, mask=offs_m < seqlen_q)
@@ -173,7 +163,7 @@ def dropout_mask_kernel(KEEP, RNG, seqlen_q, seqlen_k, rng_row, dropout_p,
     pid_m = tl.program_id(0)
     h = tl.program_id(1)
     b = tl.program_id(2)
-    seed = tl.load(RNG) + tl.load(RNG + 1) + (b * tl.num_programs(1) + h)
+    _, seed = head_constants(RNG, RNG, b, h, tl.num_programs(1), 0, False, True)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     base = KEEP + ((b * tl.num_programs(1) + h).to(tl.int64) * seqlen_q) * seqlen_k
     for n0 in range(0, seqlen_k, BLOCK_N):

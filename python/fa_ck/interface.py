@@ -10,10 +10,9 @@ from typing import Optional, Sequence
 import torch
 
 from . import dispatch, ops, reference
-from .params import AttnParams
+from .params import FP8_DTYPES as _FP8_DTYPES, AttnParams
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
 # ---------------------------------------------------------------- checks

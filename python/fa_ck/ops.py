@@ -17,9 +17,8 @@ import torch
 from torch import Tensor
 
 from . import dispatch
-from .params import AttnParams
+from .params import FP8_DTYPES as _FP8_DTYPES, AttnParams
 
-_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
 
 
 def _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng,

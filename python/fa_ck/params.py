@@ -10,6 +10,9 @@ from typing import Optional
 
 import torch
 
+# fp8 formats fa_ck multiplies: OCP e4m3 (NVIDIA sm89+, gfx950) and its fnuz twin (MI300X).
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+
 
 @dataclass
 class AttnParams:

@@ -22,7 +22,7 @@ import fa_ck
 from fa_ck import reference
 from fa_ck.backends import triton as tb
 from fa_ck.backends.triton import configs
-from attn_check import GRAD_TOL, alibi, assert_close, rel_err
+from attn_check import GRAD_TOL, alibi, assert_close, rel_err, tol
 from conftest import DEVICE
 
 F8 = configs.fp8_dtype(torch.device(DEVICE))
@@ -44,12 +44,16 @@ def round_fp8(x, dtype=F8):
 def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None,
             softcap=0.0, block_n=None):
     """What the fp8 kernel computes, in float64: fp8 q, k, v (B, S, H, D) with (B, H) descales."""
+    device = q8.device                                    # computed on the CPU, returned on q8's device
+    q8, k8, v8, qd, kd, vd = (t.cpu() for t in (q8, k8, v8, qd, kd, vd))
+    alibi_slopes = None if alibi_slopes is None else alibi_slopes.cpu()
     b, sq, hq, d = q8.shape
     sk, hkv = k8.shape[1], k8.shape[2]
     g = hq // hkv
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     pmax = torch.finfo(v8.dtype).max
-    block_n = block_n or configs.default("fwd", "interpreter", d, torch.float32)["BLOCK_N"]
+    # P is rounded relative to the running max of each key block: use the kernel's block size
+    block_n = block_n or configs.for_fp8(configs.default("fwd", configs.arch(device), d, v8.dtype))["BLOCK_N"]
     qf = q8.double().transpose(1, 2)                                            # (B, Hq, Sq, D)
     kf = k8.double().transpose(1, 2).repeat_interleave(g, 1)
     vf = v8.double().transpose(1, 2).repeat_interleave(g, 1)
@@ -78,7 +82,7 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     empty = l == 0
     out = torch.where(empty, 0.0, acc / torch.where(empty, 1.0, l)) * (vd.double().repeat_interleave(g, 1)[:, :, None, None] / pmax)
     lse = torch.where(empty, float("-inf"), m + torch.log(torch.where(empty, 1.0, l)))[..., 0]
-    return out.transpose(1, 2), lse
+    return out.transpose(1, 2).to(device), lse.to(device)
 
 
 def _ref_kw(kw):
@@ -100,14 +104,14 @@ def test_native_format_per_device():
 
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
 def test_quantize_per_batch_head_amax(dtype):
-    x = rand(2, 7, 3, 16) * torch.tensor([1e-3, 1.0, 50.0]).view(1, 1, 3, 1)
+    x = rand(2, 7, 3, 16) * torch.tensor([1e-3, 1.0, 50.0], device=DEVICE).view(1, 1, 3, 1)
     x[1, :, 2] = 0                                                      # an all-zero head
     x8, descale = tb.quantize_fp8(x, dtype)
     assert x8.dtype == dtype and descale.shape == (2, 3) and descale.dtype == torch.float32
     back = x8.double() * descale.double()[:, None, :, None]
     assert torch.isfinite(back).all() and (back[1, :, 2] == 0).all()
     fmax = torch.finfo(dtype).max
-    assert (x8.double().abs().amax(dim=(1, 3))[torch.arange(6).view(2, 3) != 5] == fmax).all()
+    assert (x8.double().abs().amax(dim=(1, 3))[torch.arange(6, device=DEVICE).view(2, 3) != 5] == fmax).all()
     assert rel_err(back, x) < 0.04                                      # 3 mantissa bits
 
 
@@ -115,7 +119,7 @@ def test_fp8_round_matches_torch_cast():
     """The kernel's interpreter rounding (common.fp8_round) is torch's round-to-nearest-even,
     subnormals, ties and carries into the exponent included."""
     x = torch.cat([torch.rand(4000) * 448, torch.rand(2000) * 0.05, torch.tensor([0.0, 448.0, 2.0 ** -10, 0.0009765625,
-                                                                                 15.5, 16.5, 17.0, 239.9])])
+                                                                                 15.5, 16.5, 17.0, 239.9])]).to(DEVICE)
     got = torch.empty_like(x)
     _round_kernel[(1,)](x, got, x.numel(), BLOCK=8192)
     assert torch.equal(got, x.to(torch.float8_e4m3fn).float())
@@ -166,7 +170,7 @@ def test_fp8_inputs_with_descales():
     assert got.dtype == torch.float32 and torch.equal(got, want)               # the same kernel, same numbers
     dflt = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, backend="triton")      # descales 1, bf16 out
     assert dflt.dtype == torch.bfloat16
-    emu, _ = emulate(q8, k8, v8, *(torch.ones(2, h) for h in (4, 2, 2)), causal=True)
+    emu, _ = emulate(q8, k8, v8, *(torch.ones(2, h, device=DEVICE) for h in (4, 2, 2)), causal=True)
     assert_close("fp8 inputs, unit descales", dflt, emu, EMU_BOUND[torch.bfloat16])
 
 
@@ -192,7 +196,7 @@ def test_gradients(causal, hq, hkv):
                              backend="triton").transpose(1, 2)
     hp = torch.autograd.grad(out_hp, (q, k, v), do)
     assert all(rel_err(g, h) < GRAD_BOUND for g, h in zip(grads, hp))
-    assert all(rel_err(h, r) < GRAD_TOL[torch.float32] for h, r in zip(hp, refs))
+    assert all(rel_err(h, r) < tol(GRAD_TOL, torch.float32, DEVICE) for h, r in zip(hp, refs))
     print("fp8 gradient rel errors vs float64:", {n: round(e, 4) for n, e in errs.items()})
 
 
@@ -255,7 +259,7 @@ def test_fp8_dropout_refused():
 def test_triton_refuses_fp8_varlen():
     from fa_ck.params import AttnParams
     q = rand(10, 2, 16)
-    cu = torch.tensor([0, 4, 10], dtype=torch.int32)
+    cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=DEVICE)
     p = AttnParams(scale=0.25, fp8=True, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=6, max_seqlen_k=6)
     assert "varlen" in tb.unsupported(q, q, q, p)
 

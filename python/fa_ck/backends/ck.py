@@ -44,8 +44,12 @@ def _built_hdims() -> list[int]:
 
 def unsupported(q, k, v, p: AttnParams) -> str | None:
     ok, why = available()
-    if not ok:
-        return why
+    return why if not ok else capability_gap(q, k, v, p)
+
+
+def capability_gap(q, k, v, p: AttnParams) -> str | None:
+    """What the CK instances we ship cannot do for this call (None: they can), whether or not
+    the extension is built here."""
     if not q.is_cuda:
         return "CPU tensors"
     if p.fp8:

@@ -94,8 +94,9 @@ def _empty(shape, dtype, device):
 
 
 def _flags(q, p: AttnParams, head_dim: int) -> dict:
+    bd = configs.fp8_block_d(head_dim) if p.fp8 else configs.block_d(head_dim)
     return dict(
-        BLOCK_D=configs.block_d(head_dim), EVEN_D=configs.block_d(head_dim) == head_dim,
+        BLOCK_D=bd, EVEN_D=bd == head_dim,
         VARLEN=p.varlen, SOFTCAP=p.softcap > 0, ALIBI=p.alibi_slopes is not None,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0, DROPOUT=p.dropout_p > 0,
         DOT_F32=configs.INTERPRET and q.dtype in (torch.bfloat16, *FP8_DTYPES),
@@ -167,6 +168,8 @@ def forward(q, k, v, p: AttnParams):
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
     def run(cfg):
+        if p.fp8:
+            cfg = configs.for_fp8(cfg)
         grid = (triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)
         fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
                          *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen),

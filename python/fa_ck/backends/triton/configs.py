@@ -41,6 +41,16 @@ def block_d(head_dim: int) -> int:
     return max(16, 1 << (head_dim - 1).bit_length())
 
 
+def for_fp8(cfg: dict) -> dict:
+    """fp8 dots need K >= 32 (sm90 wgmma): PV's K is the key block, so at least 32 keys."""
+    return dict(cfg, BLOCK_N=max(cfg["BLOCK_N"], 32))
+
+
+def fp8_block_d(head_dim: int) -> int:
+    """QK^T's K is the head dim block: at least 32 in fp8."""
+    return max(32, block_d(head_dim))
+
+
 def _cfg(bm, bn, warps, stages):
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 

@@ -5,9 +5,8 @@ kernels give, so a model calling fa_ck traces with no graph break. The backend i
 before the op runs (dispatch.choose) and passed in by name, so backward uses the same one.
 
 fp8: fwd's trailing arguments (defaults: off) are the fp8 switch, the descales of fp8 inputs and
-their output dtype. Its backward
-is the regular (bf16/fp16/fp32) backward over the saved high-precision q, k, v, using the fp8
-forward's out and lse; fp8 inputs themselves have no backward.
+their output dtype. Its backward is the regular (bf16/fp16/fp32) backward over the saved
+high-precision q, k, v, using the fp8 forward's out and lse; fp8 inputs have no backward.
 """
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from . import dispatch
 from .params import FP8_DTYPES as _FP8_DTYPES, AttnParams
 
 
-
 def _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng,
             deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, fp8=False,
             q_descale=None, k_descale=None, v_descale=None, out_dtype=None) -> AttnParams:
@@ -31,7 +29,7 @@ def _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dro
                       k_descale=k_descale, v_descale=v_descale, out_dtype=out_dtype)
 
 
-def _lse_shape(q: Tensor, varlen: bool, batch: int):
+def _lse_shape(q: Tensor, varlen: bool):
     return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
 
 
@@ -55,7 +53,7 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor], cu_seql
     if q.numel() == 0 or k.numel() == 0:
         # Nothing to attend to: a row that sees no key gives 0 and lse -inf.
         return (torch.zeros(q.shape, dtype=_out_dtype(q, out_dtype), device=q.device),
-                torch.full(_lse_shape(q, varlen, 0), float("-inf"), dtype=torch.float32, device=q.device))
+                torch.full(_lse_shape(q, varlen), float("-inf"), dtype=torch.float32, device=q.device))
     return dispatch.module(backend).forward(q, k, v, p)
 
 
@@ -63,7 +61,7 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor], cu_seql
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal, window_left,
       window_right, alibi_slopes, softcap, dropout_p, rng, deterministic, backend, fp8=False, q_descale=None,
       k_descale=None, v_descale=None, out_dtype=None):
-    lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None, 0), dtype=torch.float32)
+    lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32)
     return q.new_empty(q.shape, dtype=_out_dtype(q, out_dtype)), lse
 
 

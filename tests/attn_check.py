@@ -37,8 +37,19 @@ def assert_close(name, got, ref, bound):
     return err
 
 
+GUARD = 4096
+
+
 def rand(*shape, dtype, device, requires_grad=True):
-    return torch.randn(*shape, dtype=dtype, device=device).requires_grad_(requires_grad)
+    """Random normal values inside a NaN-filled allocation: a kernel that reads past either end
+    of the tensor pulls NaN into its result, which assert_close reports."""
+    n = 1
+    for x in shape:
+        n *= x
+    buf = torch.full((n + 2 * GUARD,), float("nan"), dtype=dtype, device=device)
+    t = buf[GUARD:GUARD + n].view(shape)
+    t.copy_(torch.randn(*shape, dtype=dtype, device=device))
+    return t.requires_grad_(requires_grad)
 
 
 def check(b, sq, sk, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton", grads=True,

@@ -63,3 +63,17 @@ def test_gpu_large(dtype, s, d, group, causal):
 @pytest.mark.parametrize("sq,sk", [(1, 4096), (128, 8192), (4096, 1000)])
 def test_gpu_unequal(sq, sk):
     check(2, sq, sk, 8, 2, 128, dtype=torch.bfloat16, causal=True, device=DEVICE)
+
+
+def test_poison_mode_catches_writes_past_an_output():
+    """The NaN canaries around outputs (FA_CK_POISON=1, set by conftest) are checked: a write one
+    element past the end is reported."""
+    from fa_ck.backends.triton import _check_canaries, _empty
+    out = _empty((4, 8), torch.float32, DEVICE)
+    out.fill_(1.0)
+    _check_canaries("clean")                                     # inside the buffer: fine
+    out = _empty((4, 8), torch.float32, DEVICE)
+    out.view(-1)[:32].fill_(1.0)
+    out.view(-1).as_strided((1,), (1,), out.storage_offset() + 32).fill_(2.0)   # one past the end
+    with pytest.raises(RuntimeError, match="outside its output buffer"):
+        _check_canaries("dirty")

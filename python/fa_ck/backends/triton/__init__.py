@@ -85,12 +85,29 @@ def _fp8_inputs(q, k, v, p: AttnParams):
     return q8, k8, v8, qd, kd, vd, q.dtype
 
 
+_GUARD = 4096          # elements of NaN canary on each side of a poisoned buffer
+_canaries: list = []
+
+
 def _empty(shape, dtype, device):
-    """Output buffers. FA_CK_POISON=1 (tests) fills them with NaN first, so an element the
-    kernels never write cannot pass for a right answer."""
-    if os.environ.get("FA_CK_POISON") == "1":
-        return torch.full(shape, float("nan"), dtype=dtype, device=device)
-    return torch.empty(shape, dtype=dtype, device=device)
+    """Output buffers. FA_CK_POISON=1 (tests) fills them with NaN and surrounds them with NaN
+    canaries: an element the kernels never write cannot pass for a right answer, and a write
+    past either end is caught by _check_canaries()."""
+    if os.environ.get("FA_CK_POISON") != "1":
+        return torch.empty(shape, dtype=dtype, device=device)
+    n = math.prod(shape)
+    buf = torch.full((n + 2 * _GUARD,), float("nan"), dtype=dtype, device=device)
+    _canaries.append(buf)
+    return buf[_GUARD:_GUARD + n].view(shape)
+
+
+def _check_canaries(what: str):
+    """Raise if a kernel wrote outside an output buffer (poison mode only)."""
+    bufs, _canaries[:] = list(_canaries), []
+    for buf in bufs:
+        guards = torch.cat([buf[:_GUARD], buf[-_GUARD:]])
+        if not torch.isnan(guards.float()).all():
+            raise RuntimeError(f"fa_ck triton {what}: a kernel wrote outside its output buffer")
 
 
 def _flags(q, p: AttnParams, head_dim: int) -> dict:
@@ -179,6 +196,9 @@ def forward(q, k, v, p: AttnParams):
                          BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **fp8, **_launch_cfg(cfg))
 
     run(_config("fwd", q, d, p, sq, sk, bench=_bencher(run)))
+    if _canaries:
+        _check_canaries("forward")
+        out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
     return out, lse
 
 
@@ -217,6 +237,9 @@ def backward(do, q, k, v, out, lse, p: AttnParams):
 
     run_dkdv(_config("bwd_dkdv", q, d, p, sq, sk, bench=_bencher(run_dkdv)))
     run_dq(_config("bwd_dq", q, d, p, sq, sk, bench=_bencher(run_dq)))
+    if _canaries:
+        _check_canaries("backward")
+        dq, dk, dv = dq.clone(), dk.clone(), dv.clone()
     return dq, dk, dv
 
 

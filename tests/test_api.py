@@ -241,3 +241,33 @@ def test_bad_cu_seqlens(cu, maxlen, match):
     good = torch.tensor([0, 5, 12], dtype=torch.int32, device=DEVICE)
     with pytest.raises((ValueError, TypeError), match=match):
         fa_ck.flash_attn_varlen_func(q, k, v, cu.to(DEVICE), good, maxlen, 7)
+
+
+@pytest.mark.parametrize("backend", ["reference", "sdpa", "triton"])
+def test_gradient_through_lse(backend):
+    """lse returned by return_lse is differentiable: d lse / d S = P."""
+    q, k, v = (rand(2, 4, 20, 16, dtype=torch.float32, device=DEVICE) for _ in range(3))
+    out, lse = fa_ck.attention(q, k, v, causal=True, return_lse=True, backend=backend)
+    w = torch.randn_like(lse)
+    grads = torch.autograd.grad((lse * w).sum() + out.sum(), (q, k, v))
+    q64, k64, v64 = (t.detach().transpose(1, 2).double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = reference.attention(q64, k64, v64, causal=True, dtype=torch.float64)
+    refs = torch.autograd.grad((ref_lse * w.double()).sum() + ref.sum(), (q64, k64, v64))
+    for g, r in zip(grads, refs):
+        assert_close("grad", g, r.transpose(1, 2), 1e-4 if DEVICE == "cpu" else 5e-3)
+
+
+@pytest.mark.parametrize("window", [(2 ** 31 - 1, 2 ** 31 - 1), (10 ** 9, 0)])
+def test_window_wider_than_the_sequence_is_no_window(window):
+    q, k, v = (rand(1, 2, 30, 16, dtype=torch.float32, device=DEVICE) for _ in range(3))
+    out = fa_ck.attention(q, k, v, window_size=window)
+    ref = fa_ck.attention(q, k, v, causal=window[1] == 0, backend="reference")
+    assert_close("out", out, ref, 1e-5 if DEVICE == "cpu" else 5e-3)
+
+
+def test_autocast_runs_float32_in_the_autocast_dtype():
+    q, k, v = (torch.randn(1, 2, 16, 16, device=DEVICE) for _ in range(3))
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        out = fa_ck.attention(q, k, v, causal=True)
+        sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert out.dtype == sdpa.dtype == torch.bfloat16

@@ -63,8 +63,9 @@ def test_past_2_31_elements():
 def test_autocast_and_inference_modes():
     q, k, v = (torch.randn(2, 4, 256, 64, device=DEV) for _ in range(3))
     with torch.autocast("cuda", dtype=torch.bfloat16):
-        out = fa_ck.attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), causal=True)
+        out = fa_ck.attention(q, k, v, causal=True)          # float32 in: runs in bf16, like SDPA
     assert out.dtype == torch.bfloat16
+    assert_close("autocast", out, fa_ck.attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), causal=True), 0)
     with torch.no_grad():
         a = fa_ck.attention(q, k, v, causal=True)
     with torch.inference_mode():

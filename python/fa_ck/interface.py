@@ -110,7 +110,9 @@ def _check_cu_seqlens(name, cu, total: int, device, max_seqlen, max_name) -> int
     return cu.numel() - 1
 
 
-def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, dropout_p, deterministic, fp8):
+def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, dropout_p, deterministic, fp8,
+            seqlens=None):
+    """seqlens: (longest q sequence, longest k sequence); default q's and k's dim 1 (batch layout)."""
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     if not isinstance(deterministic, bool):
@@ -120,12 +122,22 @@ def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, d
     left, right = _check_window(window_size)
     if causal:
         right = 0 if right < 0 else min(right, 0)   # causal is the window's right edge at the diagonal
+    sq, sk = seqlens if seqlens is not None else (q.shape[1], k.shape[1])
+    # A window that reaches past every key is no window: -1 keeps the kernels' int32 index
+    # arithmetic in range (a left edge >= sk or a right edge >= sq hides nothing).
+    if left >= sk:
+        left = -1
+    if right >= sq:
+        right = -1
     softcap = _check_float("softcap", softcap, 0.0)
     dropout_p = _check_float("dropout_p", dropout_p, 0.0, 1.0, hi_open=True)
     rng = None
     if dropout_p > 0:
         # seed material drawn from the device's generator: torch.manual_seed makes it reproducible
-        rng = torch.randint(0, 2 ** 31 - 1, (2,), dtype=torch.int64, device=q.device)
+        # 62 random bits (kernels add the head index: two calls' streams overlap with odds ~2^-50),
+        # offset 0
+        rng = torch.cat([torch.randint(0, 2 ** 62, (1,), dtype=torch.int64, device=q.device),
+                         torch.zeros(1, dtype=torch.int64, device=q.device)])
     return AttnParams(scale=scale, causal=causal, window_left=left, window_right=right,
                       alibi_slopes=_check_alibi(alibi_slopes, batch, q.shape[-2], q.device),  # q is (.., heads, D) here
                       softcap=softcap, dropout_p=dropout_p, rng=rng, deterministic=deterministic, fp8=bool(fp8))
@@ -140,6 +152,10 @@ def _check_backend(backend):
 # ---------------------------------------------------------------- calls
 
 def _run(q, k, v, p: AttnParams, backend: str):
+    if q.dtype == torch.float32 and torch.is_autocast_enabled(q.device.type):
+        # like SDPA: inside an autocast region float32 attention runs in the autocast dtype
+        dt = torch.get_autocast_dtype(q.device.type)
+        q, k, v = q.to(dt), k.to(dt), v.to(dt)
     q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
     out, lse, name = ops.attention(q, k, v, p, backend)
     return out, lse, name
@@ -194,13 +210,20 @@ def explain(q, k, v, **kwargs) -> str:
 
 # ---------------------------------------------------------------- flash-attn compatible
 
+def _dropout_mask(name: str):
+    fn = getattr(dispatch.module(name), "dropout_mask", None)
+    if fn is None:
+        raise NotImplementedError(f"return_attn_probs with dropout: backend {name!r} cannot replay its dropout mask")
+    return fn
+
+
 def _attn_probs(q, k, p: AttnParams, name: str):
     """flash-attn's S_dmask for testing: P (B, H, Sq, Sk), negated where dropout dropped it."""
     b, sq, hq = q.shape[0], q.shape[1], q.shape[2]
     probs, _ = reference.probabilities(q, k, scale=p.scale, window=(p.window_left, p.window_right),
                                        alibi_slopes=p.alibi_slopes, softcap=p.softcap)
     if p.dropout_p > 0:
-        keep = dispatch.module(name).dropout_mask(p.rng, b, hq, sq, k.shape[1], p.dropout_p)
+        keep = _dropout_mask(name)(p.rng, b, hq, sq, k.shape[1], p.dropout_p)
         probs = torch.where(keep, probs, -probs)
     return probs
 
@@ -294,15 +317,15 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     _check_backend(backend)
     p = _params(q, k, batch=b, causal=causal, scale=softmax_scale, window_size=window_size,
                 alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p,
-                deterministic=deterministic, fp8=False)
+                deterministic=deterministic, fp8=False, seqlens=(int(max_seqlen_q), int(max_seqlen_k)))
     p.cu_seqlens_q, p.cu_seqlens_k = cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous()
     p.max_seqlen_q, p.max_seqlen_k = int(max_seqlen_q), int(max_seqlen_k)
     out, lse, name = _run(q, k, v, p, backend)
     if not return_attn_probs:
         return out
     probs = q.new_zeros((b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k), dtype=torch.float32)
-    keep = (dispatch.module(name).dropout_mask(p.rng, b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k,
-                                               p.dropout_p) if p.dropout_p > 0 else None)
+    keep = (_dropout_mask(name)(p.rng, b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k, p.dropout_p)
+            if p.dropout_p > 0 else None)
     cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
     for i in range(b):
         sl = None if p.alibi_slopes is None else (p.alibi_slopes if p.alibi_slopes.dim() == 1 else p.alibi_slopes[i])

@@ -66,7 +66,7 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, ca
 
 
 @torch.library.custom_op("fa_ck::bwd", mutates_args=())
-def bwd(do: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+def bwd(do: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, dlse: Optional[Tensor],
         cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], max_seqlen_q: int, max_seqlen_k: int,
         scale: float, causal: bool, window_left: int, window_right: int, alibi_slopes: Optional[Tensor],
         softcap: float, dropout_p: float, rng: Optional[Tensor], deterministic: bool,
@@ -75,12 +75,12 @@ def bwd(do: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
         return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     p = _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng,
                 deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    dq, dk, dv = dispatch.module(backend).backward(do, q, k, v, out, lse, p)
+    dq, dk, dv = dispatch.module(backend).backward(do, q, k, v, out, lse, p, dlse=dlse)
     return dq.contiguous(), dk.contiguous(), dv.contiguous()
 
 
 @bwd.register_fake
-def _(do, q, k, v, out, lse, *args):
+def _(do, q, k, v, out, lse, dlse, *args):
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
 
 
@@ -98,7 +98,8 @@ def _backward(ctx, dout, dlse):
         raise NotImplementedError("fa_ck fp8: no backward through fp8 q, k, v; to train, pass bfloat16 or "
                                   "float16 tensors with fp8=True (their gradients come from the regular backward)")
     # fp8 or not, the regular backward kernels over the high-precision inputs, with this forward's lse.
-    dq, dk, dv = bwd(dout, q, k, v, out, lse, ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale,
+    # dlse: the gradient reaching lse (return_lse=True), None when lse was not used
+    dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale,
                      ctx.causal, ctx.wl, ctx.wr, ctx.alibi, ctx.softcap, ctx.dropout_p, ctx.rng,
                      ctx.deterministic, ctx.backend)
     return (dq, dk, dv) + (None,) * 19

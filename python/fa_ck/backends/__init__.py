@@ -7,7 +7,8 @@
         None when it can serve this call, else the capability it lacks, in a few words
         ("softcap", "head_dim 300 > 256", "CPU tensors").
     forward(q, k, v, p) -> (out, lse)
-    backward(do, q, k, v, out, lse, p) -> (dq, dk, dv)
+    backward(do, q, k, v, out, lse, p, dlse=None) -> (dq, dk, dv)
+        dlse: the gradient reaching lse, or None when lse does not feed the loss.
 
 Layout (flash-attn's): batch mode q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D); varlen mode
 (p.cu_seqlens_q set) q (total_q, Hq, D), k and v (total_k, Hkv, D). The last dim is

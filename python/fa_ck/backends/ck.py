@@ -88,7 +88,10 @@ def forward(q, k, v, p: AttnParams):
     return out, lse
 
 
-def backward(do, q, k, v, out, lse, p: AttnParams):
+def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
+    if dlse is not None:
+        raise NotImplementedError("ck backend: no gradient through lse (CK's backward has no dlse input); "
+                                  "use backend='triton' when lse feeds the loss")
     if p.softcap > 0:
         raise NotImplementedError("ck backend: CK's backward has no softcap")
     cu_q, cu_k, mq, mk, scale, wl, wr, alibi = _common(p, q)

@@ -62,7 +62,7 @@ def forward(q, k, v, p: AttnParams):
     return out.contiguous(), lse.float().contiguous()
 
 
-def backward(do, q, k, v, out, lse, p: AttnParams):
+def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     # torch.func.vjp, not autograd.grad: inside a custom op autograd is not recording.
-    _, vjp = torch.func.vjp(lambda q_, k_, v_: _run(q_, k_, v_, p)[0], q, k, v)
-    return vjp(do.to(q.dtype))
+    (o, l), vjp = torch.func.vjp(lambda q_, k_, v_: _run(q_, k_, v_, p), q, k, v)
+    return vjp((do.to(o.dtype), torch.zeros_like(l) if dlse is None else dlse.to(l.dtype)))

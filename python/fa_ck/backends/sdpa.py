@@ -86,7 +86,10 @@ def forward(q, k, v, p: AttnParams):
     return _sdpa(q, k, v, p).contiguous(), _lse(q, k, p)
 
 
-def backward(do, q, k, v, out, lse, p: AttnParams):
+def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     # torch.func.vjp, not autograd.grad: inside a custom op autograd is not recording.
-    _, vjp = torch.func.vjp(lambda q_, k_, v_: _sdpa(q_, k_, v_, p), q, k, v)
-    return vjp(do.to(q.dtype))
+    if dlse is None:
+        _, vjp = torch.func.vjp(lambda q_, k_, v_: _sdpa(q_, k_, v_, p), q, k, v)
+        return vjp(do.to(q.dtype))
+    _, vjp = torch.func.vjp(lambda q_, k_, v_: (_sdpa(q_, k_, v_, p), _lse(q_, k_, p)), q, k, v)
+    return vjp((do.to(q.dtype), dlse.float()))

@@ -104,6 +104,8 @@ def _empty(shape, dtype, device):
 def _check_canaries(what: str):
     """Raise if a kernel wrote outside an output buffer (poison mode only)."""
     bufs, _canaries[:] = list(_canaries), []
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        return                               # reading them would sync inside a CUDA graph capture
     for buf in bufs:
         guards = torch.cat([buf[:_GUARD], buf[-_GUARD:]])
         if not torch.isnan(guards.float()).all():
@@ -202,8 +204,9 @@ def forward(q, k, v, p: AttnParams):
     return out, lse
 
 
-def backward(do, q, k, v, out, lse, p: AttnParams):
+def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
+    lse = lse.contiguous()                   # delta below shares lse's strides
     if do.stride(-1) != 1:
         do = do.contiguous()
     dq = _empty(q.shape, q.dtype, q.device)
@@ -219,6 +222,9 @@ def backward(do, q, k, v, out, lse, p: AttnParams):
         out, do, delta, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen),
         sq, d, cu_q, BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen)
 
+    if dlse is not None:
+        # d lse / d S = P, so a gradient on lse enters as dS = P * (dP - (delta - dlse))
+        delta -= dlse
     common = (*_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen))
     tail = (sq, sk, hq // hkv, d, p.scale, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
             scal["window_left"], scal["window_right"], scal["dropout_p"], sk)

@@ -44,7 +44,7 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
 @triton.jit
 def dropout_keep(seed, i, j, row_stride, dropout_p):
     """The keep mask, regenerated bit for bit wherever the same (seed, i, j) is asked for."""
-    return tl.rand(seed, i * row_stride + j) >= dropout_p
+    return tl.rand(seed, wide(i) * row_stride + j) >= dropout_p     # int64 counters: no wrap
 
 
 @triton.jit

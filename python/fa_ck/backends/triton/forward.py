@@ -170,4 +170,4 @@ def dropout_mask_kernel(KEEP, RNG, seqlen_q, seqlen_k, rng_row, dropout_p,
         offs_n = n0 + tl.arange(0, BLOCK_N)
         keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
         ok = (offs_m[:, None] < seqlen_q) & (offs_n[None, :] < seqlen_k)
-        tl.store(base + offs_m[:, None] * seqlen_k + offs_n[None, :], keep.to(tl.int8), mask=ok)
+        tl.store(base + wide(offs_m)[:, None] * seqlen_k + offs_n[None, :], keep.to(tl.int8), mask=ok)

@@ -30,7 +30,7 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     return None
 
 
-def dropout_mask(rng, batch, heads, seqlen_q, seqlen_k, dropout_p, row_stride=None):
+def dropout_mask(rng, batch, heads, seqlen_q, seqlen_k, dropout_p):
     gen = torch.Generator(device=rng.device)
     gen.manual_seed(int(rng[0].item()) ^ (int(rng[1].item()) << 20))
     return torch.rand((batch, heads, seqlen_q, seqlen_k), generator=gen, device=rng.device) >= dropout_p

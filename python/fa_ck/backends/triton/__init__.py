@@ -258,13 +258,13 @@ def _bencher(run):
     return bench
 
 
-def dropout_mask(rng, batch: int, heads: int, seqlen_q: int, seqlen_k: int, dropout_p: float,
-                 row_stride: int | None = None) -> torch.Tensor:
-    """The keep mask (bool, (batch, heads, seqlen_q, seqlen_k)) our kernels apply for this rng."""
+def dropout_mask(rng, batch: int, heads: int, seqlen_q: int, seqlen_k: int, dropout_p: float) -> torch.Tensor:
+    """The keep mask (bool, (batch, heads, seqlen_q, seqlen_k)) our kernels apply for this rng
+    (varlen: pass the max sequence lengths; the kernels' row stride is max_seqlen_k)."""
     from .forward import dropout_mask_kernel
     keep = torch.empty((batch, heads, seqlen_q, seqlen_k), dtype=torch.int8, device=rng.device)
     bm, bn = 32, 32
     grid = (triton.cdiv(seqlen_q, bm), heads, batch)
-    dropout_mask_kernel[grid](keep, rng, seqlen_q, seqlen_k, row_stride or seqlen_k, dropout_p,
+    dropout_mask_kernel[grid](keep, rng, seqlen_q, seqlen_k, seqlen_k, dropout_p,
                               BLOCK_M=bm, BLOCK_N=bn)
     return keep.bool()

@@ -57,7 +57,7 @@ def seq_bucket(seqlen_q: int, seqlen_k: int) -> int:
 
 class TuneKey(NamedTuple):
     """What a tuned config depends on. Build it with `make_key` so the bucket is right."""
-    arch: str          # "cuda:sm90", "hip:gfx942" (see device_arch)
+    arch: str          # "cuda:sm90", "hip:gfx942" (configs.arch)
     kernel: str        # "fwd", "bwd_dkdv", "bwd_dq", ...
     dtype: str         # "bfloat16", "float16", "float8_e4m3fn", ...
     head_dim: int
@@ -76,16 +76,6 @@ def make_key(arch: str, kernel: str, dtype, head_dim: int, causal: bool,
     dtype_name = str(dtype).removeprefix("torch.")
     return TuneKey(arch, kernel, dtype_name, int(head_dim), bool(causal),
                    seq_bucket(seqlen_q, seqlen_k), features)
-
-
-def device_arch(device=None) -> str:
-    """"hip:gfx942" on ROCm, "cuda:sm90" on NVIDIA: the arch part of a TuneKey."""
-    import torch  # only here: the rest of the module stays importable without torch
-
-    props = torch.cuda.get_device_properties(device if device is not None else torch.cuda.current_device())
-    if torch.version.hip:
-        return "hip:" + props.gcnArchName.split(":")[0]   # drop feature flags like ":sramecc+:xnack-"
-    return f"cuda:sm{props.major}{props.minor}"
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,7 +4,7 @@
 #   bash bench/h200.sh [tests|kernels|sweep|all] [extra args for bench/kernels.py]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"
 what=${1:-all}; shift || true
 {
@@ -12,12 +12,23 @@ what=${1:-all}; shift || true
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
 } | tee "$OUT/env.txt"
 if [[ $what == tests || $what == all ]]; then
-  # small shapes in parallel (compiles dominate), then the large GPU-only shapes one at a time
+  # GPU-only shapes first, one process per test: a CUDA fault leaves its process unusable, and
+  # CUDA_LAUNCH_BLOCKING=1 pins the fault on the launch that made it.
+  : > "$OUT/pytest_gpu.log"
+  for t in $(python3 -m pytest tests/test_gpu_scale.py tests/test_triton_kernels.py -m gpu --collect-only -q \
+             -p no:cacheprovider 2>/dev/null | grep '::'); do
+    CUDA_LAUNCH_BLOCKING=1 timeout 240 python3 -m pytest "$t" -q -p no:cacheprovider >> "$OUT/pytest_gpu.log" 2>&1
+    rc=$?; echo "$t rc=$rc" | tee -a "$OUT/gpu_summary.txt"
+    if [[ $rc != 0 && $t == *varlen* ]] && command -v compute-sanitizer > /dev/null; then
+      timeout 240 compute-sanitizer --tool memcheck --print-limit 20 python3 tools/varlen_repro.py \
+        > "$OUT/sanitizer.log" 2>&1; echo "sanitizer rc=$?"; tail -30 "$OUT/sanitizer.log"
+    fi
+  done
+  # small shapes in parallel (compiles dominate)
   timeout 300 python3 -m pytest tests/test_triton_kernels.py tests/test_features.py tests/test_api.py \
-      tests/test_properties.py -q -n 12 -m "not gpu" -p no:cacheprovider > "$OUT/pytest.log" 2>&1
+      tests/test_properties.py tests/test_fp8.py tests/test_tuning.py -q -n 12 -m "not gpu" -p no:cacheprovider \
+      > "$OUT/pytest.log" 2>&1
   echo "small-shape tests rc=$?"; tail -4 "$OUT/pytest.log"
-  timeout 300 python3 -m pytest tests/test_triton_kernels.py tests/test_gpu_scale.py -q -m gpu -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1
-  echo "gpu tests rc=$?"; tail -4 "$OUT/pytest_gpu.log"
 fi
 if [[ $what == sweep ]]; then
   python3 bench/random_sweep.py --cases 3000 --time-budget 420 --out "$OUT/sweep"

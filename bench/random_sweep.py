@@ -1,5 +1,5 @@
 """Randomised correctness sweep on a GPU: thousands of random calls (shapes, GQA, masks, windows,
-ALiBi, softcap, varlen, dtypes) against the float64 reference, forward and gradients.
+ALiBi, softcap, dropout, varlen, dtypes) against the float64 reference, forward and gradients.
 
     python bench/random_sweep.py --cases 2000 --out bench/results/random-sweep-<gpu>-<date>
 
@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import fa_ck  # noqa: E402
-from attn_check import check  # noqa: E402  (the same comparison the unit tests use)
+from attn_check import check, check_varlen  # noqa: E402  (the same comparison the unit tests use)
 
 
 def draw(rng: random.Random) -> dict:
@@ -36,7 +36,15 @@ def draw(rng: random.Random) -> dict:
         feat["softcap"] = rng.choice([5.0, 30.0])
     if rng.random() < 0.25:
         feat["alibi"] = rng.random() < 0.5
-    return dict(b=b, sq=sq, sk=sk, hq=hkv * group, hkv=hkv,
+    if rng.random() < 0.15:
+        feat["dropout_p"] = rng.choice([0.1, 0.5])
+    lens = None
+    if rng.random() < 0.3:                   # varlen: b sequences of random lengths (some empty)
+        b = rng.randint(1, 12)
+        lens_q = [rng.choice([0, 1, rng.randint(1, 300), rng.randint(1, 1500)]) for _ in range(b)]
+        lens_k = lens_q if rng.random() < 0.5 else [rng.choice([0, 1, rng.randint(1, 1500)]) for _ in range(b)]
+        lens = [lens_q, lens_k]
+    return dict(b=b, sq=sq, sk=sk, lens=lens, hq=hkv * group, hkv=hkv,
                 d=rng.choice([16, 32, 40, 64, 80, 96, 111, 128, 160, 192, 256]),
                 dtype=rng.choice(["float16", "bfloat16"]), feat=feat)
 
@@ -67,8 +75,11 @@ def main() -> int:
         row = {"case": i, **{k: v for k, v in case.items() if k != "feat"},
                "feat": {k: v for k, v in case["feat"].items()}}
         try:
-            row["errors"] = check(case["b"], case["sq"], case["sk"], case["hq"], case["hkv"], case["d"],
-                                  dtype=getattr(torch, case["dtype"]), device="cuda", **feat)
+            kw = dict(dtype=getattr(torch, case["dtype"]), device="cuda", **feat)
+            if case["lens"]:
+                row["errors"] = check_varlen(*case["lens"], case["hq"], case["hkv"], case["d"], **kw)
+            else:
+                row["errors"] = check(case["b"], case["sq"], case["sk"], case["hq"], case["hkv"], case["d"], **kw)
             row["ok"] = True
         except AssertionError as e:
             row["ok"], row["failure"] = False, str(e)
@@ -86,7 +97,8 @@ def main() -> int:
         errs = [(r["errors"][key], r) for r in rows if r["ok"]]
         if errs:
             e, r = max(errs, key=lambda x: x[0])
-            worst[key] = f"{e:.3g} (case {r['case']}: {r['dtype']} b{r['b']} sq{r['sq']} sk{r['sk']} d{r['d']} {r['feat']})"
+            shape = f"varlen q{r['lens'][0]} k{r['lens'][1]}" if r["lens"] else f"b{r['b']} sq{r['sq']} sk{r['sk']}"
+            worst[key] = f"{e:.3g} (case {r['case']}: {r['dtype']} {shape} hq{r['hq']} hkv{r['hkv']} d{r['d']} {r['feat']})"
     lines = [f"# Random sweep: {env['gpu']}, {env['date']}", "", f"Command: `{env['command']}`",
              f"Versions: torch {env['torch']}, triton {env['triton']}, fa_ck {env['fa_ck']}", "",
              f"{len(rows)} cases in {env['seconds']} s: {len(rows) - len(failed)} passed, {len(failed)} failed.", "",

@@ -53,28 +53,55 @@ def rand(*shape, dtype, device, requires_grad=True):
     return t.requires_grad_(requires_grad)
 
 
-def check(b, sq, sk, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton", grads=True,
-          dropout_mask=None, **feat):
-    """Run fa_ck.flash_attn_func (flash layout) and compare out, lse and dq, dk, dv with the float64
-    reference on fresh random inputs."""
-    q = rand(b, sq, hq, d, dtype=dtype, device=device)
-    k = rand(b, sk, hkv, d, dtype=dtype, device=device)
-    v = rand(b, sk, hkv, d, dtype=dtype, device=device)
-    out, lse, _ = fa_ck.flash_attn_func(q, k, v, backend=backend, return_attn_probs=True, **feat)
-    ref_kw = dict(scale=feat.get("softmax_scale"), causal=feat.get("causal", False),
-                  window=feat.get("window_size", (-1, -1)), alibi_slopes=feat.get("alibi_slopes"),
-                  softcap=feat.get("softcap", 0.0))
-    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ref, ref_lse = reference.attention(q64, k64, v64, dtype=torch.float64, **ref_kw)
+def _ref_kw(feat):
+    return dict(scale=feat.get("softmax_scale"), causal=feat.get("causal", False),
+                window=feat.get("window_size", (-1, -1)), alibi_slopes=feat.get("alibi_slopes"),
+                softcap=feat.get("softcap", 0.0), dropout_p=feat.get("dropout_p", 0.0))
+
+
+def _compare(out, lse, ref, ref_lse, inputs, ref_inputs, dtype, device, grads):
     errs = {"out": assert_close("out", out, ref, tol(FWD_TOL, dtype, device)),
             "lse": assert_close("lse", lse, ref_lse, tol(FWD_TOL, dtype, device) * 10)}
     if grads:
         do = torch.randn_like(out)
-        dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
-        rq, rk, rv = torch.autograd.grad(ref, (q64, k64, v64), do.double())
-        for name, g, r in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
+        got = torch.autograd.grad(out, inputs, do)
+        refs = torch.autograd.grad(ref, ref_inputs, do.double())
+        for name, g, r in zip(("dq", "dk", "dv"), got, refs):
             errs[name] = assert_close(name, g, r, tol(GRAD_TOL, dtype, device))
     return errs
+
+
+def check(b, sq, sk, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton", grads=True, **feat):
+    """Run fa_ck.flash_attn_func (flash layout) and compare out, lse and dq, dk, dv with the float64
+    reference on fresh random inputs. With dropout the reference applies the mask the kernel
+    reports (return_attn_probs: negative entries were dropped)."""
+    q = rand(b, sq, hq, d, dtype=dtype, device=device)
+    k = rand(b, sk, hkv, d, dtype=dtype, device=device)
+    v = rand(b, sk, hkv, d, dtype=dtype, device=device)
+    out, lse, probs = fa_ck.flash_attn_func(q, k, v, backend=backend, return_attn_probs=True, **feat)
+    keep = probs >= 0 if feat.get("dropout_p", 0.0) > 0 else None
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = reference.attention(q64, k64, v64, dtype=torch.float64, dropout_mask=keep, **_ref_kw(feat))
+    return _compare(out, lse, ref, ref_lse, (q, k, v), (q64, k64, v64), dtype, device, grads)
+
+
+def check_varlen(lens_q, lens_k, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton",
+                 grads=True, **feat):
+    """The same for flash_attn_varlen_func on packed sequences of the given lengths."""
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=device)
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=device)
+    q = rand(sum(lens_q), hq, d, dtype=dtype, device=device)
+    k = rand(sum(lens_k), hkv, d, dtype=dtype, device=device)
+    v = rand(sum(lens_k), hkv, d, dtype=dtype, device=device)
+    out, lse, probs = fa_ck.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), backend=backend,
+                                                   return_attn_probs=True, **feat)
+    masks = None
+    if feat.get("dropout_p", 0.0) > 0:       # probs: (B, H, max_q, max_k), sequence i in its top-left corner
+        masks = [probs[i:i + 1, :, :sq, :sk] >= 0 for i, (sq, sk) in enumerate(zip(lens_q, lens_k))]
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = reference.attention_varlen(q64, k64, v64, cu_q, cu_k, dtype=torch.float64, dropout_mask=masks,
+                                              **_ref_kw(feat))
+    return _compare(out, lse, ref, ref_lse, (q, k, v), (q64, k64, v64), dtype, device, grads)
 
 
 def alibi(b, h, per_batch=False, device="cpu"):

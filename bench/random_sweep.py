@@ -1,7 +1,7 @@
 """Randomised correctness sweep on a GPU: thousands of random calls (shapes, GQA, masks, windows,
 ALiBi, softcap, dropout, varlen, dtypes) against the float64 reference, forward and gradients.
 
-    python bench/random_sweep.py --cases 2000 --out bench/results/random-sweep-<gpu>-<date>
+    python bench/random_sweep.py --workers 8 --time-budget 300 --out bench/results/random-sweep-<gpu>-<date>
 
 Writes results.json (every case with its relative errors) and summary.md (counts, worst cases).
 Exit status 1 when any case fails its bound. Needs a GPU (on the CPU use the pytest suite).
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import sys
 import time
 from pathlib import Path
 
-import torch
+os.environ.setdefault("FA_CK_POISON", "1")   # NaN-filled outputs and canaries, as in the unit tests
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import fa_ck  # noqa: E402
@@ -49,30 +51,20 @@ def draw(rng: random.Random) -> dict:
                 dtype=rng.choice(["float16", "bfloat16"]), feat=feat)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", type=int, default=2000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("random_sweep needs a GPU; on the CPU run `python -m pytest tests/test_properties.py`")
-        return 2
-    rng = random.Random(args.seed)
-    torch.manual_seed(args.seed)
-    out = Path(args.out or f"bench/results/random-sweep-{time.strftime('%Y%m%d')}")
-    out.mkdir(parents=True, exist_ok=True)
+def run_cases(seed: int, cases: int, budget: float) -> list[dict]:
+    """Draw and check cases until `cases` are done or `budget` seconds have passed."""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
     rows, t0 = [], time.time()
-    for i in range(args.cases):
-        if time.time() - t0 > args.time_budget:
+    for i in range(cases):
+        if time.time() - t0 > budget:
             break
         case = draw(rng)
         feat = dict(case["feat"])
         if "alibi" in feat:
             shape = (case["b"], case["hq"]) if feat.pop("alibi") else (case["hq"],)
             feat["alibi_slopes"] = torch.rand(shape, device="cuda") * 0.3
-        row = {"case": i, **{k: v for k, v in case.items() if k != "feat"},
+        row = {"case": f"{seed}-{i}", **{k: v for k, v in case.items() if k != "feat"},
                "feat": {k: v for k, v in case["feat"].items()}}
         try:
             kw = dict(dtype=getattr(torch, case["dtype"]), device="cuda", **feat)
@@ -86,6 +78,38 @@ def main() -> int:
         except Exception as e:  # a crash is a failure too, with its type
             row["ok"], row["failure"] = False, f"{type(e).__name__}: {e}"
         rows.append(row)
+        if not row["ok"] and "CUDA" in row.get("failure", ""):
+            break                            # the context is gone: later cases would all fail
+    return rows
+
+
+def _worker(args):
+    seed, cases, budget = args
+    return run_cases(seed, cases, budget)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=2000, help="cases per worker at most")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="processes sharing the GPU (seeds seed..seed+workers-1); compiles run in parallel")
+    ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("random_sweep needs a GPU; on the CPU run `python -m pytest tests/test_properties.py`")
+        return 2
+    out = Path(args.out or f"bench/results/random-sweep-{time.strftime('%Y%m%d')}")
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    jobs = [(args.seed + w, args.cases, args.time_budget) for w in range(args.workers)]
+    if args.workers == 1:
+        rows = run_cases(*jobs[0])
+    else:
+        import multiprocessing as mp
+        with mp.get_context("spawn").Pool(args.workers) as pool:
+            rows = [r for part in pool.map(_worker, jobs) for r in part]
     failed = [r for r in rows if not r["ok"]]
     env = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "triton": __import__("triton").__version__, "fa_ck": fa_ck.__version__,

@@ -113,6 +113,9 @@ def test_quantize_per_batch_head_amax(dtype):
     fmax = torch.finfo(dtype).max
     assert (x8.double().abs().amax(dim=(1, 3))[torch.arange(6, device=DEVICE).view(2, 3) != 5] == fmax).all()
     assert rel_err(back, x) < 0.04                                      # 3 mantissa bits
+    # v's layout for the kernel: the same values, keys contiguous in memory
+    v8, v_descale = tb.quantize_fp8(x, dtype, keys_contiguous=True)
+    assert v8.stride(1) == 1 and torch.equal(v8.float(), x8.float()) and torch.equal(v_descale, descale)
 
 
 def test_fp8_round_matches_torch_cast():

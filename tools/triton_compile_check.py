@@ -90,7 +90,10 @@ def kernels(d: int, dtype, causal: bool, arch: str):
     for label, fn, kernel in (("fwd", fwd_kernel, "fwd"), ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv"),
                               ("bwd_dq", bwd_dq_kernel, "bwd_dq")):
         cfg = configs.default(kernel, arch, d, dtype)
-        yield label, fn, dict(flags, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"]), cfg
+        consts = dict(flags, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"])
+        if label == "fwd":
+            consts["stride_vd"] = 1          # Triton specialises a stride of 1 away at launch
+        yield label, fn, consts, cfg
 
 
 def fp8_kernels(target: str, arch: str):
@@ -100,7 +103,8 @@ def fp8_kernels(target: str, arch: str):
     for d in (64, 128):
         for causal in (False, True):
             cfg = configs.default("fwd", arch, d, f8)
-            consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"])
+            consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                          stride_vs=1)       # fp8 v is stored keys-contiguous (see forward.py)
             sig = signature(fwd_kernel, torch.bfloat16, data_type=ty)
             for c in consts:
                 sig[c] = "constexpr"

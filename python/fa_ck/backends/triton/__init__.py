@@ -61,14 +61,30 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     return None
 
 
-def quantize_fp8(x: torch.Tensor, dtype: torch.dtype):
+def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False):
     """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
-    scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale."""
+    scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
+    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory."""
     fmax = torch.finfo(dtype).max
     amax = x.detach().abs().amax(dim=(1, 3)).float().clamp_min(1e-12)     # an all-zero head stays 0
     scale = fmax / amax
-    x8 = (x.detach().float() * scale[:, None, :, None]).clamp_(-fmax, fmax).to(dtype)
+    scaled = (x.detach().float() * scale[:, None, :, None]).clamp_(-fmax, fmax)
+    if keys_contiguous:
+        b, s, h, d = x.shape
+        x8 = torch.empty((b, h, d, s), dtype=dtype, device=x.device).permute(0, 3, 1, 2)
+        x8.copy_(scaled)
+    else:
+        x8 = scaled.to(dtype)
     return x8, (1.0 / scale).contiguous()
+
+
+def _keys_contiguous(v: torch.Tensor) -> torch.Tensor:
+    """v (B, S, H, D) with stride(1) == 1 (see forward.py), copied only when it is not already."""
+    if v.stride(1) == 1 or v.shape[1] <= 1:
+        return v
+    b, s, h, d = v.shape
+    out = torch.empty((b, h, d, s), dtype=v.dtype, device=v.device).permute(0, 3, 1, 2)
+    return out.copy_(v)
 
 
 def _fp8_inputs(q, k, v, p: AttnParams):
@@ -79,9 +95,11 @@ def _fp8_inputs(q, k, v, p: AttnParams):
         qd = p.q_descale if p.q_descale is not None else ones(hq)
         kd = p.k_descale if p.k_descale is not None else ones(hkv)
         vd = p.v_descale if p.v_descale is not None else ones(hkv)
-        return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous(), p.out_dtype or torch.bfloat16
+        return (q, k, _keys_contiguous(v), qd.contiguous(), kd.contiguous(), vd.contiguous(),
+                p.out_dtype or torch.bfloat16)
     dtype = configs.fp8_dtype(q.device)
-    (q8, qd), (k8, kd), (v8, vd) = (quantize_fp8(t, dtype) for t in (q, k, v))
+    (q8, qd), (k8, kd) = (quantize_fp8(t, dtype) for t in (q, k))
+    v8, vd = quantize_fp8(v, dtype, keys_contiguous=True)
     return q8, k8, v8, qd, kd, vd, q.dtype
 
 
@@ -191,7 +209,7 @@ def forward(q, k, v, p: AttnParams):
             cfg = configs.for_fp8(cfg)
         grid = (triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)
         fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
-                         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen),
+                         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
                          *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
                          sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
                          scal["window_left"], scal["window_right"], scal["dropout_p"], sk,

@@ -3,7 +3,8 @@
 Key blocks are walked in up to three ranges (see common.key_blocks): blocks that straddle a
 mask edge apply the mask, whole visible blocks skip it. Features are constexpr switches.
 
-FP8: q, k, v arrive in an e4m3 format with per-(batch, head) descale factors. QK^T runs in
+FP8: q, k, v arrive in an e4m3 format with per-(batch, head) descale factors (v stored with
+keys contiguous, stride_vd = seqlen: fp8 wgmma/MFMA read both operands K-major). QK^T runs in
 fp8 with fp32 accumulation, the descales are folded into the score scale, and P (in [0, 1])
 is multiplied by P_SCALE (the format's max), rounded to fp8 and multiplied with v in fp8;
 the output divides by P_SCALE and multiplies by v's descale. Softmax statistics stay fp32.
@@ -73,7 +74,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
 @triton.jit
 def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-               stride_vb, stride_vs, stride_vh, stride_ob, stride_os, stride_oh,
+               stride_vb, stride_vs, stride_vh, stride_vd, stride_ob, stride_os, stride_oh,
                stride_lb, stride_lh, stride_sb, stride_qdb, stride_kdb,
                seqlen_q, seqlen_k, group, head_dim, scale_log2, softcap_in, softcap_out,
                window_left, window_right, dropout_p, rng_row,
@@ -111,7 +112,9 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
     # Scalar base pointers walk the key blocks; the tile offsets stay 32-bit. (A 2-D tensor of
     # 64-bit pointers kept live across the loop costs two registers per element and spilled.)
     k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]
-    v_offs = offs_n0[:, None] * stride_vs + offs_d[None, :]
+    # stride_vd is 1 (specialised away) except for fp8, whose v is stored keys-contiguous: the
+    # fp8 matrix instructions want PV's reduction dim (keys) contiguous in shared memory.
+    v_offs = offs_n0[:, None] * stride_vs + offs_d[None, :] * stride_vd
 
     v_descale = 1.0
     if FP8:

@@ -28,8 +28,16 @@ from conftest import DEVICE
 F8 = configs.fp8_dtype(torch.device(DEVICE))
 FWD_BOUND = 7e-2            # fp8 vs the float64 reference (see above; measured 4.2 - 5.2 %)
 GRAD_BOUND = 6e-2           # gradients of the fp8 forward's out (see test_gradients)
-# the kernel vs its torch emulation: fp32 accumulation, then the output dtype's rounding
-EMU_BOUND = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 6e-3}
+# the kernel vs its torch emulation: fp32 accumulation, then the output dtype's rounding. On a GPU
+# the fp8 matrix units accumulate with fewer bits than fp32 (Hopper keeps about 14 mantissa bits
+# inside a wgmma) and P's rounding follows the GPU's exp2, so the match is looser there; still 10x
+# under the fp8 error itself, so a wrong scale, descale or P rounding fails it.
+if DEVICE == "cpu":
+    EMU_BOUND = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 6e-3}
+    EMU_LSE_BOUND = 1e-5
+else:
+    EMU_BOUND = {torch.float32: 5e-3, torch.float16: 5e-3, torch.bfloat16: 8e-3}
+    EMU_LSE_BOUND = 1e-3
 
 
 def rand(*shape, dtype=torch.float32, requires_grad=False):
@@ -150,7 +158,7 @@ def test_forward(b, sq, sk, hq, hkv, d, dtype, feat):
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, F8) for t in (q, k, v))
     emu, emu_lse = emulate(q8, k8, v8, qd, kd, vd, **_ref_kw(feat))
     assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[dtype])
-    assert_close("lse vs fp8 emulation", lse, emu_lse, 1e-5)
+    assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
     print(f"fp8 {dtype} {feat.keys()}: rel err vs float64 {err:.4f}, emulation {rel_err(out, emu):.2e}")
 
 

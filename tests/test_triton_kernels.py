@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from attn_check import check
+from fa_ck.backends.triton import configs
 from conftest import DEVICE, GPU
 
 SEQS = [1, 7, 16, 33, 64, 100, 130]
@@ -77,3 +78,13 @@ def test_poison_mode_catches_writes_past_an_output():
     out.view(-1).as_strided((1,), (1,), out.storage_offset() + 32).fill_(2.0)   # one past the end
     with pytest.raises(RuntimeError, match="outside its output buffer"):
         _check_canaries("dirty")
+
+
+@pytest.mark.parametrize("d", [32, 64, 96, 128])
+def test_dq_never_uses_the_configuration_that_faults_on_hopper(d):
+    # bwd_dq with 128-row tiles and 3+ stages faulted on the H200 (Triton 3.6): neither the
+    # default nor an autotune candidate may be it
+    for dtype in (torch.float16, torch.bfloat16):
+        cfgs = [configs.default("bwd_dq", "cuda:sm90", d, dtype)] + configs.candidates("bwd_dq", "cuda:sm90", d, dtype)
+        assert all(c["BLOCK_M"] < 128 or c["num_stages"] <= 2 for c in cfgs)
+        assert len(cfgs) > 3                                   # still something to search

@@ -273,3 +273,4 @@ def test_unwritable_cache_dir_still_tunes(tuning, monkeypatch, tmp_path):
 def test_torch_dtype_key_name(tuning):
     torch = pytest.importorskip("torch")
     assert _key(tuning, dtype=torch.bfloat16) == _key(tuning, dtype="bfloat16")
+

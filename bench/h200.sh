@@ -26,12 +26,13 @@ if [[ $what == tests || $what == all ]]; then
   done
   # small shapes in parallel (compiles dominate)
   timeout 300 python3 -m pytest tests/test_triton_kernels.py tests/test_features.py tests/test_api.py \
-      tests/test_properties.py tests/test_fp8.py tests/test_tuning.py -q -n 12 -m "not gpu" -p no:cacheprovider \
-      > "$OUT/pytest.log" 2>&1
+      tests/test_properties.py tests/test_fp8.py tests/test_tuning.py -v -rf -n 12 -m "not gpu" -p no:cacheprovider \
+      > "$OUT/pytest.log" 2>&1          # -v: a run cut short still names its failures
   echo "small-shape tests rc=$?"; tail -4 "$OUT/pytest.log"
 fi
 if [[ $what == sweep ]]; then
-  python3 bench/random_sweep.py --cases 3000 --time-budget 420 --out "$OUT/sweep"
+  # 12 processes share the GPU (compiles dominate a case); ~750 cases took 14 workers 5 minutes
+  python3 bench/random_sweep.py --workers 12 --cases 3000 --time-budget 480 --out "$OUT/sweep"
 fi
 if [[ $what == kernels || $what == all ]]; then
   python3 bench/kernels.py --out "$OUT/kernels" "$@"

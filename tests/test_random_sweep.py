@@ -1,0 +1,60 @@
+"""bench/random_sweep.py's harness on the CPU (the kernels through the interpreter): cases are
+drawn, checked with attn_check (dense and varlen, dropout included), and out-of-memory is
+recorded as not run, never as a pass."""
+import importlib.util
+import random
+from pathlib import Path
+
+import torch
+
+from conftest import DEVICE
+
+SWEEP_PY = Path(__file__).resolve().parents[1] / "bench" / "random_sweep.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("random_sweep_under_test", SWEEP_PY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_draws_cover_varlen_dropout_and_features():
+    rs = _load()
+    rng = random.Random(1)
+    cases = [rs.draw(rng) for _ in range(400)]
+    assert sum(c["lens"] is not None for c in cases) > 60
+    assert sum("dropout_p" in c["feat"] for c in cases) > 20
+    for c in cases:
+        assert c["hq"] % c["hkv"] == 0
+        if c["lens"]:
+            assert len(c["lens"][0]) == len(c["lens"][1]) == c["b"]
+
+
+def test_run_cases_small(monkeypatch):
+    rs = _load()
+    small = [
+        dict(b=2, sq=20, sk=33, lens=None, hq=4, hkv=2, d=32, dtype="float32",
+             feat=dict(causal=True, softmax_scale=None, alibi=True, dropout_p=0.1)),
+        dict(b=3, sq=0, sk=0, lens=[[5, 0, 17], [9, 3, 17]], hq=2, hkv=1, d=16, dtype="float32",
+             feat=dict(causal=False, softmax_scale=0.5, window_size=(4, -1), dropout_p=0.5)),
+    ]
+    it = iter(small)
+    monkeypatch.setattr(rs, "draw", lambda rng: next(it))
+    rows = rs.run_cases(0, 2, 1e9, device=DEVICE)
+    assert [r["ok"] for r in rows] == [True, True]
+    assert set(rows[1]["errors"]) == {"out", "lse", "dq", "dk", "dv"}
+
+
+def test_out_of_memory_is_not_a_pass(monkeypatch):
+    rs = _load()
+    monkeypatch.setattr(rs, "draw", lambda rng: dict(b=1, sq=4, sk=4, lens=None, hq=1, hkv=1, d=16,
+                                                     dtype="float32", feat=dict(causal=False)))
+    calls = []
+
+    def oom(*a, **k):
+        calls.append(1)
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+    monkeypatch.setattr(rs, "check", oom)
+    (row,) = rs.run_cases(0, 1, 1e9, device=DEVICE)
+    assert row["ok"] is None and row["not_run"] == "out of memory" and len(calls) == 2

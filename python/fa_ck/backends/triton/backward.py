@@ -11,7 +11,8 @@ dS = P * (dP~ * Z / (1 - p) - delta).  Softcap multiplies dS by 1 - tanh^2.
 import triton
 import triton.language as tl
 
-from .common import head_constants, sequence, wide, dropout_keep, key_blocks, query_blocks, scores
+from .common import (dropout_keep, head_constants, head_ptr, key_blocks, load_tile, query_block, query_blocks,
+                     scores, sequence, wide)
 
 
 @triton.jit
@@ -28,11 +29,11 @@ def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, st
     offs_d = tl.arange(0, BLOCK_D)
     ok = (offs_m[:, None] < seqlen_q) & (offs_d[None, :] < head_dim)
     b = b.to(tl.int64)
-    o = tl.load(O + b * stride_ob + h * stride_oh + (q_start + m0) * stride_os + rows[:, None] * stride_os
+    o = tl.load(head_ptr(O, b, h, stride_ob, stride_oh) + (q_start + m0) * stride_os + rows[:, None] * stride_os
                 + offs_d[None, :], mask=ok, other=0.0).to(tl.float32)
-    do = tl.load(DO + b * stride_dob + h * stride_doh + (q_start + m0) * stride_dos + rows[:, None] * stride_dos
+    do = tl.load(head_ptr(DO, b, h, stride_dob, stride_doh) + (q_start + m0) * stride_dos + rows[:, None] * stride_dos
                  + offs_d[None, :], mask=ok, other=0.0).to(tl.float32)
-    tl.store(DELTA + b * stride_lb + h * stride_lh + q_start + offs_m, tl.sum(o * do, 1), mask=offs_m < seqlen_q)
+    tl.store(head_ptr(DELTA, b, h, stride_lb, stride_lh) + q_start + offs_m, tl.sum(o * do, 1), mask=offs_m < seqlen_q)
 
 
 @triton.jit
@@ -46,19 +47,13 @@ def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta
     do_ptrs += wide(start) * stride_dos
     for m0 in range(start, end, BLOCK_M):
         offs_m = m0 + offs_m0
+        row_ok = offs_m < seqlen_q
+        q = load_tile(q_ptrs, q_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
+        do = load_tile(do_ptrs, do_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
         if MASKED:
-            row_ok = offs_m < seqlen_q
-            q = tl.load(q_ptrs + q_offs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-            do = tl.load(do_ptrs + do_offs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
             lse2 = tl.load(lse_ptrs + offs_m, mask=row_ok, other=float("inf"))
             delta = tl.load(delta_ptrs + offs_m, mask=row_ok, other=0.0)
         else:
-            if EVEN_D:
-                q = tl.load(q_ptrs + q_offs)
-                do = tl.load(do_ptrs + do_offs)
-            else:
-                q = tl.load(q_ptrs + q_offs, mask=d_ok[None, :], other=0.0)
-                do = tl.load(do_ptrs + do_offs, mask=d_ok[None, :], other=0.0)
             lse2 = tl.load(lse_ptrs + offs_m)
             delta = tl.load(delta_ptrs + offs_m)
         if DOT_F32:
@@ -138,10 +133,10 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
     for g in range(0, group):                 # every q head that reads this kv head
         h = hk * group + g
         h64 = h.to(tl.int64)
-        q_ptrs = Q + b64 * stride_qb + h64 * stride_qh + q_start * stride_qs
-        do_ptrs = DO + b64 * stride_dob + h64 * stride_doh + q_start * stride_dos
-        lse_ptrs = LSE + b64 * stride_lb + h64 * stride_lh + q_start
-        delta_ptrs = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
+        q_ptrs = head_ptr(Q, b64, h64, stride_qb, stride_qh) + q_start * stride_qs
+        do_ptrs = head_ptr(DO, b64, h64, stride_dob, stride_doh) + q_start * stride_dos
+        lse_ptrs = head_ptr(LSE, b64, h64, stride_lb, stride_lh) + q_start
+        delta_ptrs = head_ptr(DELTA, b64, h64, stride_lb, stride_lh) + q_start
         slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
         dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, lo, full_lo,
                               offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
@@ -177,15 +172,8 @@ def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, en
     v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
-        if MASKED:
-            kt = tl.load(k_ptrs + k_offs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
-            vt = tl.load(v_ptrs + v_offs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
-        elif EVEN_D:
-            kt = tl.load(k_ptrs + k_offs)
-            vt = tl.load(v_ptrs + v_offs)
-        else:
-            kt = tl.load(k_ptrs + k_offs, mask=d_ok[:, None], other=0.0)
-            vt = tl.load(v_ptrs + v_offs, mask=d_ok[:, None], other=0.0)
+        kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
+        vt = load_tile(v_ptrs, v_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
         if DOT_F32:
             kt = kt.to(tl.float32)
             vt = vt.to(tl.float32)
@@ -221,14 +209,8 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
                   EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                   MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                   DOT_F32: tl.constexpr):
-    # Last query blocks first: under a causal mask they carry the most keys, so the long
-    # programs start early and the short ones fill the tail of the grid.
-    pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
-    h = tl.program_id(1)
-    b = tl.program_id(2)
-    num_heads = tl.num_programs(1)
-    q_start, k_start, seqlen_q, seqlen_k = sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
-    m0 = pid_m * BLOCK_M
+    m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
+                                                                            BLOCK_M, VARLEN)
     if m0 >= seqlen_q:
         return
     hk = h // group
@@ -241,12 +223,10 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     row_ok = offs_m < seqlen_q
     q_ok = row_ok[:, None] & d_ok[None, :]
     rows = tl.arange(0, BLOCK_M)
-    q = tl.load(Q + b64 * stride_qb + h64 * stride_qh + (q_start + m0) * stride_qs + rows[:, None] * stride_qs
-                + offs_d[None, :],
-                mask=q_ok, other=0.0)
-    do = tl.load(DO + b64 * stride_dob + h64 * stride_doh + (q_start + m0) * stride_dos + rows[:, None] * stride_dos
-                 + offs_d[None, :],
-                 mask=q_ok, other=0.0)
+    q = tl.load(head_ptr(Q, b64, h64, stride_qb, stride_qh) + (q_start + m0) * stride_qs
+                + rows[:, None] * stride_qs + offs_d[None, :], mask=q_ok, other=0.0)
+    do = tl.load(head_ptr(DO, b64, h64, stride_dob, stride_doh) + (q_start + m0) * stride_dos
+                 + rows[:, None] * stride_dos + offs_d[None, :], mask=q_ok, other=0.0)
     if DOT_F32:
         q = q.to(tl.float32)
         do = do.to(tl.float32)
@@ -254,8 +234,8 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     lse2 = tl.load(LSE + l_off, mask=row_ok, other=float("inf"))
     lse2 = tl.where(lse2 == float("-inf"), float("inf"), lse2 * 1.4426950408889634)
     delta = tl.load(DELTA + l_off, mask=row_ok, other=0.0)
-    k_ptrs = K + b64 * stride_kb + hk.to(tl.int64) * stride_kh + k_start * stride_ks
-    v_ptrs = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + k_start * stride_vs
+    k_ptrs = head_ptr(K, b64, hk, stride_kb, stride_kh) + k_start * stride_ks
+    v_ptrs = head_ptr(V, b64, hk, stride_vb, stride_vh) + k_start * stride_vs
     k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]       # 32-bit tile offsets (see forward.py)
     v_offs = offs_n0[None, :] * stride_vs + offs_d[:, None]
     slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
@@ -274,6 +254,5 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                     BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
-    tl.store(DQ + b64 * stride_dqb + h64 * stride_dqh + (q_start + m0) * stride_dqs + rows[:, None] * stride_dqs
-             + offs_d[None, :],
-             (dq * scale).to(DQ.dtype.element_ty), mask=q_ok)
+    tl.store(head_ptr(DQ, b64, h64, stride_dqb, stride_dqh) + (q_start + m0) * stride_dqs
+             + rows[:, None] * stride_dqs + offs_d[None, :], (dq * scale).to(DQ.dtype.element_ty), mask=q_ok)

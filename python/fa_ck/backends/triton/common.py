@@ -42,6 +42,19 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
 
 
 @triton.jit
+def load_tile(base, offs, rows_ok, d_ok, MASKED: tl.constexpr, EVEN_D: tl.constexpr):
+    """The tile at base + offs. rows_ok (keys or queries in range) is checked only in blocks that
+    straddle a mask edge, d_ok only when the head dim is padded; both come oriented like the tile."""
+    if MASKED:
+        tile = tl.load(base + offs, mask=rows_ok & d_ok, other=0.0)
+    elif EVEN_D:
+        tile = tl.load(base + offs)
+    else:
+        tile = tl.load(base + offs, mask=d_ok, other=0.0)
+    return tile
+
+
+@triton.jit
 def dropout_keep(seed, i, j, row_stride, dropout_p):
     """The keep mask, regenerated bit for bit wherever the same (seed, i, j) is asked for."""
     return tl.rand(seed, wide(i) * row_stride + j) >= dropout_p     # int64 counters: no wrap
@@ -127,6 +140,26 @@ def sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: tl.constexpr):
         q_start = wide(0)
         k_start = wide(0)
     return q_start, k_start, seqlen_q, seqlen_k
+
+
+@triton.jit
+def query_block(CU_Q, CU_K, seqlen_q, seqlen_k, BLOCK_M: tl.constexpr, VARLEN: tl.constexpr):
+    """Where a program of a (query block, head, batch) grid works: (first query m0, head h, batch
+    entry b, num_heads, then sequence()'s q_start, k_start, seqlen_q, seqlen_k)."""
+    # Last query blocks first: under a causal mask they carry the most keys, so the long
+    # programs start early and the short ones fill the tail of the grid.
+    pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    h = tl.program_id(1)
+    b = tl.program_id(2)
+    num_heads = tl.num_programs(1)
+    q_start, k_start, seqlen_q, seqlen_k = sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
+    return pid_m * BLOCK_M, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k
+
+
+@triton.jit
+def head_ptr(X, b, h, stride_b, stride_h):
+    """Start of head h of batch entry b in X, in int64: large tensors pass 2^31 elements."""
+    return X + b.to(tl.int64) * stride_b + h.to(tl.int64) * stride_h
 
 
 @triton.jit

@@ -14,7 +14,8 @@ grid by common.fp8_round, so the interpreter computes the numbers the GPU comput
 import triton
 import triton.language as tl
 
-from .common import head_constants, sequence, wide, dropout_keep, fp8_round, key_blocks, scores
+from .common import (dropout_keep, fp8_round, head_constants, head_ptr, key_blocks, load_tile, query_block,
+                     scores, wide)
 
 
 @triton.jit
@@ -28,15 +29,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
     v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
-        if MASKED:
-            kt = tl.load(k_ptrs + k_offs, mask=(offs_n[None, :] < seqlen_k) & d_ok[:, None], other=0.0)
-            v = tl.load(v_ptrs + v_offs, mask=(offs_n[:, None] < seqlen_k) & d_ok[None, :], other=0.0)
-        elif EVEN_D:
-            kt = tl.load(k_ptrs + k_offs)
-            v = tl.load(v_ptrs + v_offs)
-        else:
-            kt = tl.load(k_ptrs + k_offs, mask=d_ok[:, None], other=0.0)
-            v = tl.load(v_ptrs + v_offs, mask=d_ok[None, :], other=0.0)
+        kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
+        v = load_tile(v_ptrs, v_offs, offs_n[:, None] < seqlen_k, d_ok[None, :], MASKED, EVEN_D)
         if DOT_F32:
             kt = kt.to(tl.float32)
         qk = tl.dot(q, kt)
@@ -82,23 +76,17 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                DOT_F32: tl.constexpr, FP8: tl.constexpr = False, P_SCALE: tl.constexpr = 1.0):
-    # Last query blocks first: under a causal mask they carry the most keys, so the long
-    # programs start early and the short ones fill the tail of the grid.
-    pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
-    h = tl.program_id(1)
-    b = tl.program_id(2)
-    num_heads = tl.num_programs(1)
-    q_start, k_start, seqlen_q, seqlen_k = sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
-    m0 = pid_m * BLOCK_M
+    m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
+                                                                            BLOCK_M, VARLEN)
     if m0 >= seqlen_q:
         return
     hk = h // group
     b64 = b.to(tl.int64)
     # int64 bases (this block's first row), 32-bit offsets within a tile
-    q_base = Q + b64 * stride_qb + h.to(tl.int64) * stride_qh + (q_start + m0) * stride_qs
-    k_base = K + b64 * stride_kb + hk.to(tl.int64) * stride_kh + k_start * stride_ks
-    v_base = V + b64 * stride_vb + hk.to(tl.int64) * stride_vh + k_start * stride_vs
-    o_base = O + b64 * stride_ob + h.to(tl.int64) * stride_oh + (q_start + m0) * stride_os
+    q_base = head_ptr(Q, b64, h, stride_qb, stride_qh) + (q_start + m0) * stride_qs
+    k_base = head_ptr(K, b64, hk, stride_kb, stride_kh) + k_start * stride_ks
+    v_base = head_ptr(V, b64, hk, stride_vb, stride_vh) + k_start * stride_vs
+    o_base = head_ptr(O, b64, h, stride_ob, stride_oh) + (q_start + m0) * stride_os
 
     offs_m = m0 + tl.arange(0, BLOCK_M)
     offs_n0 = tl.arange(0, BLOCK_N)
@@ -155,7 +143,7 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
     out = acc * inv_l[:, None]
     tl.store(o_base + rows[:, None] * stride_os + offs_d[None, :], out.to(O.dtype.element_ty), mask=q_ok)
     lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
-    lse_ptrs = LSE + b64 * stride_lb + h.to(tl.int64) * stride_lh + q_start + offs_m
+    lse_ptrs = head_ptr(LSE, b64, h, stride_lb, stride_lh) + q_start + offs_m
     tl.store(lse_ptrs, lse, mask=offs_m < seqlen_q)
 
 

@@ -226,6 +226,18 @@ def test_bad_tensors_name_the_argument(mutate, exc, match):
 def test_bad_options_name_the_argument(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         fa_ck.attention(*_qkv(), **kwargs)
+    with pytest.raises(exc, match=match):                  # explain() checks exactly what attention() does
+        fa_ck.explain(*_qkv(), **kwargs)
+
+
+def test_flash_attn_errors_use_flash_attn_names():
+    q, k, v = (t.transpose(1, 2) for t in _qkv())
+    with pytest.raises(ValueError, match="softmax_scale"):
+        fa_ck.flash_attn_func(q, k, v, softmax_scale=float("inf"))
+    with pytest.raises(TypeError, match="softmax_scale"):
+        fa_ck.flash_attn_func(q, k, v, softmax_scale="0.1")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        fa_ck.explain(*_qkv(), is_causal=True)
 
 
 @pytest.mark.parametrize("cu,maxlen,match", [

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 import fa_ck
 from fa_ck import reference
-from attn_check import FWD_TOL, assert_close, rand, tol
+from attn_check import FWD_TOL, alibi, assert_close, check, rand, tol
 from conftest import DEVICE
 
 
@@ -39,6 +39,14 @@ def test_backends_agree(backend):
     refs = torch.autograd.grad(ref, (q, k, v), do.double())
     for g, r in zip(grads, refs):
         assert_close("grad", g, r.to(g.dtype), 1e-4 if DEVICE == "cpu" else 5e-3)
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "reference"])
+@pytest.mark.parametrize("per_batch", [False, True])
+def test_alibi_on_the_other_backends(backend, per_batch):
+    # sdpa gets ALiBi as an additive bias (with the bottom-right causal mask folded in)
+    check(2, 12, 20, 4, 2, 16, device=DEVICE, backend=backend, causal=True,
+          alibi_slopes=alibi(2, 4, per_batch, DEVICE))
 
 
 def test_packed_forms_match_unpacked():

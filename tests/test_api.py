@@ -248,6 +248,13 @@ def test_flash_attn_errors_use_flash_attn_names():
         fa_ck.explain(*_qkv(), is_causal=True)
 
 
+def test_more_sequences_than_the_grid_holds_is_refused_not_crashed():
+    q = torch.randn(0, 2, 16, device=DEVICE)
+    cu = torch.zeros(65537, dtype=torch.int32, device=DEVICE)             # 65536 empty sequences
+    with pytest.raises(NotImplementedError, match="sequences 65536"):
+        fa_ck.flash_attn_varlen_func(q, q, q, cu, cu, 0, 0, backend="triton")
+
+
 @pytest.mark.parametrize("cu,maxlen,match", [
     (torch.tensor([0, 5, 12], dtype=torch.int64), 7, "int32"),
     (torch.tensor([1, 5, 12], dtype=torch.int32), 7, "start at 0"),

@@ -15,6 +15,7 @@ from . import configs
 
 NAME = "triton"
 MAX_HEAD_DIM = 256
+MAX_GRID_Z = 65535        # batch entries (or varlen sequences) are the grid's z
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 try:
@@ -46,6 +47,9 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
         return f"{q.device.type} tensors"
     if q.dtype not in _DTYPES and not (p.fp8 and q.dtype in FP8_DTYPES):
         return f"dtype {q.dtype}"
+    batch = p.cu_seqlens_q.numel() - 1 if p.varlen else q.shape[0]
+    if batch > MAX_GRID_Z:
+        return f"{'sequences' if p.varlen else 'batch'} {batch} (the launch grid's z holds {MAX_GRID_Z})"
     if q.shape[-1] > MAX_HEAD_DIM or v.shape[-1] != q.shape[-1]:
         return f"head_dim {q.shape[-1]} (supported: 1..{MAX_HEAD_DIM}, same for q, k and v)"
     if p.fp8:

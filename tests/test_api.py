@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 import fa_ck
 from fa_ck import reference
-from attn_check import FWD_TOL, assert_close, rand, tol
+from attn_check import FWD_TOL, alibi, assert_close, check, rand, tol
 from conftest import DEVICE
 
 
@@ -39,6 +39,14 @@ def test_backends_agree(backend):
     refs = torch.autograd.grad(ref, (q, k, v), do.double())
     for g, r in zip(grads, refs):
         assert_close("grad", g, r.to(g.dtype), 1e-4 if DEVICE == "cpu" else 5e-3)
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "reference"])
+@pytest.mark.parametrize("per_batch", [False, True])
+def test_alibi_on_the_other_backends(backend, per_batch):
+    # sdpa gets ALiBi as an additive bias (with the bottom-right causal mask folded in)
+    check(2, 12, 20, 4, 2, 16, device=DEVICE, backend=backend, causal=True,
+          alibi_slopes=alibi(2, 4, per_batch, DEVICE))
 
 
 def test_packed_forms_match_unpacked():
@@ -226,6 +234,25 @@ def test_bad_tensors_name_the_argument(mutate, exc, match):
 def test_bad_options_name_the_argument(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         fa_ck.attention(*_qkv(), **kwargs)
+    with pytest.raises(exc, match=match):                  # explain() checks exactly what attention() does
+        fa_ck.explain(*_qkv(), **kwargs)
+
+
+def test_flash_attn_errors_use_flash_attn_names():
+    q, k, v = (t.transpose(1, 2) for t in _qkv())
+    with pytest.raises(ValueError, match="softmax_scale"):
+        fa_ck.flash_attn_func(q, k, v, softmax_scale=float("inf"))
+    with pytest.raises(TypeError, match="softmax_scale"):
+        fa_ck.flash_attn_func(q, k, v, softmax_scale="0.1")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        fa_ck.explain(*_qkv(), is_causal=True)
+
+
+def test_more_sequences_than_the_grid_holds_is_refused_not_crashed():
+    q = torch.randn(0, 2, 16, device=DEVICE)
+    cu = torch.zeros(65537, dtype=torch.int32, device=DEVICE)             # 65536 empty sequences
+    with pytest.raises(NotImplementedError, match="sequences 65536"):
+        fa_ck.flash_attn_varlen_func(q, q, q, cu, cu, 0, 0, backend="triton")
 
 
 @pytest.mark.parametrize("cu,maxlen,match", [

@@ -126,6 +126,24 @@ def test_quantize_per_batch_head_amax(dtype):
     assert v8.stride(1) == 1 and torch.equal(v8.float(), x8.float()) and torch.equal(v_descale, descale)
 
 
+@pytest.mark.parametrize("fmt", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
+@pytest.mark.parametrize("src", [torch.float32, torch.bfloat16, torch.float16])
+def test_quantize_kernel_is_torch_arithmetic_bit_for_bit(fmt, src):
+    # the fused kernel against the same quantisation written in torch: signs, subnormals, a
+    # head dim that is no power of two, a sequence that is no multiple of the block, strided input
+    x = (torch.randn(2, 4, 37, 40, device=DEVICE) * torch.logspace(-3, 1, 4, device=DEVICE).view(1, 4, 1, 1))
+    x = x.to(src).transpose(1, 2)                                      # (B, S, H, D) view of SDPA layout
+    fmax = torch.finfo(fmt).max
+    amax = x.abs().amax(dim=(1, 3)).float()
+    scale = fmax / amax.clamp_min(1e-12)
+    want = (x.float() * scale[:, None, :, None]).clamp(-fmax, fmax).to(fmt)
+    for keys_contiguous in (False, True):
+        x8, descale = tb.quantize_fp8(x, fmt, keys_contiguous=keys_contiguous)
+        assert x8.shape == x.shape and x8.dtype == fmt and (x8.stride(1) == 1) == keys_contiguous
+        assert torch.equal(x8.float(), want.float())
+        assert torch.equal(descale, 1.0 / scale)
+
+
 def test_fp8_round_matches_torch_cast():
     """The kernel's interpreter rounding (common.fp8_round) is torch's round-to-nearest-even,
     subnormals, ties and carries into the exponent included."""

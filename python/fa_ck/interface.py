@@ -111,14 +111,15 @@ def _check_cu_seqlens(name, cu, total: int, device, max_seqlen, max_name) -> int
 
 
 def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, dropout_p, deterministic, fp8,
-            seqlens=None):
-    """seqlens: (longest q sequence, longest k sequence); default q's and k's dim 1 (batch layout)."""
+            seqlens=None, scale_name="softmax_scale"):
+    """seqlens: (longest q sequence, longest k sequence); default q's and k's dim 1 (batch layout).
+    scale_name: what the caller calls the scale (attention: scale; flash-attn's: softmax_scale)."""
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     if not isinstance(deterministic, bool):
         raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
     head_dim = q.shape[-1]
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else _check_float("scale", scale, -math.inf)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else _check_float(scale_name, scale, -math.inf)
     left, right = _check_window(window_size)
     if causal:
         right = 0 if right < 0 else min(right, 0)   # causal is the window's right edge at the diagonal
@@ -149,6 +150,14 @@ def _check_backend(backend):
     dispatch.requested(backend)     # raises ValueError naming the choices
 
 
+def _check_batched(q, k, v, layout: str, backend, dtypes=_DTYPES):
+    """The checks every (batch, ...) entry point makes: tensors, batch agreement, backend name."""
+    _check_qkv(q, k, v, 4, layout, dtypes)
+    if q.shape[0] != k.shape[0]:
+        raise ValueError(f"batch of q ({q.shape[0]}) and k ({k.shape[0]}) must match")
+    _check_backend(backend)
+
+
 # ---------------------------------------------------------------- calls
 
 def _run(q, k, v, p: AttnParams, backend: str):
@@ -159,6 +168,19 @@ def _run(q, k, v, p: AttnParams, backend: str):
     q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
     out, lse, name = ops.attention(q, k, v, p, backend)
     return out, lse, name
+
+
+def _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p, deterministic,
+                      backend, fp8, draw_rng=True):
+    """attention()'s checks and parameters: (q, k, v as flash-layout views, AttnParams)."""
+    _check_batched(q, k, v, "(batch, heads, seqlen, head_dim)", backend)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # views in flash-attn's layout
+    p = _params(q, k, batch=q.shape[0], causal=causal, scale=scale, window_size=window_size,
+                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p if draw_rng else 0.0,
+                deterministic=deterministic, fp8=fp8, scale_name="scale")
+    if not draw_rng:                         # explain(): say what dropout decides, draw no seed
+        p.dropout_p = _check_float("dropout_p", dropout_p, 0.0, 1.0, hi_open=True)
+    return q, k, v, p
 
 
 def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
@@ -172,33 +194,20 @@ def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
     and what KV-cache decoding needs when Sq < Sk. Returns out (B, Hq, Sq, D) in q's dtype, and
     with return_lse also lse (B, Hq, Sq) float32 (natural log; -inf for a row that sees no key).
     """
-    _check_qkv(q, k, v, 4, "(batch, heads, seqlen, head_dim)")
-    if q.shape[0] != k.shape[0]:
-        raise ValueError(f"batch of q ({q.shape[0]}) and k ({k.shape[0]}) must match")
-    _check_backend(backend)
-    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # views in flash-attn's layout
-    p = _params(q, k, batch=q.shape[0], causal=causal, scale=scale, window_size=window_size,
-                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p,
-                deterministic=deterministic, fp8=fp8)
+    q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
+                                   deterministic, backend, fp8)
     out, lse, _ = _run(q, k, v, p, backend)
     out = out.transpose(1, 2)
     return (out, lse) if return_lse else out
 
 
-def explain(q, k, v, **kwargs) -> str:
-    """Which backend would serve attention(q, k, v, **kwargs) (SDPA layout), and why."""
-    backend = kwargs.pop("backend", "auto")
-    _check_qkv(q, k, v, 4, "(batch, heads, seqlen, head_dim)")
-    _check_backend(backend)
-    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    p = _params(q, k, batch=q.shape[0], causal=kwargs.pop("causal", False), scale=kwargs.pop("scale", None),
-                window_size=kwargs.pop("window_size", (-1, -1)), alibi_slopes=kwargs.pop("alibi_slopes", None),
-                softcap=kwargs.pop("softcap", 0.0), dropout_p=0.0, deterministic=kwargs.pop("deterministic", False),
-                fp8=kwargs.pop("fp8", False))
-    p.dropout_p = _check_float("dropout_p", kwargs.pop("dropout_p", 0.0), 0.0, 1.0, hi_open=True)
-    kwargs.pop("return_lse", None)
-    if kwargs:
-        raise TypeError(f"explain() got unexpected arguments: {sorted(kwargs)}")
+def explain(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
+            window_size: tuple[int, int] = (-1, -1), alibi_slopes: Optional[torch.Tensor] = None,
+            softcap: float = 0.0, dropout_p: float = 0.0, deterministic: bool = False,
+            backend: str = "auto", return_lse: bool = False, fp8: bool = False) -> str:
+    """Which backend would serve attention(q, k, v, ...) with the same arguments, and why."""
+    q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
+                                   deterministic, backend, fp8, draw_rng=False)
     head = (f"q {tuple(q.transpose(1, 2).shape)} k {tuple(k.transpose(1, 2).shape)} {q.dtype} on {q.device}; "
             f"features: {', '.join(p.features()) or 'none'}; backend={dispatch.requested(backend)!r}")
     try:
@@ -233,10 +242,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
                     backend="auto"):
     """flash-attn 2.x's flash_attn_func: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D).
     Returns out, or (out, softmax_lse (B, Hq, Sq), S_dmask) with return_attn_probs."""
-    _check_qkv(q, k, v, 4, "(batch, seqlen, heads, head_dim)")
-    if q.shape[0] != k.shape[0]:
-        raise ValueError(f"batch of q ({q.shape[0]}) and k ({k.shape[0]}) must match")
-    _check_backend(backend)
+    _check_batched(q, k, v, "(batch, seqlen, heads, head_dim)", backend)
     p = _params(q, k, batch=q.shape[0], causal=causal, scale=softmax_scale, window_size=window_size,
                 alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p,
                 deterministic=deterministic, fp8=False)
@@ -277,10 +283,7 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
     Returns out, or (out, softmax_lse (B, Hq, Sq) float32) with return_lse.
     """
     fp8_in = isinstance(q, torch.Tensor) and q.dtype in _FP8_DTYPES
-    _check_qkv(q, k, v, 4, "(batch, seqlen, heads, head_dim)", _FP8_DTYPES if fp8_in else _DTYPES)
-    if q.shape[0] != k.shape[0]:
-        raise ValueError(f"batch of q ({q.shape[0]}) and k ({k.shape[0]}) must match")
-    _check_backend(backend)
+    _check_batched(q, k, v, "(batch, seqlen, heads, head_dim)", backend, _FP8_DTYPES if fp8_in else _DTYPES)
     b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
     if not fp8_in:
         for name, t in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):

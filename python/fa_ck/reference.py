@@ -38,6 +38,15 @@ def visible(sq: int, sk: int, causal: bool = False, window: tuple[int, int] = (-
     return ok
 
 
+def alibi_bias(slopes: torch.Tensor, sq: int, sk: int, dtype=torch.float32) -> torch.Tensor:
+    """-slope_h * |i + Sk - Sq - j|: (1, H, sq, sk) for slopes (H,), (B, H, sq, sk) for (B, H)."""
+    slopes = slopes.to(dtype)
+    slopes = slopes.view(1, -1, 1, 1) if slopes.dim() == 1 else slopes.view(slopes.shape[0], -1, 1, 1)
+    i = torch.arange(sq, device=slopes.device).view(-1, 1) + (sk - sq)
+    j = torch.arange(sk, device=slopes.device).view(1, -1)
+    return -slopes * (i - j).abs().to(dtype)
+
+
 def probabilities(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None, softcap=0.0,
                   dtype=torch.float32):
     """Softmax probabilities P (B, Hq, Sq, Sk) and lse (B, Hq, Sq), before dropout."""
@@ -52,11 +61,7 @@ def probabilities(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slop
     if softcap > 0:
         s = softcap * torch.tanh(s / softcap)
     if alibi_slopes is not None:
-        slopes = alibi_slopes.to(dtype=dtype, device=q.device)
-        slopes = slopes.view(1, hq, 1, 1) if slopes.dim() == 1 else slopes.view(b, hq, 1, 1)
-        i = torch.arange(sq, device=q.device).view(-1, 1) + (sk - sq)
-        j = torch.arange(sk, device=q.device).view(1, -1)
-        s = s - slopes * (i - j).abs().to(dtype)
+        s = s + alibi_bias(alibi_slopes.to(q.device), sq, sk, dtype)
     s = s.masked_fill(~visible(sq, sk, causal, window, q.device), float("-inf"))
     lse = torch.logsumexp(s, dim=-1)                                        # -inf for an empty row
     p = torch.exp(s - torch.where(lse == float("-inf"), 0.0, lse).unsqueeze(-1))  # empty row: exp(-inf) = 0

@@ -46,11 +46,7 @@ def _mask(q, k, p: AttnParams):
         if sq == sk:
             return None, True
         return reference.visible(sq, sk, causal=True, device=q.device), False
-    slopes = p.alibi_slopes.float()
-    slopes = slopes.view(1, -1, 1, 1) if slopes.dim() == 1 else slopes.view(q.shape[0], -1, 1, 1)
-    i = torch.arange(sq, device=q.device).view(-1, 1) + (sk - sq)
-    j = torch.arange(sk, device=q.device).view(1, -1)
-    bias = -slopes * (i - j).abs().float()
+    bias = reference.alibi_bias(p.alibi_slopes, sq, sk)
     if p.causal:
         bias = bias.masked_fill(~reference.visible(sq, sk, causal=True, device=q.device), float("-inf"))
     return bias.to(q.dtype), False

@@ -15,6 +15,7 @@ from . import configs
 
 NAME = "triton"
 MAX_HEAD_DIM = 256
+MAX_GRID_Z = 65535        # batch entries (or varlen sequences) are the grid's z
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 try:
@@ -46,6 +47,9 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
         return f"{q.device.type} tensors"
     if q.dtype not in _DTYPES and not (p.fp8 and q.dtype in FP8_DTYPES):
         return f"dtype {q.dtype}"
+    batch = p.cu_seqlens_q.numel() - 1 if p.varlen else q.shape[0]
+    if batch > MAX_GRID_Z:
+        return f"{'sequences' if p.varlen else 'batch'} {batch} (the launch grid's z holds {MAX_GRID_Z})"
     if q.shape[-1] > MAX_HEAD_DIM or v.shape[-1] != q.shape[-1]:
         return f"head_dim {q.shape[-1]} (supported: 1..{MAX_HEAD_DIM}, same for q, k and v)"
     if p.fp8:
@@ -65,17 +69,30 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
     scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
     keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory."""
+    from .quantize import quantize_kernel
+    b, s, h, d = x.shape
     fmax = torch.finfo(dtype).max
-    amax = x.detach().abs().amax(dim=(1, 3)).float().clamp_min(1e-12)     # an all-zero head stays 0
-    scale = fmax / amax
-    scaled = (x.detach().float() * scale[:, None, :, None]).clamp_(-fmax, fmax)
-    if keys_contiguous:
-        b, s, h, d = x.shape
-        x8 = torch.empty((b, h, d, s), dtype=dtype, device=x.device).permute(0, 3, 1, 2)
-        x8.copy_(scaled)
-    else:
-        x8 = scaled.to(dtype)
-    return x8, (1.0 / scale).contiguous()
+    amax = torch.linalg.vector_norm(x.detach(), ord=float("inf"), dim=(1, 3), dtype=torch.float32)
+    scale = (fmax / amax.clamp_min(1e-12)).contiguous()      # an all-zero head stays 0
+    def layout(dt):
+        if keys_contiguous:
+            return torch.empty((b, h, d, s), dtype=dt, device=x.device).permute(0, 3, 1, 2)
+        return torch.empty((b, s, h, d), dtype=dt, device=x.device)
+    x8 = layout(dtype)
+    # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
+    # values already on the fp8 grid in float32, and torch's cast of them is exact
+    out = layout(torch.float32) if configs.INTERPRET else x8
+    if x.numel():
+        if x.stride(-1) != 1:
+            x = x.contiguous()
+        block_s = 16 if configs.INTERPRET else 64
+        emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
+        quantize_kernel[(triton.cdiv(s, block_s), h, b)](
+            x, out, scale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax,
+            BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d), ROUND_EMIN=emin)
+    if out is not x8:
+        x8.copy_(out)
+    return x8, 1.0 / scale
 
 
 def _keys_contiguous(v: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,7 @@ from ck_compile_check import compile_triton  # noqa: E402
 from fa_ck.backends.triton import configs  # noqa: E402
 from fa_ck.backends.triton.backward import bwd_dkdv_kernel, bwd_dq_kernel  # noqa: E402
 from fa_ck.backends.triton.forward import fwd_kernel  # noqa: E402
+from fa_ck.backends.triton.quantize import quantize_kernel  # noqa: E402
 
 _TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _FLOATS = {"scale", "scale_log2", "softcap_in", "softcap_out", "dropout_p"}
@@ -79,6 +80,17 @@ def signature(fn, dtype, data_type=None) -> dict:
     return sig
 
 
+# Integer arguments Triton's launcher marks divisible by 16 at the shapes we train with (strides
+# of contiguous tensors, sequence lengths and head dims that are multiples of 16): with them the
+# compiler sees aligned rows and emits 16-byte loads and cp.async, as it does at run time.
+_DIVISIBLE_INTS = ("seqlen_q", "seqlen_k", "head_dim", "rng_row", "seqlen")
+
+
+def divisible(sig: dict) -> tuple:
+    return tuple(n for n, t in sig.items()
+                 if t.startswith("*") or (t == "i32" and (n.startswith("stride") or n in _DIVISIBLE_INTS)))
+
+
 def _flags(d: int, causal: bool) -> dict:
     return dict(BLOCK_D=configs.block_d(d), EVEN_D=configs.block_d(d) == d, VARLEN=False, SOFTCAP=False,
                 ALIBI=False, MASK_LEFT=False, MASK_RIGHT=causal, DROPOUT=False, DOT_F32=False)
@@ -111,6 +123,21 @@ def fp8_kernels(target: str, arch: str):
             yield f"fwd {ty} d{d} {'causal' if causal else 'full'}", sig, consts, cfg
 
 
+def quantize_kernels(target: str):
+    """(name, signature, constexprs) of the fp8 quantisation into the target's format: q and k
+    written head-dim-contiguous (stride_od = 1), v keys-contiguous (stride_od generic)."""
+    _, ty, _ = _FP8[target]
+    for layout in ("q/k", "v"):
+        sig = {n: "i32" for n in quantize_kernel.arg_names}
+        sig.update(X="*bf16", X8="*" + ty, SCALE="*fp32", fp8_max="fp32")
+        consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0)
+        if layout == "q/k":
+            consts["stride_od"] = 1
+        for c in consts:
+            sig[c] = "constexpr"
+        yield f"quantize bf16->{ty} d128 {layout}", sig, consts
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--targets", nargs="+", default=["gfx942", "sm90"])
@@ -131,7 +158,7 @@ def main(argv=None) -> int:
                             sig[c] = "constexpr"
                         try:
                             st = compile_triton(fn, sig, consts, target, num_warps=cfg["num_warps"],
-                                                num_stages=cfg["num_stages"])
+                                                num_stages=cfg["num_stages"], divisible=divisible(sig))
                         except Exception as e:  # a compile failure is a finding, keep going
                             failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
                             continue
@@ -146,7 +173,7 @@ def main(argv=None) -> int:
         for name, sig, consts, cfg in (fp8_kernels(target, arch) if target in _FP8 else ()):
             try:
                 st = compile_triton(fwd_kernel, sig, consts, target, num_warps=cfg["num_warps"],
-                                    num_stages=cfg["num_stages"])
+                                    num_stages=cfg["num_stages"], divisible=divisible(sig))
             except Exception as e:
                 failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
                 continue
@@ -159,6 +186,17 @@ def main(argv=None) -> int:
                                 "(want fp8 only: no emulation through fp16)")
             if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                 failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) with the default config {cfg_s}")
+        for name, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
+            try:
+                st = compile_triton(quantize_kernel, sig, consts, target, num_warps=4, num_stages=1,
+                                    divisible=divisible(sig))
+            except Exception as e:
+                failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+                continue
+            st["matrix_ops"] = "-"
+            rows.append((target, name, "64x128 w4", st))
+            if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
+                failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR)")
     head = "| target | kernel | config | VGPR/REG | AGPR | SGPR | VGPR spill | LDS/smem B | occupancy | MFMA/wgmma |"
     lines = [head, "|" + "---|" * 10]
     for target, name, cfg_s, st in rows:

@@ -64,8 +64,7 @@ def run_cases(seed: int, cases: int, budget: float, device: str = "cuda") -> lis
         if "alibi" in feat:
             shape = (case["b"], case["hq"]) if feat.pop("alibi") else (case["hq"],)
             feat["alibi_slopes"] = torch.rand(shape, device=device) * 0.3
-        row = {"case": f"{seed}-{i}", **{k: v for k, v in case.items() if k != "feat"},
-               "feat": {k: v for k, v in case["feat"].items()}}
+        row = {"case": f"{seed}-{i}", **case, "feat": dict(case["feat"])}
         kw = dict(dtype=getattr(torch, case["dtype"]), device=device, **feat)
         for _ in range(2):
             try:

@@ -111,9 +111,10 @@ def _check_cu_seqlens(name, cu, total: int, device, max_seqlen, max_name) -> int
 
 
 def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, dropout_p, deterministic, fp8,
-            seqlens=None, scale_name="softmax_scale"):
+            seqlens=None, scale_name="softmax_scale", draw_rng=True):
     """seqlens: (longest q sequence, longest k sequence); default q's and k's dim 1 (batch layout).
-    scale_name: what the caller calls the scale (attention: scale; flash-attn's: softmax_scale)."""
+    scale_name: what the caller calls the scale (attention: scale; flash-attn's: softmax_scale).
+    draw_rng=False (explain): no dropout seed is drawn, so the caller's RNG stream is untouched."""
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     if not isinstance(deterministic, bool):
@@ -133,7 +134,7 @@ def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, d
     softcap = _check_float("softcap", softcap, 0.0)
     dropout_p = _check_float("dropout_p", dropout_p, 0.0, 1.0, hi_open=True)
     rng = None
-    if dropout_p > 0:
+    if dropout_p > 0 and draw_rng:
         # seed material drawn from the device's generator: torch.manual_seed makes it reproducible
         # 62 random bits (kernels add the head index: two calls' streams overlap with odds ~2^-50),
         # offset 0
@@ -176,10 +177,8 @@ def _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap
     _check_batched(q, k, v, "(batch, heads, seqlen, head_dim)", backend)
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # views in flash-attn's layout
     p = _params(q, k, batch=q.shape[0], causal=causal, scale=scale, window_size=window_size,
-                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p if draw_rng else 0.0,
-                deterministic=deterministic, fp8=fp8, scale_name="scale")
-    if not draw_rng:                         # explain(): say what dropout decides, draw no seed
-        p.dropout_p = _check_float("dropout_p", dropout_p, 0.0, 1.0, hi_open=True)
+                alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p, deterministic=deterministic,
+                fp8=fp8, scale_name="scale", draw_rng=draw_rng)
     return q, k, v, p
 
 

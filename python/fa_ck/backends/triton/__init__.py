@@ -74,14 +74,10 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     fmax = torch.finfo(dtype).max
     amax = torch.linalg.vector_norm(x.detach(), ord=float("inf"), dim=(1, 3), dtype=torch.float32)
     scale = (fmax / amax.clamp_min(1e-12)).contiguous()      # an all-zero head stays 0
-    def layout(dt):
-        if keys_contiguous:
-            return torch.empty((b, h, d, s), dtype=dt, device=x.device).permute(0, 3, 1, 2)
-        return torch.empty((b, s, h, d), dtype=dt, device=x.device)
-    x8 = layout(dtype)
+    x8 = _empty_bshd((b, s, h, d), dtype, x.device, keys_contiguous)
     # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
     # values already on the fp8 grid in float32, and torch's cast of them is exact
-    out = layout(torch.float32) if configs.INTERPRET else x8
+    out = _empty_bshd((b, s, h, d), torch.float32, x.device, keys_contiguous) if configs.INTERPRET else x8
     if x.numel():
         if x.stride(-1) != 1:
             x = x.contiguous()
@@ -95,13 +91,19 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     return x8, 1.0 / scale
 
 
+def _empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
+    """An uninitialised (B, S, H, D) tensor; keys_contiguous: stored (B, H, D, S) in memory."""
+    b, s, h, d = shape
+    if keys_contiguous:
+        return torch.empty((b, h, d, s), dtype=dtype, device=device).permute(0, 3, 1, 2)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 def _keys_contiguous(v: torch.Tensor) -> torch.Tensor:
     """v (B, S, H, D) with stride(1) == 1 (see forward.py), copied only when it is not already."""
     if v.stride(1) == 1 or v.shape[1] <= 1:
         return v
-    b, s, h, d = v.shape
-    out = torch.empty((b, h, d, s), dtype=v.dtype, device=v.device).permute(0, 3, 1, 2)
-    return out.copy_(v)
+    return _empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
 
 
 def _fp8_inputs(q, k, v, p: AttnParams):

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# One device call on the lent H200: GPU tests, then the kernel sweep against SDPA (cuDNN, flash)
-# in the same run. Everything lands in $OUT (at most 8 files come back).
-#   bash bench/h200.sh [tests|kernels|sweep|all] [extra args for bench/kernels.py]
+# One device call on the lent H200. Everything lands in $OUT (at most 8 files come back).
+#   bash bench/h200.sh gpu-tests     GPU-only shapes, one process per test (~6 min)
+#   bash bench/h200.sh small-tests   the CPU suite's shapes on the GPU, 12 workers (~5 min)
+#   bash bench/h200.sh sweep         bench/random_sweep.py, 12 workers, 8 minutes
+#   bash bench/h200.sh kernels [args for bench/kernels.py]   the sweep against SDPA cuDNN / flash
+# (`tests` is gpu-tests then small-tests: more than one 10-minute call holds.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"
-what=${1:-all}; shift || true
+what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|tests|sweep|kernels [kernels.py args]}; shift || true
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
 } | tee "$OUT/env.txt"
-if [[ $what == tests || $what == all ]]; then
-  # GPU-only shapes first, one process per test: a CUDA fault leaves its process unusable, and
+if [[ $what == gpu-tests || $what == tests ]]; then
+  # GPU-only shapes, one process per test: a CUDA fault leaves its process unusable, and
   # CUDA_LAUNCH_BLOCKING=1 pins the fault on the launch that made it.
   : > "$OUT/pytest_gpu.log"
   for t in $(python3 -m pytest tests/test_gpu_scale.py tests/test_triton_kernels.py -m gpu --collect-only -q \
@@ -24,6 +27,8 @@ if [[ $what == tests || $what == all ]]; then
         > "$OUT/sanitizer.log" 2>&1; echo "sanitizer rc=$?"; tail -30 "$OUT/sanitizer.log"
     fi
   done
+fi
+if [[ $what == small-tests || $what == tests ]]; then
   # small shapes in parallel (compiles dominate)
   timeout 300 python3 -m pytest tests/test_triton_kernels.py tests/test_features.py tests/test_api.py \
       tests/test_properties.py tests/test_fp8.py tests/test_tuning.py -v -rf -n 12 -m "not gpu" -p no:cacheprovider \
@@ -34,6 +39,6 @@ if [[ $what == sweep ]]; then
   # 12 processes share the GPU (compiles dominate a case); ~750 cases took 14 workers 5 minutes
   python3 bench/random_sweep.py --workers 12 --cases 3000 --time-budget 480 --out "$OUT/sweep"
 fi
-if [[ $what == kernels || $what == all ]]; then
+if [[ $what == kernels ]]; then
   python3 bench/kernels.py --out "$OUT/kernels" "$@"
 fi

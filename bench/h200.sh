@@ -2,14 +2,14 @@
 # One device call on the lent H200. Everything lands in $OUT (at most 8 files come back).
 #   bash bench/h200.sh gpu-tests     GPU-only shapes, one process per test (~6 min)
 #   bash bench/h200.sh small-tests   the CPU suite's shapes on the GPU, 12 workers (~5 min)
-#   bash bench/h200.sh sweep         bench/random_sweep.py, 12 workers, 8 minutes
+#   bash bench/h200.sh sweep [SECONDS]   bench/random_sweep.py, 12 workers per GPU, budget SECONDS (default 480)
 #   bash bench/h200.sh kernels [args for bench/kernels.py]   the sweep against SDPA cuDNN / flash
 # (`tests` is gpu-tests then small-tests: more than one 10-minute call holds.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"
-what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|tests|sweep|kernels [kernels.py args]}; shift || true
+what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|tests|sweep [seconds]|kernels [kernels.py args]}; shift || true
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
@@ -36,8 +36,12 @@ if [[ $what == small-tests || $what == tests ]]; then
   echo "small-shape tests rc=$?"; tail -4 "$OUT/pytest.log"
 fi
 if [[ $what == sweep ]]; then
-  # 12 processes share the GPU (compiles dominate a case); ~750 cases took 14 workers 5 minutes
-  python3 bench/random_sweep.py --workers 12 --cases 3000 --time-budget 480 --out "$OUT/sweep"
+  # 12 processes share each GPU (compiles dominate a case); ~750 cases took 14 workers 5 minutes.
+  # The budget stops new cases only: leave the 10-minute call room for the last ones and startup.
+  budget=${1:-480}
+  # torch's count, as random_sweep.py spreads workers over (it honours CUDA_VISIBLE_DEVICES)
+  gpus=$(python3 -c "import torch; print(max(torch.cuda.device_count(), 1))" 2>/dev/null || echo 1)
+  python3 bench/random_sweep.py --workers $((12 * gpus)) --cases 3000 --time-budget "$budget" --out "$OUT/sweep"
 fi
 if [[ $what == kernels ]]; then
   python3 bench/kernels.py --out "$OUT/kernels" "$@"

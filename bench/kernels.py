@@ -3,6 +3,8 @@
     python bench/kernels.py                        # full sweep, ~8 min budget on an H200
     python bench/kernels.py --quick                # bf16, d64/d128, three seq lens, nanoGPT shape
     python bench/kernels.py --hdim 128 --dtype bf16 --mode fwd --backends fa_ck-triton sdpa-cudnn
+    python bench/kernels.py --quick --backends fa_ck-triton fa_ck-triton-det sdpa-cudnn \
+        --variant dq3='{"bwd_dq": {"num_stages": 3}}' --variant onepass='{"bwd_dkdv": {"ONE_PASS": true}}'
 
 Shapes follow flash-attn's benchmark: batch*seq = 16k tokens, hidden = heads*head_dim =
 2048, plus nanoGPT's 64 x 12 x 1024 x 64 causal. TFLOP/s in flash-attn's convention
@@ -15,6 +17,13 @@ compiles once per shape): the default budget covers bf16 d128, nanoGPT, d64 and 
 d256; split the rest across commands, e.g. `--dtype fp16 --out DIR/fp16`. A first run
 with fa_ck-triton-autotune also pays its searches (cached on disk for later runs; the
 time shows in each row's first_call_s).
+
+`--variant NAME=JSON` adds a backend fa_ck-triton-NAME: fa_ck-triton (autotune off) with
+FA_CK_TRITON_CONFIG=JSON, {kernel: {key: value}} merged over the chosen config of the kernels
+fwd, bwd_dkdv and bwd_dq. fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
+request: it changes the backward alone, so its forward is skipped). The other fa_ck backends
+run with FA_CK_TRITON_CONFIG cleared, so an exported value never shifts the baseline. fwd+bwd
+rows also carry the relative errors of dq, dk and dv against the same float64 slice.
 
 Without a CUDA GPU it runs a tiny CPU smoke sweep that checks the pipeline, not speed.
 """
@@ -39,9 +48,11 @@ REPO = Path(__file__).resolve().parents[1]
 GPU_BACKENDS = ["fa_ck-triton", "fa_ck-triton-autotune", "fa_ck-fp8", "sdpa-cudnn", "sdpa-flash",
                 "sdpa-efficient", "sdpa-default", "flex", "naive"]
 CPU_BACKENDS = ["fa_ck-reference", "sdpa-default", "naive"]
-ALL_BACKENDS = GPU_BACKENDS + ["fa_ck-reference"]
+# fa_ck-triton-det only on request: its forward is fa_ck-triton's, its backward a second timing
+ALL_BACKENDS = [*GPU_BACKENDS[:2], "fa_ck-triton-det", *GPU_BACKENDS[2:], "fa_ck-reference"]
 BASELINE = "sdpa-cudnn"
-OURS = ("fa_ck-triton", "fa_ck-triton-autotune")
+OURS = ("fa_ck-triton", "fa_ck-triton-autotune", "fa_ck-triton-det")
+VARIANT_PREFIX = "fa_ck-triton-"   # --variant NAME=JSON runs as fa_ck-triton-NAME
 
 HEADS_FOR_HDIM = {64: 32, 128: 16, 256: 8}   # hidden 2048, as flash-attn's benchmark
 TOKENS = 16 * 1024
@@ -112,6 +123,11 @@ def sweep_shapes(dtypes, hdims, seqlens, causals, nanogpt=True, tokens=TOKENS, h
     return shapes
 
 
+def is_ours(name: str) -> bool:
+    """Our Triton backends, --variant ones included: the candidates for issue 6's targets."""
+    return name in OURS or (name.startswith(VARIANT_PREFIX) and name not in ALL_BACKENDS)
+
+
 def naive_bytes(shape: Shape) -> float:
     return shape.B * shape.H * shape.S * shape.S * 4 * 3
 
@@ -149,12 +165,20 @@ def _env(name: str, value: str):
 
 
 class FaCk(Backend):
-    def __init__(self, name, fa_ck, backend=None, autotune=None, fp8=False):
+    def __init__(self, name, fa_ck, backend=None, autotune=None, fp8=False, config=None, deterministic=False):
         self.name, self.fa_ck, self.backend, self.autotune, self.fp8 = name, fa_ck, backend, autotune, fp8
+        self.config, self.deterministic = config, deterministic
 
+    def skip(self, shape, mode):
+        if self.deterministic and mode == "fwd":
+            return "deterministic changes the backward only: the forward is fa_ck-triton's"
+        return None
+
+    @contextlib.contextmanager
     def context(self):
-        # fa_ck reads FA_CK_AUTOTUNE at call time; set it for the whole measurement
-        return _env("FA_CK_AUTOTUNE", "1" if self.autotune else "0")
+        # fa_ck reads both at call time; set them for the whole measurement ("" = no overrides)
+        with _env("FA_CK_AUTOTUNE", "1" if self.autotune else "0"), _env("FA_CK_TRITON_CONFIG", self.config or ""):
+            yield
 
     def __call__(self, q, k, v, causal):
         kw = {"causal": causal}
@@ -162,6 +186,8 @@ class FaCk(Backend):
             kw["backend"] = self.backend
         if self.fp8:
             kw["fp8"] = True
+        if self.deterministic:
+            kw["deterministic"] = True
         return self.fa_ck.attention(q, k, v, **kw)
 
 
@@ -264,8 +290,12 @@ def _import_fa_ck():
         return None, f"import fa_ck failed: {type(e).__name__}: {e}"
 
 
-def make_backends(names: list[str], explicit: bool = False) -> tuple[list[Backend], dict[str, str]]:
-    """The backends that can run here, and {name: why not} for the others."""
+def make_backends(names: list[str], explicit: bool = False,
+                  variants: dict[str, str] | None = None) -> tuple[list[Backend], dict[str, str]]:
+    """The backends that can run here, and {name: why not} for the others. variants:
+    {backend name: FA_CK_TRITON_CONFIG JSON}, each run after `names`."""
+    variants = variants or {}
+    names = [*names, *variants]
     from torch.nn.attention import SDPBackend
     sdpa = {"sdpa-cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa-flash": SDPBackend.FLASH_ATTENTION,
             "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION, "sdpa-default": None}
@@ -280,6 +310,8 @@ def make_backends(names: list[str], explicit: bool = False) -> tuple[list[Backen
                 backends.append(
                     FaCk(n, fa_ck, backend="triton", autotune=False) if n == "fa_ck-triton" else
                     FaCk(n, fa_ck, backend="triton", autotune=True) if n == "fa_ck-triton-autotune" else
+                    FaCk(n, fa_ck, backend="triton", autotune=False, deterministic=True) if n == "fa_ck-triton-det" else
+                    FaCk(n, fa_ck, backend="triton", autotune=False, config=variants[n]) if n in variants else
                     FaCk(n, fa_ck, fp8=True) if n == "fa_ck-fp8" else
                     FaCk(n, fa_ck, backend="reference"))
             elif n in sdpa:
@@ -295,16 +327,35 @@ def make_backends(names: list[str], explicit: bool = False) -> tuple[list[Backen
 
 # ----------------------------------------------------------------------------- measuring
 
-def reference_out(q, k, v, causal):
-    """float64/float32 softmax(q k^T / sqrt(d)) v on the given (small) slice."""
+def _ref_dtype(q):
     import torch
-    acc = torch.float64 if q.shape[-2] <= 2048 else torch.float32
-    q, k, v = q.to(acc), k.to(acc), v.to(acc)
+    return torch.float64 if q.shape[-2] <= 2048 else torch.float32
+
+
+def _ref_attn(q, k, v, causal):
+    import torch
     s = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
     if causal:  # bottom-right aligned; Sq == Sk here
         sq, sk = s.shape[-2:]
         s = s.masked_fill(torch.ones(sq, sk, dtype=torch.bool, device=s.device).triu(sk - sq + 1), float("-inf"))
-    return (torch.softmax(s, dim=-1) @ v).float()
+    return torch.softmax(s, dim=-1) @ v
+
+
+def reference_out(q, k, v, causal):
+    """float64/float32 softmax(q k^T / sqrt(d)) v on the given (small) slice."""
+    acc = _ref_dtype(q)
+    return _ref_attn(q.to(acc), k.to(acc), v.to(acc), causal).float()
+
+
+def reference_grads(q, k, v, g, causal):
+    """(dq, dk, dv) of the same reference for output grad g, all slices alike. Batches and
+    heads are independent, so the slice's grads are the slices of the full grads."""
+    import torch
+    acc = _ref_dtype(q)
+    q, k, v = (t.detach().to(acc).requires_grad_() for t in (q, k, v))
+    with torch.enable_grad():
+        out = _ref_attn(q, k, v, causal)
+        return tuple(t.float() for t in torch.autograd.grad(out, (q, k, v), g.to(acc)))
 
 
 def _ref_slice(t):
@@ -338,7 +389,8 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
-def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, device) -> dict:
+def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, device, ref_grads=None) -> dict:
+    """ref: reference_out on the slice; ref_grads: reference_grads there, for fwd+bwd errors."""
     import torch
     row = dict(point=shape.name, tag=shape.tag, dtype=shape.dtype, D=shape.D, H=shape.H, B=shape.B,
                S=shape.S, causal=shape.causal, mode=mode, backend=backend.name)
@@ -351,21 +403,23 @@ def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, devic
     if mode == "fwd":
         def fn():
             with torch.no_grad():
-                return backend(q, k, v, shape.causal)
+                return backend(q, k, v, shape.causal), None
     else:
         def fn():  # forward + backward with a fixed random grad; autograd.grad leaves .grad alone
             out = backend(q, k, v, shape.causal)
-            torch.autograd.grad(out, (q, k, v), g)
-            return out
+            return out, torch.autograd.grad(out, (q, k, v), g)
 
     try:
         with backend.context():
             t0 = time.perf_counter()
-            out = fn()              # compiles / autotunes: not timed, reported
+            out, grads = fn()       # compiles / autotunes: not timed, reported
             _sync(device)
             row["first_call_s"] = round(time.perf_counter() - t0, 3)
             row["rel_err"] = rel_err(out, ref)
-            del out
+            if grads is not None and ref_grads is not None:
+                for name, got, want in zip(("dq", "dk", "dv"), grads, ref_grads):
+                    row[f"rel_err_{name}"] = rel_err(got, want)
+            del out, grads
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats()
                 fn()
@@ -429,7 +483,11 @@ def _cell(r: dict | None) -> str:
 
 def _backends_in(rows):
     seen = list(dict.fromkeys(r["backend"] for r in rows))
-    return [b for b in ALL_BACKENDS if b in seen] + [b for b in seen if b not in ALL_BACKENDS]
+    known = [b for b in ALL_BACKENDS if b in seen]
+    variants = [b for b in seen if b not in ALL_BACKENDS and is_ours(b)]
+    # variant columns right after our other Triton ones, so they sit next to what they vary
+    i = max((j + 1 for j, b in enumerate(known) if is_ours(b)), default=0)
+    return known[:i] + variants + known[i:] + [b for b in seen if b not in ALL_BACKENDS and not is_ours(b)]
 
 
 def _points_in(rows):
@@ -447,10 +505,11 @@ def markdown_table(rows: list[dict], mode: str, value=_cell) -> str:
 
 
 def target_lines(rows: list[dict]) -> list[str]:
-    """Issue 6's targets, for the best of our Triton backends (autotune off or on) per point."""
+    """Issue 6's targets, for the best of our Triton backends (autotune off or on, deterministic,
+    --variant ones) per point; each line names the backend of its worst point."""
     best = {}
     for r in rows:
-        if r["backend"] in OURS and r.get("ratio_cudnn"):
+        if is_ours(r["backend"]) and r.get("ratio_cudnn"):
             k = (r["point"], r["mode"])
             if k not in best or r["ratio_cudnn"] > best[k]["ratio_cudnn"]:
                 best[k] = r
@@ -487,6 +546,16 @@ def notes(rows: list[dict]) -> list[str]:
     return [f"- {b} {kind} ({n} points): {msg}" for (b, kind, msg), n in seen.items()]
 
 
+def grad_err(r: dict | None) -> str:
+    """The worst of a row's dq/dk/dv errors, and which one it is."""
+    errs = {n: r.get(f"rel_err_{n}") for n in ("dq", "dk", "dv")} if r else {}
+    errs = {n: e for n, e in errs.items() if e is not None}
+    if not errs:
+        return ""
+    name = max(errs, key=errs.get)
+    return f"{errs[name]:.1e} ({name})"
+
+
 def write_markdown(path: Path, rows: list[dict], env: dict) -> None:
     parts = [f"# Attention kernels: {env.get('gpu', '?')}, {env.get('date', '')}", "",
              f"Command: `{env.get('command', '')}`", "",
@@ -495,6 +564,9 @@ def write_markdown(path: Path, rows: list[dict], env: dict) -> None:
              f"ratio to {BASELINE} in parentheses.", ""]
     if env.get("note"):
         parts += [f"**{env['note']}**", ""]
+    if env.get("variants"):
+        parts += ["Variants (FA_CK_TRITON_CONFIG over fa_ck-triton): "
+                  + ", ".join(f"{VARIANT_PREFIX}{n} = `{cfg}`" for n, cfg in env["variants"].items()), ""]
     parts += ["## Targets (issue 6)", "", *target_lines(rows), ""]
     mem = lambda r: "" if r is None or r.get("peak_gb") is None else f"{r['peak_gb']:.2f}"  # noqa: E731
     err = lambda r: "" if r is None or r.get("rel_err") is None else f"{r['rel_err']:.1e}"  # noqa: E731
@@ -507,6 +579,9 @@ def write_markdown(path: Path, rows: list[dict], env: dict) -> None:
         mode = "fwd" if any(r["mode"] == "fwd" for r in rows) else "fwdbwd"
         parts += ["## Forward relative error ||out - ref|| / ||ref|| (batch 0, heads 0-1, fp32/fp64 ref)", "",
                   markdown_table(rows, mode, err), ""]
+    if any(r.get("rel_err_dq") is not None for r in rows):
+        parts += ["## Gradient relative error, worst of dq, dk, dv (fwd+bwd rows, same slice and ref)", "",
+                  markdown_table(rows, "fwdbwd", grad_err), ""]
     if env.get("unavailable"):
         parts += ["## Backends not run", ""] + [f"- {b}: {why}" for b, why in env["unavailable"].items()] + [""]
     if env.get("not_measured"):
@@ -547,7 +622,7 @@ def write_plots(out_dir: Path, rows: list[dict]) -> list[Path]:
                         pts = sorted((r["S"], r["tflops"]) for r in sel if r["D"] == d and r["causal"] == c
                                      and r["backend"] == b)
                         if pts:
-                            ax.plot(*zip(*pts), marker="o", label=b, lw=2.5 if b in OURS or b == BASELINE else 1.2)
+                            ax.plot(*zip(*pts), marker="o", label=b, lw=2.5 if is_ours(b) or b == BASELINE else 1.2)
                     ax.set_xscale("log", base=2)
                     ax.set_title(f"d{d} {'causal' if c else 'non-causal'}")
                     ax.set_xlabel("seq len")
@@ -563,10 +638,16 @@ def write_plots(out_dir: Path, rows: list[dict]) -> list[Path]:
     return written
 
 
-SHORT_NAMES = {"fa_ck-triton": "triton", "fa_ck-triton-autotune": "tri-at", "fa_ck-fp8": "fp8",
+SHORT_NAMES = {"fa_ck-triton": "triton", "fa_ck-triton-autotune": "tri-at", "fa_ck-triton-det": "tri-dt",
+               "fa_ck-fp8": "fp8",
                "sdpa-cudnn": "cudnn", "sdpa-flash": "flash", "sdpa-efficient": "effic",
                "sdpa-default": "sdpa", "flex": "flex", "naive": "naive", "fa_ck-reference": "ref"}
 SUMMARY_BACKENDS = [BASELINE, *OURS, "fa_ck-fp8", "sdpa-flash", "flex"]
+
+
+def short_name(b: str) -> str:
+    """A column head of at most 6 characters; a variant goes by its NAME."""
+    return SHORT_NAMES.get(b, b[len(VARIANT_PREFIX):] if is_ours(b) else b)[:6]
 
 
 def summary(rows: list[dict]) -> str:
@@ -574,7 +655,8 @@ def summary(rows: list[dict]) -> str:
     ratio to it (TFLOP/s where cuDNN wasn't measured). Kept narrow: the full tables are in
     results.md."""
     present = _backends_in(rows)
-    cols = [b for b in SUMMARY_BACKENDS if b in present] or present
+    cols = [b for b in present if b in SUMMARY_BACKENDS or is_ours(b)]
+    cols = sorted(cols, key=lambda b: b != BASELINE) or present   # cuDNN first, the rest in table order
     by = {(r["point"], r["mode"], r["backend"]): r for r in rows}
 
     def cell(r):
@@ -588,7 +670,7 @@ def summary(rows: list[dict]) -> str:
 
     short = lambda p: re.sub(r" B\d+xH\d+$", "", p)  # noqa: E731  (batch and heads follow from d and S)
     width = max([len(short(p)) for p in _points_in(rows)] + [5])
-    lines = [f"{'point':<{width}} {'mode':<6} " + " ".join(f"{SHORT_NAMES.get(b, b)[:6]:>6}" for b in cols)]
+    lines = [f"{'point':<{width}} {'mode':<6} " + " ".join(f"{short_name(b):>6}" for b in cols)]
     for p in _points_in(rows):
         for mode in ("fwd", "fwdbwd"):
             if any(r["point"] == p and r["mode"] == mode for r in rows):
@@ -627,6 +709,24 @@ def _gpu_slug(name: str) -> str:
 
 # ----------------------------------------------------------------------------- main
 
+def _variant(text: str) -> tuple[str, str]:
+    """--variant NAME=JSON -> (backend name, JSON), checked before anything runs."""
+    name, sep, cfg = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise argparse.ArgumentTypeError(f"expected NAME=JSON with NAME of letters, digits, '-', '_'; got {text!r}")
+    if VARIANT_PREFIX + name in ALL_BACKENDS:
+        raise argparse.ArgumentTypeError(f"variant name {name!r} would shadow the backend {VARIANT_PREFIX + name}")
+    try:
+        table = json.loads(cfg)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"variant {name!r}: JSON does not parse ({e}): {cfg!r}") from None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise argparse.ArgumentTypeError(f"variant {name!r}: JSON must be an object {{kernel: {{key: value}}}}, "
+                                         f"got {cfg!r}")
+    # kernel and key names are fa_ck's to check (configs.overrides): a bad one errors each row at once
+    return VARIANT_PREFIX + name, json.dumps(table)
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -638,6 +738,9 @@ def parse_args(argv):
     ap.add_argument("--backends", nargs="+", choices=ALL_BACKENDS, default=None, metavar="NAME",
                     help=f"any of {' '.join(ALL_BACKENDS)}; default on GPU: {' '.join(GPU_BACKENDS)}; "
                          f"on CPU: {' '.join(CPU_BACKENDS)}")
+    ap.add_argument("--variant", type=_variant, action="append", default=[], metavar="NAME=JSON",
+                    help="repeatable: also run fa_ck-triton-NAME, fa_ck-triton (autotune off) with "
+                         "FA_CK_TRITON_CONFIG=JSON, e.g. dq3='{\"bwd_dq\": {\"num_stages\": 3}}'")
     ap.add_argument("--no-nanogpt", action="store_true", help="leave out the 64x12x1024x64 causal shape")
     ap.add_argument("--quick", action="store_true", help="bf16, d64 and d128, S 1k/4k/16k, nanoGPT shape")
     ap.add_argument("--out", type=Path, default=None, help="default bench/results/kernels-<gpu>-<date>/")
@@ -646,6 +749,11 @@ def parse_args(argv):
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=int, default=100, help="do_bench rep, ms")
     args = ap.parse_args(argv)
+    names = [n for n, _ in args.variant]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        ap.error(f"--variant: name given twice: {', '.join(dup)}")
+    args.variants = dict(args.variant)
     if args.quick:
         args.dtype, args.hdim, args.seqlens = ["bf16"], [h for h in args.hdim if h in (64, 128)] or [128], [1024, 4096, 16384]
     return args
@@ -668,16 +776,23 @@ def main(argv=None) -> int:
               "its numbers say nothing about kernel speed")
         shapes = sweep_shapes(args.dtype[:1], [64], [128, 256], causals, nanogpt=False, tokens=512, heads={64: 2})
         names = [n for n in (args.backends or CPU_BACKENDS) if n in CPU_BACKENDS]
+        gpu_only = list(args.backends or []) + list(args.variants)
+        args.variants = {}
         args.rep = min(args.rep, 50)
 
     env = collect_env(argv, device)
     if not on_gpu:
         env["note"] = "CPU smoke run: numbers are not kernel speed"
+    env["variants"] = {n[len(VARIANT_PREFIX):]: cfg for n, cfg in args.variants.items()}
+    if os.environ.get("FA_CK_TRITON_CONFIG", "").strip():
+        print("note: FA_CK_TRITON_CONFIG is set but cleared for the fa_ck backends; use --variant to measure it")
     out_dir = args.out or REPO / "bench" / "results" / \
         f"kernels-{_gpu_slug(env['gpu'])}-{datetime.datetime.now().strftime('%Y%m%d-%H%M')}"
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    backends, unavailable = make_backends(names, explicit=args.backends is not None)
+    backends, unavailable = make_backends(names, explicit=args.backends is not None, variants=args.variants)
+    if not on_gpu:
+        unavailable.update({n: "CPU smoke run: GPU backends left out" for n in gpu_only if n not in CPU_BACKENDS})
     env["backends"] = [b.name for b in backends]
     env["unavailable"] = unavailable
     for b, why in unavailable.items():
@@ -711,6 +826,7 @@ def main(argv=None) -> int:
                 break
             inputs = make_inputs(shape, device)
             ref = reference_out(*(_ref_slice(t) for t in inputs[:3]), shape.causal)
+            ref_grads = reference_grads(*(_ref_slice(t) for t in inputs), shape.causal) if "fwdbwd" in modes else None
             fatal = False
             for b in backends:
                 try:
@@ -723,7 +839,7 @@ def main(argv=None) -> int:
                 for mode in modes:
                     if time.perf_counter() - t_start > args.time_budget + BUDGET_GRACE_S:
                         raise Stop("time budget spent mid-shape")
-                    row = measure(b, shape, mode, inputs, ref, timer, device)
+                    row = measure(b, shape, mode, inputs, ref, timer, device, ref_grads)
                     rows.append(row)
                     fatal = fatal or row.get("fatal", False)
                     if fatal:
@@ -732,11 +848,12 @@ def main(argv=None) -> int:
                     break
             add_ratios(rows)
             here = {(r["backend"], r["mode"]): r for r in rows if r["point"] == shape.name}
-            shown = [n for n in (BASELINE, *OURS) if n in env["backends"]] or env["backends"]
-            brief = "  ".join(f"{m}: " + ", ".join(f"{SHORT_NAMES.get(n, n)} {_cell(here.get((n, m))) or '-'}"
+            shown = [n for n in env["backends"] if n == BASELINE] + [n for n in env["backends"] if is_ours(n)]
+            shown = shown or env["backends"]
+            brief = "  ".join(f"{m}: " + ", ".join(f"{short_name(n)} {_cell(here.get((n, m))) or '-'}"
                                                    for n in shown) for m in modes)
             print(f"[{i + 1}/{len(shapes)} {time.perf_counter() - t_start:.0f}s] {shape.name}  {brief}", flush=True)
-            del inputs, ref
+            del inputs, ref, ref_grads
             if on_gpu:
                 torch.cuda.empty_cache()
             save()

@@ -1,7 +1,10 @@
 """Randomised correctness sweep on a GPU: thousands of random calls (shapes, GQA, masks, windows,
-ALiBi, softcap, dropout, varlen, dtypes) against the float64 reference, forward and gradients.
+ALiBi, softcap, dropout, varlen, dtypes, deterministic backward or not) against the float64
+reference, forward and gradients.
 
     python bench/random_sweep.py --workers 8 --time-budget 300 --out bench/results/random-sweep-<gpu>-<date>
+
+With several GPUs, worker w runs on GPU w % count (--workers 24 on two GPUs: 12 each).
 
 Writes results.json (every case with its relative errors) and summary.md (counts, worst cases).
 Exit status 1 when any case fails its bound. Needs a GPU (on the CPU use the pytest suite).
@@ -40,6 +43,7 @@ def draw(rng: random.Random) -> dict:
         feat["alibi"] = rng.random() < 0.5
     if rng.random() < 0.15:
         feat["dropout_p"] = rng.choice([0.1, 0.5])
+    feat["deterministic"] = rng.random() < 0.5   # both backward paths, through flash_attn_*'s argument
     lens = None
     if rng.random() < 0.3:                   # varlen: b sequences of random lengths (some empty)
         b = rng.randint(1, 12)
@@ -65,6 +69,8 @@ def run_cases(seed: int, cases: int, budget: float, device: str = "cuda") -> lis
             shape = (case["b"], case["hq"]) if feat.pop("alibi") else (case["hq"],)
             feat["alibi_slopes"] = torch.rand(shape, device=device) * 0.3
         row = {"case": f"{seed}-{i}", **case, "feat": dict(case["feat"])}
+        if device == "cuda":
+            row["gpu"] = torch.cuda.current_device()   # a fault may belong to one GPU
         kw = dict(dtype=getattr(torch, case["dtype"]), device=device, **feat)
         for _ in range(2):
             try:
@@ -91,7 +97,8 @@ def run_cases(seed: int, cases: int, budget: float, device: str = "cuda") -> lis
 
 
 def _worker(args):
-    seed, cases, budget = args
+    seed, cases, budget, gpu = args
+    torch.cuda.set_device(gpu)   # before any CUDA work: device="cuda" then means this GPU
     return run_cases(seed, cases, budget)
 
 
@@ -100,7 +107,8 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=2000, help="cases per worker at most")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1,
-                    help="processes sharing the GPU (seeds seed..seed+workers-1); compiles run in parallel")
+                    help="processes (seeds seed..seed+workers-1), worker w on GPU w %% GPU count; "
+                         "compiles run in parallel")
     ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -110,9 +118,10 @@ def main() -> int:
     out = Path(args.out or f"bench/results/random-sweep-{time.strftime('%Y%m%d')}")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    jobs = [(args.seed + w, args.cases, args.time_budget) for w in range(args.workers)]
+    n_gpu = torch.cuda.device_count()
+    jobs = [(args.seed + w, args.cases, args.time_budget, w % n_gpu) for w in range(args.workers)]
     if args.workers == 1:
-        rows = run_cases(*jobs[0])
+        rows = _worker(jobs[0])
     else:
         import multiprocessing as mp
         with mp.get_context("spawn").Pool(args.workers) as pool:
@@ -122,7 +131,7 @@ def main() -> int:
     env = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "triton": __import__("triton").__version__, "fa_ck": fa_ck.__version__,
            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-           "seconds": round(time.time() - t0, 1)}
+           "seconds": round(time.time() - t0, 1), "workers": args.workers, "gpus": min(args.workers, n_gpu)}
     (out / "results.json").write_text(json.dumps({"env": env, "cases": rows}, indent=1))
     worst = {}
     for key in ("out", "lse", "dq", "dk", "dv"):
@@ -133,7 +142,8 @@ def main() -> int:
             worst[key] = f"{e:.3g} (case {r['case']}: {r['dtype']} {shape} hq{r['hq']} hkv{r['hkv']} d{r['d']} {r['feat']})"
     lines = [f"# Random sweep: {env['gpu']}, {env['date']}", "", f"Command: `{env['command']}`",
              f"Versions: torch {env['torch']}, triton {env['triton']}, fa_ck {env['fa_ck']}", "",
-             f"{len(rows)} cases in {env['seconds']} s: {len(rows) - len(failed) - len(not_run)} passed, "
+             f"{len(rows)} cases in {env['seconds']} s ({env['workers']} workers on {env['gpus']} GPUs): "
+             f"{len(rows) - len(failed) - len(not_run)} passed, "
              f"{len(failed)} failed, {len(not_run)} not run (out of memory).", "",
              "Worst relative error per quantity among passing cases:", ""]
     lines += [f"- {k}: {v}" for k, v in worst.items()]

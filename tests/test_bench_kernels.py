@@ -70,6 +70,8 @@ def _row(point, mode, backend, tflops=None, **kw):
                 backend=backend)
     if tflops is not None:
         base.update(tflops=tflops, ms=1.0, peak_gb=1.5, rel_err=2e-3)
+        if mode == "fwdbwd":
+            base.update(rel_err_dq=3e-3, rel_err_dk=4e-3, rel_err_dv=1e-3)
     base.update(kw)
     return base
 
@@ -128,6 +130,7 @@ def test_writers(K, tmp_path):
     md = (tmp_path / "results.md").read_text()
     for needle in ("python bench/kernels.py --quick", "NVIDIA H200", "## Forward: TFLOP/s",
                    "## Forward + backward: TFLOP/s", "peak memory", "relative error", "MISSED",
+                   "## Gradient relative error", "4.0e-03 (dk)",
                    "fa_ck-fp8: TypeError: no fp8", "bf16 d256 S512 full B32xH8", "sdpa-flash error (2 points)"):
         assert needle in md, needle
     plots = K.write_plots(tmp_path, rows)
@@ -147,12 +150,13 @@ class FakeFaCk:
     __version__ = "0.0-test"
 
     def __init__(self, raise_on_fp8=None):
-        self.calls, self.raise_on_fp8 = [], raise_on_fp8
+        self.calls, self.seen, self.raise_on_fp8 = [], [], raise_on_fp8
 
-    def attention(self, q, k, v, causal=False, backend="auto", fp8=None):
+    def attention(self, q, k, v, causal=False, backend="auto", fp8=None, deterministic=False):
         if fp8 and self.raise_on_fp8:
             raise self.raise_on_fp8
         self.calls.append((backend, os.environ.get("FA_CK_AUTOTUNE")))
+        self.seen.append((os.environ.get("FA_CK_TRITON_CONFIG"), deterministic))
         import torch.nn.functional as F
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -162,8 +166,9 @@ def _measure(K, backend, mode="fwd", causal=True):
     shape = K.Shape("bf16", 32, causal, 64, 2, 2)
     inputs = K.make_inputs(shape, torch.device("cpu"))
     ref = K.reference_out(*(K._ref_slice(t) for t in inputs[:3]), causal)
+    ref_grads = K.reference_grads(*(K._ref_slice(t) for t in inputs), causal)
     timer = K._timer(False, 1, 5)
-    return K.measure(backend, shape, mode, inputs, ref, timer, torch.device("cpu"))
+    return K.measure(backend, shape, mode, inputs, ref, timer, torch.device("cpu"), ref_grads)
 
 
 @pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
@@ -171,6 +176,26 @@ def test_measure_correct_backend(K, mode):
     row = _measure(K, K.Sdpa("sdpa-default"), mode)
     assert row["ms"] > 0 and row["tflops"] > 0 and "error" not in row
     assert row["rel_err"] < 1e-2   # bf16 vs the fp64 reference
+    grads = [row.get(f"rel_err_{n}") for n in ("dq", "dk", "dv")]
+    if mode == "fwd":
+        assert grads == [None] * 3
+    else:
+        assert all(0 < e < 2e-2 for e in grads), grads
+
+
+def test_measure_catches_a_wrong_gradient(K):
+    class WrongDv(K.Backend):
+        """Forward right, dv scaled by 0.1, dq and dk right."""
+        name = "wrong-dv"
+
+        def __call__(self, q, k, v, causal):
+            import torch.nn.functional as F
+            return F.scaled_dot_product_attention(q, k, v.detach(), is_causal=causal) + (v - v.detach()) * 0.1
+
+    row = _measure(K, WrongDv(), "fwdbwd")
+    assert row["rel_err"] < 1e-2 and row["rel_err_dq"] < 2e-2 and row["rel_err_dk"] < 2e-2
+    assert row["rel_err_dv"] > 0.5
+    assert K.grad_err(row).endswith("(dv)")
 
 
 def test_measure_naive_matches_reference(K):
@@ -220,11 +245,65 @@ def test_cpu_smoke_run(K, tmp_path, capsys):
     assert data["env"]["gpu"] == "cpu" and data["env"]["command"].endswith("--rep 5")
     assert {r["backend"] for r in data["points"]} == {"sdpa-default", "naive"}
     assert all(r.get("tflops") is not None for r in data["points"])
+    assert all(r["rel_err_dv"] < 2e-2 for r in data["points"] if r["mode"] == "fwdbwd")
     assert (tmp_path / "results.md").exists() and (tmp_path / "tflops-bf16-fwdbwd.png").exists()
     assert "CPU smoke" in capsys.readouterr().out
 
 
 def test_time_budget_zero_still_writes(K, tmp_path):
-    assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--time-budget", "0"]) == 0
+    assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--time-budget", "0",
+                   "--variant", 'v={"fwd": {}}']) == 0
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["points"] == [] and len(data["env"]["not_measured"]) == 4
+    assert "GPU" in data["env"]["unavailable"]["fa_ck-triton-v"]   # the CPU smoke run leaves variants out
+
+
+def _args_error(K, capsys, *argv):
+    with pytest.raises(SystemExit):
+        K.parse_args(list(argv))
+    return capsys.readouterr().err
+
+
+def test_variant_argument(K, capsys):
+    args = K.parse_args(["--variant", 'dq3={"bwd_dq": {"num_stages": 3}}', "--variant", "one_pass-2={}"])
+    assert args.variants == {"fa_ck-triton-dq3": '{"bwd_dq": {"num_stages": 3}}', "fa_ck-triton-one_pass-2": "{}"}
+    assert K.parse_args([]).variants == {}
+    assert "NAME of letters" in _args_error(K, capsys, "--variant", 'a b={"fwd": {}}')
+    assert "NAME of letters" in _args_error(K, capsys, "--variant", "noequals")
+    assert "does not parse" in _args_error(K, capsys, "--variant", 'x={"fwd": ')
+    assert "must be an object" in _args_error(K, capsys, "--variant", "x=[1]")
+    assert "must be an object" in _args_error(K, capsys, "--variant", 'x={"fwd": 3}')
+    assert "shadow" in _args_error(K, capsys, "--variant", "det={}")
+    assert "given twice" in _args_error(K, capsys, "--variant", "a={}", "--variant", "a={}")
+
+
+def test_variant_and_det_backends(K, monkeypatch):
+    fake = FakeFaCk()
+    monkeypatch.setattr(K, "_import_fa_ck", lambda: (fake, None))
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"user": 1}}')
+    cfg = '{"bwd_dq": {"num_stages": 3}}'
+    backends, unavailable = K.make_backends(["fa_ck-triton", "fa_ck-triton-det"], variants={"fa_ck-triton-dq3": cfg})
+    assert [b.name for b in backends] == ["fa_ck-triton", "fa_ck-triton-det", "fa_ck-triton-dq3"] and not unavailable
+    for b in backends:
+        assert "error" not in _measure(K, b, "fwdbwd")
+    # a user's FA_CK_TRITON_CONFIG never reaches the plain backends; the variant's is set around its call
+    assert list(dict.fromkeys(fake.seen)) == [("", False), ("", True), (cfg, False)]
+    assert set(fake.calls) == {("triton", "0")}
+    assert os.environ["FA_CK_TRITON_CONFIG"] == '{"fwd": {"user": 1}}'
+    # deterministic changes only the backward: its forward is not measured again
+    assert "backward only" in _measure(K, backends[1], "fwd")["skipped"]
+    assert all(K.is_ours(b.name) for b in backends) and not K.is_ours("sdpa-cudnn")
+
+
+def test_variants_in_tables_and_targets(K):
+    rows = []
+    for b, t in (("sdpa-cudnn", 600.0), ("fa_ck-triton", 570.0), ("fa_ck-triton-dq3", 690.0),
+                 ("fa_ck-triton-det", 540.0), ("sdpa-flash", 500.0)):
+        rows.append(_row("bf16 d128 S4096 full B4xH16", "fwdbwd", b, t))
+    K.add_ratios(rows)
+    header = K.markdown_table(rows, "fwdbwd").splitlines()[0]
+    assert header == "| point | fa_ck-triton | fa_ck-triton-det | fa_ck-triton-dq3 | sdpa-cudnn | sdpa-flash |"
+    text = "\n".join(K.target_lines(rows))
+    assert "fwd+bwd: min 1.150x (goal 1.0x, met; worst: bf16 d128 S4096 full B4xH16 fwdbwd fa_ck-triton-dq3)" in text
+    head = K.summary(rows).splitlines()[0].split()
+    assert head == ["point", "mode", "cudnn", "triton", "tri-dt", "dq3", "flash"]

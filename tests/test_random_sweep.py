@@ -2,6 +2,7 @@
 drawn, checked with attn_check (dense and varlen, dropout included), and out-of-memory is
 recorded as not run, never as a pass."""
 import importlib.util
+import json
 import random
 from pathlib import Path
 
@@ -31,13 +32,31 @@ def test_draws_cover_varlen_dropout_and_features():
             assert len(c["lens"][0]) == len(c["lens"][1]) == c["b"]
 
 
+def test_deterministic_is_drawn_both_ways_and_passed_through(monkeypatch):
+    rs = _load()
+    rng = random.Random(2)
+    cases = [rs.draw(rng) for _ in range(200)]
+    drawn = [c["feat"]["deterministic"] for c in cases]
+    assert set(drawn) == {True, False} and 60 < sum(drawn) < 140
+    json.dumps(cases)   # rows are written as JSON
+    seen = []
+
+    def fake_check(*args, **kw):
+        seen.append(kw["deterministic"])
+        return {}
+    monkeypatch.setattr(rs, "check", fake_check)
+    monkeypatch.setattr(rs, "check_varlen", fake_check)
+    rows = rs.run_cases(2, 200, 1e9, device=DEVICE)
+    assert seen == drawn and [r["feat"]["deterministic"] for r in rows] == drawn
+
+
 def test_run_cases_small(monkeypatch):
     rs = _load()
     small = [
         dict(b=2, sq=20, sk=33, lens=None, hq=4, hkv=2, d=32, dtype="float32",
              feat=dict(causal=True, softmax_scale=None, alibi=True, dropout_p=0.1)),
         dict(b=3, sq=0, sk=0, lens=[[5, 0, 17], [9, 3, 17]], hq=2, hkv=1, d=16, dtype="float32",
-             feat=dict(causal=False, softmax_scale=0.5, window_size=(4, -1), dropout_p=0.5)),
+             feat=dict(causal=False, softmax_scale=0.5, window_size=(4, -1), dropout_p=0.5, deterministic=True)),
     ]
     it = iter(small)
     monkeypatch.setattr(rs, "draw", lambda rng: next(it))

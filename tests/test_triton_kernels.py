@@ -88,3 +88,67 @@ def test_dq_never_uses_the_configuration_that_faults_on_hopper(d):
         cfgs = [configs.default("bwd_dq", "cuda:sm90", d, dtype)] + configs.candidates("bwd_dq", "cuda:sm90", d, dtype)
         assert all(c["BLOCK_M"] < 128 or c["num_stages"] <= 2 for c in cfgs)
         assert len(cfgs) > 3                                   # still something to search
+
+
+# ------------------------------------------------------------------ algorithm switches
+# The forward's lazy rescaling and the backward's one pass (atomic dq) are on by default;
+# FA_CK_TRITON_CONFIG turns them off, deterministic=True turns the one pass off.
+
+BOTH_PATHS = [pytest.param({}, id="defaults"),
+              pytest.param({"fwd": {"LAZY_RESCALE": False}, "bwd_dkdv": {"ONE_PASS": False}}, id="eager-two-pass")]
+
+
+@pytest.mark.parametrize("override", BOTH_PATHS)
+@pytest.mark.parametrize("dtype,sq,sk,d,group,causal", [(torch.float32, 100, 130, 40, 2, True),
+                                                         (torch.float32, 64, 33, 64, 1, False),
+                                                         (torch.bfloat16, 130, 100, 32, 4, True),
+                                                         (torch.float16, 33, 64, 80, 1, True)])
+def test_both_algorithm_paths(monkeypatch, override, dtype, sq, sk, d, group, causal):
+    import json
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
+    check(2, sq, sk, 2 * group, 2, d, dtype=dtype, causal=causal, device=DEVICE)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_one_pass_and_deterministic_with_features(deterministic):
+    # windows, ALiBi and softcap mask and reshape dS; the atomic dq must see the same dS
+    slopes = torch.rand(4, device=DEVICE) * 0.3
+    check(2, 70, 90, 4, 2, 32, causal=True, window_size=(20, 5), alibi_slopes=slopes, softcap=10.0,
+          deterministic=deterministic, device=DEVICE)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+@pytest.mark.parametrize("growth", ["rising", "falling"])
+def test_lazy_rescale_when_the_row_max_moves(monkeypatch, lazy, growth):
+    """Keys whose scores rise (or fall) by far more than 2^8 across key blocks: the running max
+    must move in late blocks (rising) or never after the first (falling); both stay exact."""
+    import json
+    from attn_check import assert_close, rand
+    import fa_ck
+    from fa_ck import reference
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"LAZY_RESCALE": lazy}}))
+    sk = 100
+    q = rand(1, 40, 2, 32, dtype=torch.float32, device=DEVICE)
+    k = rand(1, sk, 2, 32, dtype=torch.float32, device=DEVICE, requires_grad=False)
+    v = rand(1, sk, 2, 32, dtype=torch.float32, device=DEVICE)
+    ramp = torch.linspace(0.2, 6.0, sk, device=DEVICE)
+    if growth == "falling":
+        ramp = ramp.flip(0)
+    with torch.no_grad():
+        k.mul_(ramp[None, :, None, None])
+    q.data.abs_()
+    k.data.abs_()                             # positive scores: they rise (fall) along the keys
+    out, lse, _ = fa_ck.flash_attn_func(q, k, v, return_attn_probs=True, backend="triton")
+    ref, ref_lse = reference.attention(q.double(), k.double(), v.double(), dtype=torch.float64)
+    assert_close("out", out, ref, 1e-5)
+    assert_close("lse", lse, ref_lse, 1e-5)
+
+
+def test_config_override_is_validated(monkeypatch):
+    for text, match in [("{", "not JSON"), ('{"fwd": 3}', "map kernel names"), ('{"bwd": {}}', "unknown kernel"),
+                        ('{"fwd": {"ONE_PASS": true}}', "unknown keys")]:
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", text)
+        with pytest.raises(ValueError, match=match):
+            configs.overrides("fwd")
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"num_stages": 3}}')
+    assert configs.overrides("bwd_dq") == {"num_stages": 3} and configs.overrides("fwd") == {}

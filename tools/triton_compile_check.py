@@ -68,7 +68,8 @@ def signature(fn, dtype, data_type=None) -> dict:
     sig = {}
     for name in fn.arg_names:
         if name.isupper() and not name.startswith(("BLOCK", "EVEN", "VARLEN", "SOFTCAP", "ALIBI", "MASK",
-                                                     "DROPOUT", "DOT", "FP8", "P_SCALE")):
+                                                     "DROPOUT", "DOT", "FP8", "P_SCALE", "LAZY_RESCALE",
+                                                     "ONE_PASS")):
             ty = data_type if data_type and name in ("Q", "K", "V") else _TY[dtype]
             sig[name] = "*" + _POINTER_TYPES.get(name, ty)
         elif name in _FLOATS:
@@ -97,12 +98,16 @@ def _flags(d: int, causal: bool) -> dict:
 
 
 def kernels(d: int, dtype, causal: bool, arch: str):
-    """(label, fn, constexprs, config) for forward, dk/dv and dq with the default configs."""
+    """(label, fn, constexprs, config) for forward, dk/dv and dq with the default configs and
+    switches: dk/dv both as the one-pass kernel (atomic dq) and as the deterministic one."""
     flags = _flags(d, causal)
-    for label, fn, kernel in (("fwd", fwd_kernel, "fwd"), ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv"),
-                              ("bwd_dq", bwd_dq_kernel, "bwd_dq")):
+    for label, fn, kernel, det in (("fwd", fwd_kernel, "fwd", False),
+                                   ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv", False),
+                                   ("bwd_dkdv det", bwd_dkdv_kernel, "bwd_dkdv", True),
+                                   ("bwd_dq", bwd_dq_kernel, "bwd_dq", True)):
         cfg = configs.default(kernel, arch, d, dtype)
-        consts = dict(flags, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"])
+        consts = dict(flags, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                      **configs.switches(kernel, arch, False, det))
         if label == "fwd":
             consts["stride_vd"] = 1          # Triton specialises a stride of 1 away at launch
         yield label, fn, consts, cfg

@@ -193,15 +193,24 @@ def _extras(q, p: AttnParams):
 
 
 def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, bench=None) -> dict:
+    """Tiles (heuristic, or autotuned when switched on), the kernel's switches, then any
+    FA_CK_TRITON_CONFIG override."""
     arch = configs.arch(q.device)
-    dflt = configs.default(kernel, arch, head_dim, q.dtype)
-    if bench is None or arch == "interpreter":
-        return dflt
-    from . import tuning
-    if not tuning.autotune_enabled():
-        return dflt
-    key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk, "-".join(p.features()))
-    return tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype), bench, dflt)
+    cfg = configs.default(kernel, arch, head_dim, q.dtype)
+    switches = configs.switches(kernel, arch, p.fp8, p.deterministic)
+    if bench is not None and arch != "interpreter":
+        from . import tuning
+        if tuning.autotune_enabled():
+            key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
+                                  "-".join(p.features()))
+            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype),
+                              lambda c: bench({**c, **switches}), cfg)
+    cfg = {**cfg, **switches, **configs.overrides(kernel)}
+    if p.fp8:
+        cfg["LAZY_RESCALE"] = False          # P * P_SCALE must stay within the fp8 range
+    if p.deterministic:
+        cfg["ONE_PASS"] = False              # atomics add in a different order every run
+    return cfg
 
 
 def _launch_cfg(cfg: dict) -> dict:
@@ -232,7 +241,8 @@ def forward(q, k, v, p: AttnParams):
                          *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
                          sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
                          scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
-                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **fp8, **_launch_cfg(cfg))
+                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], LAZY_RESCALE=cfg["LAZY_RESCALE"],
+                         **flags, **fp8, **_launch_cfg(cfg))
 
     run(_config("fwd", q, d, p, sq, sk, bench=_bencher(run)))
     if _canaries:
@@ -266,11 +276,17 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     tail = (sq, sk, hq // hkv, d, p.scale, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
             scal["window_left"], scal["window_right"], scal["dropout_p"], sk)
 
+    dq_acc = q.new_empty(0, dtype=torch.float32)
+
     def run_dkdv(cfg):
+        nonlocal dq_acc
+        if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
+            dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         bwd_dkdv_kernel[(triton.cdiv(sk, cfg["BLOCK_N"]), hkv, b)](
-            q, k, v, do, lse, delta, dk, dv, slopes, rng, cu_q, cu_k, *common,
-            *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
-            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
+            q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
+            *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0),
+            *_lse_strides(lse, p.varlen), slope_stride, *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+            ONE_PASS=cfg["ONE_PASS"], **flags, **_launch_cfg(cfg))
 
     def run_dq(cfg):
         bwd_dq_kernel[(triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)](
@@ -278,8 +294,12 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
             *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
 
-    run_dkdv(_config("bwd_dkdv", q, d, p, sq, sk, bench=_bencher(run_dkdv)))
-    run_dq(_config("bwd_dq", q, d, p, sq, sk, bench=_bencher(run_dq)))
+    cfg = _config("bwd_dkdv", q, d, p, sq, sk, bench=_bencher(run_dkdv))
+    run_dkdv(cfg)
+    if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
+        dq.copy_(dq_acc.mul_(p.scale))
+    else:
+        run_dq(_config("bwd_dq", q, d, p, sq, sk, bench=_bencher(run_dq)))
     if _canaries:
         _check_canaries("backward")
         dq, dk, dv = dq.clone(), dk.clone(), dv.clone()

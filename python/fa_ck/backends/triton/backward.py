@@ -1,8 +1,13 @@
-"""FlashAttention-2 backward in three kernels, with no atomics (so always deterministic):
+"""FlashAttention-2 backward:
 
     delta = rowsum(dO * O)                                  (bwd_preprocess)
     dK, dV for one key block, summed over its GQA group     (bwd_dkdv, transposed tiles)
     dQ for one query block                                  (bwd_dq)
+
+That is deterministic (no atomics) but computes QK^T and dO V^T twice. With ONE_PASS
+(deterministic=False) bwd_dkdv also adds each block's dS K into an fp32 dQ with atomics,
+as FlashAttention-2's CUDA backward does, and bwd_dq is not launched: five matmuls per
+tile instead of seven, in an order that differs from run to run.
 
 P is recomputed from the saved lse; the dropout mask is regenerated from the same seed.
 With dropout the forward used P~ = P * Z / (1 - p):  dV = P~^T dO,  dP~ = dO V^T,
@@ -37,14 +42,15 @@ def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, st
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, start, end, offs_m0, offs_n,
-                 d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
-                 slope_log2, window_left, window_right, seed, rng_row, dropout_p,
+def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs, delta_ptrs, start, end,
+                 offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs, seqlen_q, seqlen_k, scale_log2,
+                 softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                  BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                  MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                 DOT_F32: tl.constexpr, MASKED: tl.constexpr):
+                 DOT_F32: tl.constexpr, MASKED: tl.constexpr, ONE_PASS: tl.constexpr):
     q_ptrs += wide(start) * stride_qs
     do_ptrs += wide(start) * stride_dos
+    dq_ptrs += wide(start) * stride_dqs
     for m0 in range(start, end, BLOCK_M):
         offs_m = m0 + offs_m0
         row_ok = offs_m < seqlen_q
@@ -77,29 +83,37 @@ def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta
         dst = pt * (dpt - delta[None, :])
         if SOFTCAP:
             dst = dst * (1.0 - t * t)
-        if DOT_F32:
-            dv += tl.dot(pt_drop, do)
-            dk += tl.dot(dst, q)
-        else:
-            dv += tl.dot(pt_drop.to(do.dtype), do)
-            dk += tl.dot(dst.to(q.dtype), q)
+        if not DOT_F32:
+            pt_drop = pt_drop.to(do.dtype)
+            dst = dst.to(q.dtype)
+        dv += tl.dot(pt_drop, do)
+        dk += tl.dot(dst, q)
+        if ONE_PASS:
+            dq = tl.dot(tl.trans(dst), k)                              # (BLOCK_M, BLOCK_D), unscaled
+            if MASKED:
+                tl.atomic_add(dq_ptrs + dq_offs, dq, mask=row_ok[:, None] & d_ok[None, :], sem="relaxed")
+            elif EVEN_D:
+                tl.atomic_add(dq_ptrs + dq_offs, dq, sem="relaxed")
+            else:
+                tl.atomic_add(dq_ptrs + dq_offs, dq, mask=d_ok[None, :], sem="relaxed")
         q_ptrs += BLOCK_M * stride_qs
         do_ptrs += BLOCK_M * stride_dos
+        dq_ptrs += BLOCK_M * stride_dqs
     return dk, dv
 
 
 @triton.jit
-def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
+def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, CU_K,
                     stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                     stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
                     stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
-                    stride_lb, stride_lh, stride_sb,
+                    stride_dqb, stride_dqs, stride_dqh, stride_lb, stride_lh, stride_sb,
                     seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, softcap_in, softcap_out,
                     window_left, window_right, dropout_p, rng_row,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                     EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                     MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                    DOT_F32: tl.constexpr):
+                    DOT_F32: tl.constexpr, ONE_PASS: tl.constexpr = False):
     pid_n = tl.program_id(0)
     hk = tl.program_id(1)
     b = tl.program_id(2)
@@ -128,6 +142,7 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     q_offs = offs_m0[:, None] * stride_qs + offs_d[None, :]      # 32-bit tile offsets (see forward.py)
     do_offs = offs_m0[:, None] * stride_dos + offs_d[None, :]
+    dq_offs = offs_m0[:, None] * stride_dqs + offs_d[None, :]      # DQ_ACC: fp32, used with ONE_PASS
     lo, full_lo, full_hi, hi = query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right,
                                             BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
     for g in range(0, group):                 # every q head that reads this kv head
@@ -135,24 +150,25 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
         h64 = h.to(tl.int64)
         q_ptrs = head_ptr(Q, b64, h64, stride_qb, stride_qh) + q_start * stride_qs
         do_ptrs = head_ptr(DO, b64, h64, stride_dob, stride_doh) + q_start * stride_dos
+        dq_ptrs = head_ptr(DQ_ACC, b64, h64, stride_dqb, stride_dqh) + q_start * stride_dqs
         lse_ptrs = head_ptr(LSE, b64, h64, stride_lb, stride_lh) + q_start
         delta_ptrs = head_ptr(DELTA, b64, h64, stride_lb, stride_lh) + q_start
         slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, lo, full_lo,
-                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
-                              softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
-                              dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
-                              DOT_F32, True)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, full_lo, full_hi,
-                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
-                              softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
-                              dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
-                              DOT_F32, False)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, full_hi, hi,
-                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2,
-                              softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
-                              dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT,
-                              DOT_F32, True)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs,
+                              delta_ptrs, lo, full_lo, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs,
+                              seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2, window_left,
+                              window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI,
+                              MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs,
+                              delta_ptrs, full_lo, full_hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs,
+                              seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2, window_left,
+                              window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI,
+                              MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False, ONE_PASS)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs,
+                              delta_ptrs, full_hi, hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs,
+                              seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2, window_left,
+                              window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI,
+                              MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS)
     dk_off = (b64 * stride_dkb + hk.to(tl.int64) * stride_dkh + (k_start + n0) * stride_dks
               + cols[:, None] * stride_dks + offs_d[None, :])
     dv_off = (b64 * stride_dvb + hk.to(tl.int64) * stride_dvh + (k_start + n0) * stride_dvs

@@ -5,6 +5,7 @@ searched when it is on (tuning.pick caches the winner on disk).
 """
 from __future__ import annotations
 
+import json
 import os
 
 import torch
@@ -100,6 +101,18 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> d
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
 
+def switches(kernel: str, arch_name: str, fp8: bool, deterministic: bool) -> dict:
+    """The kernels' algorithmic switches: lazy rescaling in the forward (not with fp8, whose P
+    must stay within the format; not on AMD, where the fp16 d128 forward then spills a VGPR on
+    gfx942), and the one-pass backward with atomic dq unless the caller asked for a
+    deterministic backward."""
+    if kernel == "fwd":
+        return {"LAZY_RESCALE": not fp8 and not arch_name.startswith("hip")}
+    if kernel == "bwd_dkdv":
+        return {"ONE_PASS": not deterministic}
+    return {}
+
+
 def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> list[dict]:
     """A short list around the default: every candidate costs a compile during the search."""
     d = block_d(head_dim)
@@ -121,3 +134,34 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -
         if c not in uniq:
             uniq.append(c)
     return uniq
+
+
+# Keys FA_CK_TRITON_CONFIG may set per kernel: tile sizes and launch settings, and the
+# kernels' algorithmic switches (see forward.py and backward.py).
+OVERRIDABLE = {
+    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "LAZY_RESCALE"),
+    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS"),
+    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"),
+}
+
+
+def overrides(kernel: str) -> dict:
+    """FA_CK_TRITON_CONFIG, read at call time: JSON {kernel: {key: value}} merged over the chosen
+    config, e.g. '{"bwd_dq": {"num_stages": 3}, "fwd": {"LAZY_RESCALE": false}}'. For measuring
+    variants (bench/kernels.py --variant) and for working around a config that misbehaves."""
+    text = os.environ.get("FA_CK_TRITON_CONFIG", "").strip()
+    if not text:
+        return {}
+    try:
+        table = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"FA_CK_TRITON_CONFIG is not JSON ({e}): {text!r}") from None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ValueError(f"FA_CK_TRITON_CONFIG must map kernel names to objects, got {text!r}")
+    for name, cfg in table.items():
+        if name not in OVERRIDABLE:
+            raise ValueError(f"FA_CK_TRITON_CONFIG: unknown kernel {name!r} (expected one of {sorted(OVERRIDABLE)})")
+        bad = sorted(set(cfg) - set(OVERRIDABLE[name]))
+        if bad:
+            raise ValueError(f"FA_CK_TRITON_CONFIG[{name!r}]: unknown keys {bad} (allowed: {OVERRIDABLE[name]})")
+    return dict(table.get(kernel, {}))

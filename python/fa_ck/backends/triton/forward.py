@@ -24,7 +24,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
                 slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                 BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                DOT_F32: tl.constexpr, MASKED: tl.constexpr, FP8: tl.constexpr, P_SCALE: tl.constexpr):
+                DOT_F32: tl.constexpr, MASKED: tl.constexpr, FP8: tl.constexpr, P_SCALE: tl.constexpr,
+                LAZY_RESCALE: tl.constexpr):
     k_ptrs += wide(start) * stride_ks
     v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
@@ -37,11 +38,27 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
         s, _ = scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2,
                       softcap_in, softcap_out, slope_log2, window_left, window_right,
                       SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with nothing visible yet
-        p = tl.math.exp2(s - m_safe[:, None])
-        alpha = tl.math.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
+        m_blk = tl.max(s, 1)
+        if LAZY_RESCALE:
+            # Move the running max only when a row's grows by more than 2^8 (a block-wide
+            # decision): exp2(s - m) stays below 256, and most blocks skip rescaling acc and l.
+            # The result is exact for any m: lse = m + log2(l) and out = acc / l.
+            if tl.max(tl.where(m_blk > m_i + 8.0, 1, 0)) > 0:
+                m_new = tl.maximum(m_i, m_blk)
+                alpha = tl.math.exp2(m_i - tl.where(m_new == float("-inf"), 0.0, m_new))
+                acc = acc * alpha[:, None]
+                l_i = l_i * alpha
+                m_i = m_new
+            p = tl.math.exp2(s - tl.where(m_i == float("-inf"), 0.0, m_i)[:, None])
+            l_i = l_i + tl.sum(p, 1)
+        else:
+            m_new = tl.maximum(m_i, m_blk)
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with nothing visible yet
+            p = tl.math.exp2(s - m_safe[:, None])
+            alpha = tl.math.exp2(m_i - m_safe)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            m_i = m_new
         if DROPOUT:
             keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
             p = tl.where(keep, p, 0.0)
@@ -52,14 +69,13 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
                     p = fp8_round(p, -6)      # e4m3fn
                 else:
                     p = fp8_round(p, -7)      # e4m3fnuz (max 240)
-                acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32))
+                acc += tl.dot(p, v.to(tl.float32))
             else:
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+                acc += tl.dot(p.to(v.dtype), v)
         elif DOT_F32:
-            acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32))
+            acc += tl.dot(p, v.to(tl.float32))
         else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+            acc += tl.dot(p.to(v.dtype), v)
         k_ptrs += BLOCK_N * stride_ks
         v_ptrs += BLOCK_N * stride_vs
     return acc, l_i, m_i
@@ -75,7 +91,8 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-               DOT_F32: tl.constexpr, FP8: tl.constexpr = False, P_SCALE: tl.constexpr = 1.0):
+               DOT_F32: tl.constexpr, FP8: tl.constexpr = False, P_SCALE: tl.constexpr = 1.0,
+               LAZY_RESCALE: tl.constexpr = False):
     m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
                                                                             BLOCK_M, VARLEN)
     if m0 >= seqlen_q:
@@ -122,17 +139,17 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True, FP8, P_SCALE)
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE, LAZY_RESCALE)
     acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_lo, full_hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, False, FP8, P_SCALE)
+                                DROPOUT, DOT_F32, False, FP8, P_SCALE, LAZY_RESCALE)
     acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_hi, hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True, FP8, P_SCALE)
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE, LAZY_RESCALE)
 
     empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
     inv_l = tl.where(empty, 0.0, 1.0 / tl.where(empty, 1.0, l_i))

@@ -110,8 +110,16 @@ def test_native_format_per_device():
     assert configs.fp8_dtype("hip:gfx90a") is None
 
 
+def _skip_unless_writable(fmt):
+    # the interpreter path writes any format (fp32 values rounded to its grid); on a GPU Triton
+    # stores only the formats its target has (NVIDIA: no fnuz)
+    if DEVICE != "cpu" and fmt != configs.fp8_dtype(torch.device(DEVICE)):
+        pytest.skip(f"{fmt} is not this GPU's fp8 format")
+
+
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
 def test_quantize_per_batch_head_amax(dtype):
+    _skip_unless_writable(dtype)
     x = rand(2, 7, 3, 16) * torch.tensor([1e-3, 1.0, 50.0], device=DEVICE).view(1, 1, 3, 1)
     x[1, :, 2] = 0                                                      # an all-zero head
     x8, descale = tb.quantize_fp8(x, dtype)
@@ -129,6 +137,7 @@ def test_quantize_per_batch_head_amax(dtype):
 @pytest.mark.parametrize("fmt", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
 @pytest.mark.parametrize("src", [torch.float32, torch.bfloat16, torch.float16])
 def test_quantize_kernel_is_torch_arithmetic_bit_for_bit(fmt, src):
+    _skip_unless_writable(fmt)
     # the fused kernel against the same quantisation written in torch: signs, subnormals, a
     # head dim that is no power of two, a sequence that is no multiple of the block, strided input
     x = (torch.randn(2, 4, 37, 40, device=DEVICE) * torch.logspace(-3, 1, 4, device=DEVICE).view(1, 4, 1, 1))

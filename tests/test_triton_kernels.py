@@ -82,66 +82,81 @@ def test_poison_mode_catches_writes_past_an_output():
 
 @pytest.mark.parametrize("d", [32, 64, 96, 128])
 def test_dq_never_uses_the_configuration_that_faults_on_hopper(d):
-    # bwd_dq with 128-row tiles and 3+ stages faulted on the H200 (Triton 3.6): neither the
-    # default nor an autotune candidate may be it
+    # bwd_dq with 128-row tiles and 3+ stages faulted on varlen on the H200 (Triton 3.6): neither
+    # the varlen default nor a varlen autotune candidate may be it; dense calls keep 3 stages
     for dtype in (torch.float16, torch.bfloat16):
-        cfgs = [configs.default("bwd_dq", "cuda:sm90", d, dtype)] + configs.candidates("bwd_dq", "cuda:sm90", d, dtype)
+        cfgs = [configs.default("bwd_dq", "cuda:sm90", d, dtype, varlen=True)]
+        cfgs += configs.candidates("bwd_dq", "cuda:sm90", d, dtype, varlen=True)
         assert all(c["BLOCK_M"] < 128 or c["num_stages"] <= 2 for c in cfgs)
         assert len(cfgs) > 3                                   # still something to search
+        assert configs.default("bwd_dq", "cuda:sm90", d, dtype)["num_stages"] == 3
 
 
 # ------------------------------------------------------------------ algorithm switches
-# The forward's lazy rescaling and the backward's one pass (atomic dq) are on by default;
-# FA_CK_TRITON_CONFIG turns them off, deterministic=True turns the one pass off.
+# TMA loads in the forward (on by default on sm90+), the one-pass backward with atomic dq (off
+# by default); FA_CK_TRITON_CONFIG turns either on or off, deterministic=True turns the one
+# pass off.
 
-BOTH_PATHS = [pytest.param({}, id="defaults"),
-              pytest.param({"fwd": {"LAZY_RESCALE": False}, "bwd_dkdv": {"ONE_PASS": False}}, id="eager-two-pass")]
+TMA_ALL = {"fwd": {"TMA": True}, "bwd_dkdv": {"TMA": True}, "bwd_dq": {"TMA": True}}
+TMA_ONE_PASS = {"fwd": {"TMA": True}, "bwd_dkdv": {"TMA": True, "ONE_PASS": True}}
+PATHS = [pytest.param({}, id="defaults"),
+         pytest.param(TMA_ALL, id="tma-two-pass"),
+         pytest.param(TMA_ONE_PASS, id="tma-one-pass"),
+         pytest.param({k: {"TMA": False} for k in TMA_ALL} | {"bwd_dkdv": {"TMA": False, "ONE_PASS": True}},
+                      id="plain-one-pass")]
 
 
-@pytest.mark.parametrize("override", BOTH_PATHS)
+@pytest.mark.parametrize("override", PATHS)
 @pytest.mark.parametrize("dtype,sq,sk,d,group,causal", [(torch.float32, 100, 130, 40, 2, True),
                                                          (torch.float32, 64, 33, 64, 1, False),
                                                          (torch.bfloat16, 130, 100, 32, 4, True),
                                                          (torch.float16, 33, 64, 80, 1, True)])
-def test_both_algorithm_paths(monkeypatch, override, dtype, sq, sk, d, group, causal):
+def test_algorithm_paths(monkeypatch, override, dtype, sq, sk, d, group, causal):
     import json
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
     check(2, sq, sk, 2 * group, 2, d, dtype=dtype, causal=causal, device=DEVICE)
 
 
-@pytest.mark.parametrize("deterministic", [False, True])
-def test_one_pass_and_deterministic_with_features(deterministic):
-    # windows, ALiBi and softcap mask and reshape dS; the atomic dq must see the same dS
+@pytest.mark.parametrize("override,deterministic", [(TMA_ONE_PASS, False), (TMA_ONE_PASS, True), (TMA_ALL, False)],
+                         ids=["tma-one-pass", "tma-deterministic", "tma-two-pass"])
+def test_tma_and_one_pass_with_features(monkeypatch, override, deterministic):
+    # windows, ALiBi and softcap mask and reshape scores and dS: the TMA tiles (zero-filled past
+    # the sequence) and the atomic dq must see the same values as the plain paths
+    import json
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
     slopes = torch.rand(4, device=DEVICE) * 0.3
     check(2, 70, 90, 4, 2, 32, causal=True, window_size=(20, 5), alibi_slopes=slopes, softcap=10.0,
           deterministic=deterministic, device=DEVICE)
 
 
-@pytest.mark.parametrize("lazy", [True, False])
-@pytest.mark.parametrize("growth", ["rising", "falling"])
-def test_lazy_rescale_when_the_row_max_moves(monkeypatch, lazy, growth):
-    """Keys whose scores rise (or fall) by far more than 2^8 across key blocks: the running max
-    must move in late blocks (rising) or never after the first (falling); both stay exact."""
+@pytest.mark.parametrize("override", [TMA_ALL, TMA_ONE_PASS], ids=["tma-two-pass", "tma-one-pass"])
+def test_tma_varlen(monkeypatch, override):
+    # descriptors are built per sequence: each sequence's own length bounds its tiles
     import json
-    from attn_check import assert_close, rand
-    import fa_ck
-    from fa_ck import reference
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"LAZY_RESCALE": lazy}}))
-    sk = 100
-    q = rand(1, 40, 2, 32, dtype=torch.float32, device=DEVICE)
-    k = rand(1, sk, 2, 32, dtype=torch.float32, device=DEVICE, requires_grad=False)
-    v = rand(1, sk, 2, 32, dtype=torch.float32, device=DEVICE)
-    ramp = torch.linspace(0.2, 6.0, sk, device=DEVICE)
-    if growth == "falling":
-        ramp = ramp.flip(0)
-    with torch.no_grad():
-        k.mul_(ramp[None, :, None, None])
-    q.data.abs_()
-    k.data.abs_()                             # positive scores: they rise (fall) along the keys
-    out, lse, _ = fa_ck.flash_attn_func(q, k, v, return_attn_probs=True, backend="triton")
-    ref, ref_lse = reference.attention(q.double(), k.double(), v.double(), dtype=torch.float64)
-    assert_close("out", out, ref, 1e-5)
-    assert_close("lse", lse, ref_lse, 1e-5)
+    from attn_check import check_varlen
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
+    check_varlen([33, 0, 70, 5], [40, 17, 70, 1], 4, 2, 64, causal=True, device=DEVICE)
+
+
+def test_tma_only_where_descriptors_can_address_the_tensors():
+    from fa_ck.backends.triton import _tma_ok
+    x = torch.randn(2, 48, 4, 64, dtype=torch.bfloat16)
+    assert _tma_ok(x, x) and _tma_ok(x.transpose(1, 2).contiguous().transpose(1, 2))   # BSHD or BHSD storage
+    odd = torch.randn(2, 48, 4, 111, dtype=torch.bfloat16)       # rows of 222 bytes
+    assert not _tma_ok(odd)
+    shifted = torch.randn(2 * 48 * 4 * 64 + 1, dtype=torch.bfloat16)[1:].view(2, 48, 4, 64)   # 2-byte offset
+    assert not _tma_ok(x, shifted)
+    keys_inner = x.permute(0, 3, 2, 1).contiguous().permute(0, 3, 2, 1)    # stored (B, D, H, S), as fp8's v
+    assert not _tma_ok(x, keys_inner)
+    assert _tma_ok(x, keys_inner, keys_contiguous=keys_inner)
+
+
+@pytest.mark.parametrize("d", [40, 111])
+def test_tma_falls_back_for_unaligned_rows(monkeypatch, d):
+    # d=111 in fp32: 444-byte rows, not a multiple of 16: plain loads, same answer
+    import json
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(TMA_ALL))
+    check(1, 37, 45, 2, 1, d, causal=True, device=DEVICE)
 
 
 def test_config_override_is_validated(monkeypatch):

@@ -68,7 +68,7 @@ def signature(fn, dtype, data_type=None) -> dict:
     sig = {}
     for name in fn.arg_names:
         if name.isupper() and not name.startswith(("BLOCK", "EVEN", "VARLEN", "SOFTCAP", "ALIBI", "MASK",
-                                                     "DROPOUT", "DOT", "FP8", "P_SCALE", "LAZY_RESCALE",
+                                                     "DROPOUT", "DOT", "FP8", "P_SCALE", "TMA",
                                                      "ONE_PASS")):
             ty = data_type if data_type and name in ("Q", "K", "V") else _TY[dtype]
             sig[name] = "*" + _POINTER_TYPES.get(name, ty)
@@ -99,15 +99,15 @@ def _flags(d: int, causal: bool) -> dict:
 
 def kernels(d: int, dtype, causal: bool, arch: str):
     """(label, fn, constexprs, config) for forward, dk/dv and dq with the default configs and
-    switches: dk/dv both as the one-pass kernel (atomic dq) and as the deterministic one."""
+    switches, and dk/dv as the opt-in one-pass kernel (atomic dq)."""
     flags = _flags(d, causal)
-    for label, fn, kernel, det in (("fwd", fwd_kernel, "fwd", False),
-                                   ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv", False),
-                                   ("bwd_dkdv det", bwd_dkdv_kernel, "bwd_dkdv", True),
-                                   ("bwd_dq", bwd_dq_kernel, "bwd_dq", True)):
+    for label, fn, kernel, extra in (("fwd", fwd_kernel, "fwd", {}),
+                                     ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv", {}),
+                                     ("bwd_dkdv one-pass", bwd_dkdv_kernel, "bwd_dkdv", {"ONE_PASS": True}),
+                                     ("bwd_dq", bwd_dq_kernel, "bwd_dq", {})):
         cfg = configs.default(kernel, arch, d, dtype)
-        consts = dict(flags, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-                      **configs.switches(kernel, arch, False, det))
+        consts = {**flags, "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"],
+                  **configs.switches(kernel, arch, False, False), **extra}
         if label == "fwd":
             consts["stride_vd"] = 1          # Triton specialises a stride of 1 away at launch
         yield label, fn, consts, cfg
@@ -121,7 +121,8 @@ def fp8_kernels(target: str, arch: str):
         for causal in (False, True):
             cfg = configs.default("fwd", arch, d, f8)
             consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-                          stride_vs=1)       # fp8 v is stored keys-contiguous (see forward.py)
+                          stride_vs=1,       # fp8 v is stored keys-contiguous (see forward.py)
+                          **configs.switches("fwd", arch, True, False))
             sig = signature(fwd_kernel, torch.bfloat16, data_type=ty)
             for c in consts:
                 sig[c] = "constexpr"

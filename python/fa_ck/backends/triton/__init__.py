@@ -196,21 +196,45 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, benc
     """Tiles (heuristic, or autotuned when switched on), the kernel's switches, then any
     FA_CK_TRITON_CONFIG override."""
     arch = configs.arch(q.device)
-    cfg = configs.default(kernel, arch, head_dim, q.dtype)
+    cfg = configs.default(kernel, arch, head_dim, q.dtype, p.varlen)
     switches = configs.switches(kernel, arch, p.fp8, p.deterministic)
     if bench is not None and arch != "interpreter":
         from . import tuning
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
                                   "-".join(p.features()))
-            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype),
+            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, p.varlen),
                               lambda c: bench({**c, **switches}), cfg)
     cfg = {**cfg, **switches, **configs.overrides(kernel)}
-    if p.fp8:
-        cfg["LAZY_RESCALE"] = False          # P * P_SCALE must stay within the fp8 range
     if p.deterministic:
         cfg["ONE_PASS"] = False              # atomics add in a different order every run
     return cfg
+
+
+def _tma_ok(*tensors, keys_contiguous=None) -> bool:
+    """Whether TMA descriptors can address these (.., S, H, D) tensors: unit stride along the
+    tile's inner dim (the head dim; the keys for `keys_contiguous`, fp8's v), 16-byte aligned
+    base and other strides (a head's tile may start at any row)."""
+    for t in tensors:
+        inner = 1 if t is keys_contiguous else t.dim() - 1
+        if t.stride(inner) != 1 or t.data_ptr() % 16:
+            return False
+        if any(st * t.element_size() % 16 for i, st in enumerate(t.stride()) if i != inner):
+            return False
+    return True
+
+
+def _tma_allocator():
+    """Device-side TMA descriptors live in global scratch that Triton asks an allocator for; set
+    one (torch's caching allocator) where none is set. It is a context variable, so the autograd
+    thread and others need it too: called before every launch that builds descriptors."""
+    from triton.runtime import _allocation
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_scratch)
+
+
+def _scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cpu" if configs.INTERPRET else "cuda")
 
 
 def _launch_cfg(cfg: dict) -> dict:
@@ -232,17 +256,21 @@ def forward(q, k, v, p: AttnParams):
     flags, scal = _flags(q, p, d), _scalars(p)
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
+    tma_ok = _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
+
     def run(cfg):
         if p.fp8:
             cfg = configs.for_fp8(cfg)
+        tma = bool(cfg["TMA"]) and tma_ok
+        if tma:
+            _tma_allocator()
         grid = (triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)
         fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
                          *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
                          *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
                          sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
                          scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
-                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], LAZY_RESCALE=cfg["LAZY_RESCALE"],
-                         **flags, **fp8, **_launch_cfg(cfg))
+                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=tma, **flags, **fp8, **_launch_cfg(cfg))
 
     run(_config("fwd", q, d, p, sq, sk, bench=_bencher(run)))
     if _canaries:
@@ -277,22 +305,29 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             scal["window_left"], scal["window_right"], scal["dropout_p"], sk)
 
     dq_acc = q.new_empty(0, dtype=torch.float32)
+    tma_dkdv, tma_dq = _tma_ok(q, do), _tma_ok(k, v)
 
     def run_dkdv(cfg):
         nonlocal dq_acc
         if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
             dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        tma = bool(cfg["TMA"]) and tma_dkdv
+        if tma:
+            _tma_allocator()
         bwd_dkdv_kernel[(triton.cdiv(sk, cfg["BLOCK_N"]), hkv, b)](
             q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
             *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0),
             *_lse_strides(lse, p.varlen), slope_stride, *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-            ONE_PASS=cfg["ONE_PASS"], **flags, **_launch_cfg(cfg))
+            ONE_PASS=cfg["ONE_PASS"], TMA=tma, **flags, **_launch_cfg(cfg))
 
     def run_dq(cfg):
+        tma = bool(cfg["TMA"]) and tma_dq
+        if tma:
+            _tma_allocator()
         bwd_dq_kernel[(triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)](
             q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
-            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
+            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=tma, **flags, **_launch_cfg(cfg))
 
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, bench=_bencher(run_dkdv))
     run_dkdv(cfg)

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from .common import (dropout_keep, head_constants, head_ptr, key_blocks, load_tile, query_block, query_blocks,
-                     scores, sequence, wide)
+                     scores, sequence, tma_rows, wide)
 
 
 @triton.jit
@@ -42,20 +42,24 @@ def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, st
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs, delta_ptrs, start, end,
-                 offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs, seqlen_q, seqlen_k, scale_log2,
-                 softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row, dropout_p,
-                 BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
-                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                 DOT_F32: tl.constexpr, MASKED: tl.constexpr, ONE_PASS: tl.constexpr):
+def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc, lse_ptrs,
+                 delta_ptrs, start, end, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs, seqlen_q, seqlen_k,
+                 scale_log2, softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
+                 dropout_p, BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr,
+                 ALIBI: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
+                 DOT_F32: tl.constexpr, MASKED: tl.constexpr, ONE_PASS: tl.constexpr, TMA: tl.constexpr):
     q_ptrs += wide(start) * stride_qs
     do_ptrs += wide(start) * stride_dos
     dq_ptrs += wide(start) * stride_dqs
     for m0 in range(start, end, BLOCK_M):
         offs_m = m0 + offs_m0
         row_ok = offs_m < seqlen_q
-        q = load_tile(q_ptrs, q_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
-        do = load_tile(do_ptrs, do_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
+        if TMA:       # rows past the sequence and columns past the head dim arrive as zeros
+            q = q_desc.load([m0, 0])
+            do = do_desc.load([m0, 0])
+        else:
+            q = load_tile(q_ptrs, q_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
+            do = load_tile(do_ptrs, do_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
         if MASKED:
             lse2 = tl.load(lse_ptrs + offs_m, mask=row_ok, other=float("inf"))
             delta = tl.load(delta_ptrs + offs_m, mask=row_ok, other=0.0)
@@ -113,7 +117,7 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, 
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                     EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                     MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                    DOT_F32: tl.constexpr, ONE_PASS: tl.constexpr = False):
+                    DOT_F32: tl.constexpr, ONE_PASS: tl.constexpr = False, TMA: tl.constexpr = False):
     pid_n = tl.program_id(0)
     hk = tl.program_id(1)
     b = tl.program_id(2)
@@ -151,24 +155,29 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, 
         q_ptrs = head_ptr(Q, b64, h64, stride_qb, stride_qh) + q_start * stride_qs
         do_ptrs = head_ptr(DO, b64, h64, stride_dob, stride_doh) + q_start * stride_dos
         dq_ptrs = head_ptr(DQ_ACC, b64, h64, stride_dqb, stride_dqh) + q_start * stride_dqs
+        q_desc = q_ptrs
+        do_desc = do_ptrs
+        if TMA:
+            q_desc = tma_rows(q_ptrs, seqlen_q, head_dim, stride_qs, BLOCK_M, BLOCK_D)
+            do_desc = tma_rows(do_ptrs, seqlen_q, head_dim, stride_dos, BLOCK_M, BLOCK_D)
         lse_ptrs = head_ptr(LSE, b64, h64, stride_lb, stride_lh) + q_start
         delta_ptrs = head_ptr(DELTA, b64, h64, stride_lb, stride_lh) + q_start
         slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs,
-                              delta_ptrs, lo, full_lo, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs,
-                              seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2, window_left,
-                              window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI,
-                              MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs,
-                              delta_ptrs, full_lo, full_hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs,
-                              seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2, window_left,
-                              window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI,
-                              MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False, ONE_PASS)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, lse_ptrs,
-                              delta_ptrs, full_hi, hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs,
-                              seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2, window_left,
-                              window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP, ALIBI,
-                              MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc,
+                              lse_ptrs, delta_ptrs, lo, full_lo, offs_m0, offs_n, d_ok, stride_qs, stride_dos,
+                              stride_dqs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
+                              window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP,
+                              ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS, TMA)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc,
+                              lse_ptrs, delta_ptrs, full_lo, full_hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos,
+                              stride_dqs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
+                              window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP,
+                              ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False, ONE_PASS, TMA)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc,
+                              lse_ptrs, delta_ptrs, full_hi, hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos,
+                              stride_dqs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
+                              window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP,
+                              ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS, TMA)
     dk_off = (b64 * stride_dkb + hk.to(tl.int64) * stride_dkh + (k_start + n0) * stride_dks
               + cols[:, None] * stride_dks + offs_d[None, :])
     dv_off = (b64 * stride_dvb + hk.to(tl.int64) * stride_dvh + (k_start + n0) * stride_dvs
@@ -178,18 +187,22 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, 
 
 
 @triton.jit
-def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, end, offs_m, offs_n0, d_ok,
-               stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
+def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc, start, end, offs_m, offs_n0,
+               d_ok, stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-               DOT_F32: tl.constexpr, MASKED: tl.constexpr):
+               DOT_F32: tl.constexpr, MASKED: tl.constexpr, TMA: tl.constexpr):
     k_ptrs += wide(start) * stride_ks
     v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
-        kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
-        vt = load_tile(v_ptrs, v_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
+        if TMA:
+            kt = k_desc.load([n0, 0]).T
+            vt = v_desc.load([n0, 0]).T
+        else:
+            kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
+            vt = load_tile(v_ptrs, v_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
         if DOT_F32:
             kt = kt.to(tl.float32)
             vt = vt.to(tl.float32)
@@ -224,7 +237,7 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                   EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                   MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                  DOT_F32: tl.constexpr):
+                  DOT_F32: tl.constexpr, TMA: tl.constexpr = False):
     m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
                                                                             BLOCK_M, VARLEN)
     if m0 >= seqlen_q:
@@ -254,21 +267,29 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     v_ptrs = head_ptr(V, b64, hk, stride_vb, stride_vh) + k_start * stride_vs
     k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]       # 32-bit tile offsets (see forward.py)
     v_offs = offs_n0[None, :] * stride_vs + offs_d[:, None]
+    k_desc = k_ptrs
+    v_desc = v_ptrs
+    if TMA:
+        k_desc = tma_rows(k_ptrs, seqlen_k, head_dim, stride_ks, BLOCK_N, BLOCK_D)
+        v_desc = tma_rows(v_ptrs, seqlen_k, head_dim, stride_vs, BLOCK_N, BLOCK_D)
     slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, lo, full_lo, offs_m, offs_n0, d_ok,
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc,
+                    lo, full_lo, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
-                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, full_lo, full_hi, offs_m, offs_n0, d_ok,
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, TMA)
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc,
+                    full_lo, full_hi, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
-                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, full_hi, hi, offs_m, offs_n0, d_ok,
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False, TMA)
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc,
+                    full_hi, hi, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
-                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, TMA)
     tl.store(head_ptr(DQ, b64, h64, stride_dqb, stride_dqh) + (q_start + m0) * stride_dqs
              + rows[:, None] * stride_dqs + offs_d[None, :], (dq * scale).to(DQ.dtype.element_ty), mask=q_ok)

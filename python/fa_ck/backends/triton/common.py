@@ -55,6 +55,16 @@ def load_tile(base, offs, rows_ok, d_ok, MASKED: tl.constexpr, EVEN_D: tl.conste
 
 
 @triton.jit
+def tma_rows(base, rows, head_dim, stride_row, BLOCK_ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
+    """A TMA descriptor for (BLOCK_ROWS, BLOCK_D) tiles of one head's (rows, head_dim) matrix at
+    base. Hopper's tensor memory accelerator copies whole tiles into shared memory: no
+    per-thread addresses or masks; rows past `rows` and columns past head_dim arrive as zeros.
+    (Callers keep the pointer where TMA is off: one helper cannot return either type.)"""
+    return tl.make_tensor_descriptor(base, shape=[rows, head_dim], strides=[stride_row, 1],
+                                     block_shape=[BLOCK_ROWS, BLOCK_D])
+
+
+@triton.jit
 def dropout_keep(seed, i, j, row_stride, dropout_p):
     """The keep mask, regenerated bit for bit wherever the same (seed, i, j) is asked for."""
     return tl.rand(seed, wide(i) * row_stride + j) >= dropout_p     # int64 counters: no wrap

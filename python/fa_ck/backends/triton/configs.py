@@ -56,7 +56,7 @@ def _cfg(bm, bn, warps, stages):
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 
 
-def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> dict:
+def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varlen: bool = False) -> dict:
     """kernel: 'fwd', 'bwd_dkdv' (BLOCK_N keys per program, BLOCK_M queries per step) or 'bwd_dq'."""
     d = block_d(head_dim)
     if arch_name == "interpreter":
@@ -90,30 +90,31 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> d
         if d <= 128:
             return _cfg(32, 64, 8, stages)
         return _cfg(16, 64, 8, 2)
-    # bwd_dq: 128x32 tiles with 8 warps and 3 stages fault on the H200 under Triton 3.6 (misaligned
-    # or illegal address on varlen, gone under compute-sanitizer; 2 stages and 64x32 w4 s3 run clean):
-    # two stages, see DQ_STAGES_MAX.
+    # bwd_dq: 128x32 tiles with 8 warps and 3 stages fault on the H200 under Triton 3.6 on varlen
+    # (misaligned or illegal address, gone under compute-sanitizer; 2 stages run clean): two
+    # stages there, see DQ_STAGES_MAX. Dense calls keep 3, 5-15% faster backward on the H200.
     if d <= 128:
-        return _cfg(128 if not wide else 64, 32, 8, min(stages, DQ_STAGES_MAX))
+        return _cfg(128 if not wide else 64, 32, 8, min(stages, DQ_STAGES_MAX) if varlen else stages)
     return _cfg(64, 32, 8, 2)
 
 
-DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
+DQ_STAGES_MAX = 2      # NVIDIA bwd_dq on varlen with BLOCK_M 128 (see default)
 
 
 def switches(kernel: str, arch_name: str, fp8: bool, deterministic: bool) -> dict:
-    """The kernels' algorithmic switches: lazy rescaling in the forward (not with fp8, whose P
-    must stay within the format; not on AMD, where the fp16 d128 forward then spills a VGPR on
-    gfx942), and the one-pass backward with atomic dq unless the caller asked for a
-    deterministic backward."""
-    if kernel == "fwd":
-        return {"LAZY_RESCALE": not fp8 and not arch_name.startswith("hip")}
+    """The kernels' algorithmic switches. TMA: tiles streamed through Hopper's tensor memory
+    accelerator (sm90+; the launcher falls back to plain loads for tensors TMA cannot address).
+    ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel, never for
+    deterministic=True; off by default: on the H200 it was slower than the two-pass backward
+    except at d128 causal S >= 4k (bench/results/h200-20261130-onepass/)."""
+    sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
+    out = {"TMA": sm >= 90}
     if kernel == "bwd_dkdv":
-        return {"ONE_PASS": not deterministic}
-    return {}
+        out["ONE_PASS"] = False
+    return out
 
 
-def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> list[dict]:
+def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varlen: bool = False) -> list[dict]:
     """A short list around the default: every candidate costs a compile during the search."""
     d = block_d(head_dim)
     hip = arch_name.startswith("hip")
@@ -126,9 +127,9 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -
         tiles = [(128, 32), (64, 32), (128, 64), (64, 64)] if d <= 128 else [(64, 32), (32, 32), (64, 16)]
     out = [_cfg(bm, bn, w, stages[1]) for bm, bn in tiles for w in (4, 8)]
     out += [_cfg(*tiles[0], w, s) for w in (4, 8) for s in (stages[0], stages[-1])]
-    if kernel == "bwd_dq" and not hip:   # never search into the configuration that faults
+    if kernel == "bwd_dq" and not hip and varlen:   # never search into the configuration that faults
         out = [c for c in out if c["BLOCK_M"] < 128 or c["num_stages"] <= DQ_STAGES_MAX]
-    dflt = default(kernel, arch_name, head_dim, dtype)
+    dflt = default(kernel, arch_name, head_dim, dtype, varlen)
     uniq = []
     for c in [dflt] + out:
         if c not in uniq:
@@ -139,15 +140,15 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -
 # Keys FA_CK_TRITON_CONFIG may set per kernel: tile sizes and launch settings, and the
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
-    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "LAZY_RESCALE"),
-    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS"),
-    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"),
+    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA"),
+    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA"),
+    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA"),
 }
 
 
 def overrides(kernel: str) -> dict:
     """FA_CK_TRITON_CONFIG, read at call time: JSON {kernel: {key: value}} merged over the chosen
-    config, e.g. '{"bwd_dq": {"num_stages": 3}, "fwd": {"LAZY_RESCALE": false}}'. For measuring
+    config, e.g. '{"bwd_dq": {"num_stages": 3}, "fwd": {"TMA": false}}'. For measuring
     variants (bench/kernels.py --variant) and for working around a config that misbehaves."""
     text = os.environ.get("FA_CK_TRITON_CONFIG", "").strip()
     if not text:

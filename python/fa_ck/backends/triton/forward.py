@@ -15,50 +15,41 @@ import triton
 import triton.language as tl
 
 from .common import (dropout_keep, fp8_round, head_constants, head_ptr, key_blocks, load_tile, query_block,
-                     scores, wide)
+                     scores, tma_rows, wide)
 
 
 @triton.jit
-def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, offs_m, offs_n0, d_ok,
+def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc, start, end, offs_m, offs_n0, d_ok,
                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                 slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                 BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                 DOT_F32: tl.constexpr, MASKED: tl.constexpr, FP8: tl.constexpr, P_SCALE: tl.constexpr,
-                LAZY_RESCALE: tl.constexpr):
+                TMA: tl.constexpr):
     k_ptrs += wide(start) * stride_ks
     v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
-        kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
-        v = load_tile(v_ptrs, v_offs, offs_n[:, None] < seqlen_k, d_ok[None, :], MASKED, EVEN_D)
+        if TMA:       # rows past the sequence and columns past the head dim arrive as zeros
+            kt = k_desc.load([n0, 0]).T
+            if FP8:
+                v = v_desc.load([0, n0]).T    # stored keys-contiguous
+            else:
+                v = v_desc.load([n0, 0])
+        else:
+            kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
+            v = load_tile(v_ptrs, v_offs, offs_n[:, None] < seqlen_k, d_ok[None, :], MASKED, EVEN_D)
         if DOT_F32:
             kt = kt.to(tl.float32)
         qk = tl.dot(q, kt)
         s, _ = scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2,
                       softcap_in, softcap_out, slope_log2, window_left, window_right,
                       SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
-        m_blk = tl.max(s, 1)
-        if LAZY_RESCALE:
-            # Move the running max only when a row's grows by more than 2^8 (a block-wide
-            # decision): exp2(s - m) stays below 256, and most blocks skip rescaling acc and l.
-            # The result is exact for any m: lse = m + log2(l) and out = acc / l.
-            if tl.max(tl.where(m_blk > m_i + 8.0, 1, 0)) > 0:
-                m_new = tl.maximum(m_i, m_blk)
-                alpha = tl.math.exp2(m_i - tl.where(m_new == float("-inf"), 0.0, m_new))
-                acc = acc * alpha[:, None]
-                l_i = l_i * alpha
-                m_i = m_new
-            p = tl.math.exp2(s - tl.where(m_i == float("-inf"), 0.0, m_i)[:, None])
-            l_i = l_i + tl.sum(p, 1)
-        else:
-            m_new = tl.maximum(m_i, m_blk)
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with nothing visible yet
-            p = tl.math.exp2(s - m_safe[:, None])
-            alpha = tl.math.exp2(m_i - m_safe)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None]
-            m_i = m_new
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with nothing visible yet
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
         if DROPOUT:
             keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
             p = tl.where(keep, p, 0.0)
@@ -69,13 +60,14 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, start, end, of
                     p = fp8_round(p, -6)      # e4m3fn
                 else:
                     p = fp8_round(p, -7)      # e4m3fnuz (max 240)
-                acc += tl.dot(p, v.to(tl.float32))
+                acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32))
             else:
-                acc += tl.dot(p.to(v.dtype), v)
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         elif DOT_F32:
-            acc += tl.dot(p, v.to(tl.float32))
+            acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32))
         else:
-            acc += tl.dot(p.to(v.dtype), v)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
         k_ptrs += BLOCK_N * stride_ks
         v_ptrs += BLOCK_N * stride_vs
     return acc, l_i, m_i
@@ -92,7 +84,7 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                DOT_F32: tl.constexpr, FP8: tl.constexpr = False, P_SCALE: tl.constexpr = 1.0,
-               LAZY_RESCALE: tl.constexpr = False):
+               TMA: tl.constexpr = False):
     m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
                                                                             BLOCK_M, VARLEN)
     if m0 >= seqlen_q:
@@ -121,6 +113,15 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
     # fp8 matrix instructions want PV's reduction dim (keys) contiguous in shared memory.
     v_offs = offs_n0[:, None] * stride_vs + offs_d[None, :] * stride_vd
 
+    k_desc = k_base
+    v_desc = v_base
+    if TMA:                                  # built per sequence: varlen bounds come free
+        k_desc = tma_rows(k_base, seqlen_k, head_dim, stride_ks, BLOCK_N, BLOCK_D)
+        if FP8:                              # v stored keys-contiguous: (head_dim, keys) tiles
+            v_desc = tma_rows(v_base, head_dim, seqlen_k, stride_vd, BLOCK_D, BLOCK_N)
+        else:
+            v_desc = tma_rows(v_base, seqlen_k, head_dim, stride_vs, BLOCK_N, BLOCK_D)
+
     v_descale = 1.0
     if FP8:
         # descales (B, Hq) for q, (B, Hkv) for k and v, heads contiguous
@@ -135,21 +136,24 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, lo, full_lo, offs_m, offs_n0, d_ok,
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, k_desc, v_desc,
+                                lo, full_lo, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True, FP8, P_SCALE, LAZY_RESCALE)
-    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_lo, full_hi, offs_m, offs_n0, d_ok,
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE, TMA)
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, k_desc, v_desc,
+                                full_lo, full_hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, False, FP8, P_SCALE, LAZY_RESCALE)
-    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, full_hi, hi, offs_m, offs_n0, d_ok,
+                                DROPOUT, DOT_F32, False, FP8, P_SCALE, TMA)
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, k_desc, v_desc,
+                                full_hi, hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True, FP8, P_SCALE, LAZY_RESCALE)
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE, TMA)
 
     empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
     inv_l = tl.where(empty, 0.0, 1.0 / tl.where(empty, 1.0, l_i))

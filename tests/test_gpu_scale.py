@@ -73,9 +73,10 @@ def test_autocast_and_inference_modes():
     assert torch.equal(a, b)
 
 
-def test_cuda_graph_capture_forward_and_backward():
-    q, k, v = (torch.randn(2, 512, 4, 64, device=DEV, dtype=torch.float16, requires_grad=True) for _ in range(3))
-    do = torch.randn(2, 512, 4, 64, device=DEV, dtype=torch.float16)
+@pytest.mark.parametrize("d", [64, 128])        # d128: TMA descriptors, their scratch allocated in the capture
+def test_cuda_graph_capture_forward_and_backward(d):
+    q, k, v = (torch.randn(2, 512, 4, d, device=DEV, dtype=torch.float16, requires_grad=True) for _ in range(3))
+    do = torch.randn(2, 512, 4, d, device=DEV, dtype=torch.float16)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):                       # warm up (compiles) outside the capture

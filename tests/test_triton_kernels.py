@@ -125,8 +125,8 @@ def test_tma_and_one_pass_with_features(monkeypatch, override, deterministic):
     import json
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
     slopes = torch.rand(4, device=DEVICE) * 0.3
-    check(2, 70, 90, 4, 2, 32, causal=True, window_size=(20, 5), alibi_slopes=slopes, softcap=10.0,
-          deterministic=deterministic, device=DEVICE)
+    check(2, 70, 90, 4, 4, 32, causal=True, window_size=(20, 5), alibi_slopes=slopes, softcap=10.0,
+          deterministic=deterministic, device=DEVICE)   # no GQA: dk/dv takes TMA only then
 
 
 @pytest.mark.parametrize("override", [TMA_ALL, TMA_ONE_PASS], ids=["tma-two-pass", "tma-one-pass"])
@@ -135,7 +135,7 @@ def test_tma_varlen(monkeypatch, override):
     import json
     from attn_check import check_varlen
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
-    check_varlen([33, 0, 70, 5], [40, 17, 70, 1], 4, 2, 64, causal=True, device=DEVICE)
+    check_varlen([33, 0, 70, 5], [40, 17, 70, 1], 2, 2, 64, causal=True, device=DEVICE)
 
 
 def test_tma_only_where_descriptors_can_address_the_tensors():
@@ -167,3 +167,15 @@ def test_config_override_is_validated(monkeypatch):
             configs.overrides("fwd")
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"num_stages": 3}}')
     assert configs.overrides("bwd_dq") == {"num_stages": 3} and configs.overrides("fwd") == {}
+
+
+def test_tma_defaults_follow_the_h200_measurements():
+    sw = lambda k, d, fp8=False: configs.switches(k, "cuda:sm90", d, fp8)["TMA"]  # noqa: E731
+    assert sw("fwd", 128) and sw("bwd_dkdv", 128) and sw("fwd", 96)
+    assert not any([sw("fwd", 64), sw("bwd_dkdv", 64), sw("fwd", 256), sw("bwd_dq", 128), sw("fwd", 128, fp8=True)])
+    assert not configs.switches("fwd", "hip:gfx942", 128, False)["TMA"] and not configs.switches("fwd", "cuda:sm80", 128, False)["TMA"]
+    assert configs.switches("bwd_dkdv", "cuda:sm90", 128, False)["ONE_PASS"] is False
+    # the wider tiles come only with TMA (without it they spill)
+    assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16, tma=True)["BLOCK_N"] == 128
+    assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 64
+    assert configs.default("bwd_dkdv", "cuda:sm90", 128, torch.bfloat16, tma=True)["BLOCK_M"] == 16

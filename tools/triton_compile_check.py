@@ -105,9 +105,9 @@ def kernels(d: int, dtype, causal: bool, arch: str):
                                      ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv", {}),
                                      ("bwd_dkdv one-pass", bwd_dkdv_kernel, "bwd_dkdv", {"ONE_PASS": True}),
                                      ("bwd_dq", bwd_dq_kernel, "bwd_dq", {})):
-        cfg = configs.default(kernel, arch, d, dtype)
-        consts = {**flags, "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"],
-                  **configs.switches(kernel, arch, False, False), **extra}
+        sw = {**configs.switches(kernel, arch, d, False), **extra}
+        cfg = configs.default(kernel, arch, d, dtype, tma=sw["TMA"])
+        consts = {**flags, "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], **sw}
         if label == "fwd":
             consts["stride_vd"] = 1          # Triton specialises a stride of 1 away at launch
         yield label, fn, consts, cfg
@@ -122,7 +122,7 @@ def fp8_kernels(target: str, arch: str):
             cfg = configs.default("fwd", arch, d, f8)
             consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
                           stride_vs=1,       # fp8 v is stored keys-contiguous (see forward.py)
-                          **configs.switches("fwd", arch, True, False))
+                          **configs.switches("fwd", arch, d, True))
             sig = signature(fwd_kernel, torch.bfloat16, data_type=ty)
             for c in consts:
                 sig[c] = "constexpr"

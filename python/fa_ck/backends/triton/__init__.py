@@ -192,23 +192,26 @@ def _extras(q, p: AttnParams):
     return slopes, slope_stride, rng, cu_q, cu_k
 
 
-def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, bench=None) -> dict:
-    """Tiles (heuristic, or autotuned when switched on), the kernel's switches, then any
-    FA_CK_TRITON_CONFIG override."""
+def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
+            bench=None) -> dict:
+    """The kernel's switches (defaults, then FA_CK_TRITON_CONFIG; TMA only where `tma_possible`,
+    no one pass for deterministic calls), then tiles: the heuristic for those switches, or
+    autotuned when switched on, with any FA_CK_TRITON_CONFIG tiles on top."""
     arch = configs.arch(q.device)
-    cfg = configs.default(kernel, arch, head_dim, q.dtype, p.varlen)
-    switches = configs.switches(kernel, arch, p.fp8, p.deterministic)
+    over = configs.overrides(kernel)
+    sw = {**configs.switches(kernel, arch, head_dim, p.fp8), **{k: over.pop(k) for k in ("TMA", "ONE_PASS") if k in over}}
+    sw["TMA"] = bool(sw["TMA"]) and tma_possible
+    if p.deterministic and "ONE_PASS" in sw:
+        sw["ONE_PASS"] = False               # atomics add in a different order every run
+    cfg = configs.default(kernel, arch, head_dim, q.dtype, p.varlen, sw["TMA"])
     if bench is not None and arch != "interpreter":
         from . import tuning
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
-                                  "-".join(p.features()))
+                                  "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
             cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, p.varlen),
-                              lambda c: bench({**c, **switches}), cfg)
-    cfg = {**cfg, **switches, **configs.overrides(kernel)}
-    if p.deterministic:
-        cfg["ONE_PASS"] = False              # atomics add in a different order every run
-    return cfg
+                              lambda c: bench({**c, **sw}), cfg)
+    return {**cfg, **over, **sw}
 
 
 def _tma_ok(*tensors, keys_contiguous=None) -> bool:
@@ -256,13 +259,13 @@ def forward(q, k, v, p: AttnParams):
     flags, scal = _flags(q, p, d), _scalars(p)
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
-    tma_ok = _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
+    # Triton 3.6's ptxas crashed on the TMA forward at d256
+    tma_possible = d <= 128 and _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
 
     def run(cfg):
         if p.fp8:
             cfg = configs.for_fp8(cfg)
-        tma = bool(cfg["TMA"]) and tma_ok
-        if tma:
+        if cfg["TMA"]:
             _tma_allocator()
         grid = (triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)
         fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
@@ -270,9 +273,9 @@ def forward(q, k, v, p: AttnParams):
                          *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
                          sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
                          scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
-                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=tma, **flags, **fp8, **_launch_cfg(cfg))
+                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **fp8, **_launch_cfg(cfg))
 
-    run(_config("fwd", q, d, p, sq, sk, bench=_bencher(run)))
+    run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run)))
     if _canaries:
         _check_canaries("forward")
         out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
@@ -305,36 +308,38 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             scal["window_left"], scal["window_right"], scal["dropout_p"], sk)
 
     dq_acc = q.new_empty(0, dtype=torch.float32)
-    tma_dkdv, tma_dq = _tma_ok(q, do), _tma_ok(k, v)
+    # dk/dv builds its q and dO descriptors inside the loop over a kv head's q heads, which Triton
+    # 3.6's pipeliner cannot always handle: TMA only without GQA (group 1 compiles the loop away).
+    # dq: Triton 3.6's ptxas crashed on the varlen dq with TMA.
+    tma_dkdv = hq == hkv and d <= 128 and _tma_ok(q, do)
+    tma_dq = not p.varlen and d <= 128 and _tma_ok(k, v)
 
     def run_dkdv(cfg):
         nonlocal dq_acc
         if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
             dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-        tma = bool(cfg["TMA"]) and tma_dkdv
-        if tma:
+        if cfg["TMA"]:
             _tma_allocator()
         bwd_dkdv_kernel[(triton.cdiv(sk, cfg["BLOCK_N"]), hkv, b)](
             q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
             *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0),
             *_lse_strides(lse, p.varlen), slope_stride, *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-            ONE_PASS=cfg["ONE_PASS"], TMA=tma, **flags, **_launch_cfg(cfg))
+            ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags, **_launch_cfg(cfg))
 
     def run_dq(cfg):
-        tma = bool(cfg["TMA"]) and tma_dq
-        if tma:
+        if cfg["TMA"]:
             _tma_allocator()
         bwd_dq_kernel[(triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)](
             q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
-            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=tma, **flags, **_launch_cfg(cfg))
+            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **_launch_cfg(cfg))
 
-    cfg = _config("bwd_dkdv", q, d, p, sq, sk, bench=_bencher(run_dkdv))
+    cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv))
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
         dq.copy_(dq_acc.mul_(p.scale))
     else:
-        run_dq(_config("bwd_dq", q, d, p, sq, sk, bench=_bencher(run_dq)))
+        run_dq(_config("bwd_dq", q, d, p, sq, sk, tma_dq, bench=_bencher(run_dq)))
     if _canaries:
         _check_canaries("backward")
         dq, dk, dv = dq.clone(), dk.clone(), dv.clone()

@@ -56,8 +56,10 @@ def _cfg(bm, bn, warps, stages):
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 
 
-def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varlen: bool = False) -> dict:
-    """kernel: 'fwd', 'bwd_dkdv' (BLOCK_N keys per program, BLOCK_M queries per step) or 'bwd_dq'."""
+def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varlen: bool = False,
+            tma: bool = False) -> dict:
+    """kernel: 'fwd', 'bwd_dkdv' (BLOCK_N keys per program, BLOCK_M queries per step) or 'bwd_dq';
+    tma: the kernel loads its streamed tiles through TMA (fewer registers: wider tiles fit)."""
     d = block_d(head_dim)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
@@ -78,17 +80,19 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varl
     # NVIDIA (Hopper defaults; older parts get fewer stages)
     sm = int(arch_name.split("sm")[-1]) if "sm" in arch_name else 80
     stages = 3 if sm >= 80 else 2
+    # With TMA at d128 (H200, bench/results/h200-20261130-onepass/call2): forward 128x128 tiles
+    # 6-9% faster at S >= 4k; dk/dv 16x128 tiles 30% faster (no stack frame, against 72-108 B).
     if kernel == "fwd":
         if d <= 64:
             return _cfg(128, 64, 4, stages)
         if d <= 128:
-            return _cfg(128, 64 if not wide else 32, 8, stages)
+            return _cfg(128, 128, 8, stages) if tma and not wide else _cfg(128, 64 if not wide else 32, 8, stages)
         return _cfg(64, 64 if not wide else 32, 8, 2)
     if kernel == "bwd_dkdv":
         if d <= 64:
             return _cfg(32, 128 if not wide else 64, 8, stages)
         if d <= 128:
-            return _cfg(32, 64, 8, stages)
+            return _cfg(16, 128, 8, stages) if tma and not wide else _cfg(32, 64, 8, stages)
         return _cfg(16, 64, 8, 2)
     # bwd_dq: 128x32 tiles with 8 warps and 3 stages fault on the H200 under Triton 3.6 on varlen
     # (misaligned or illegal address, gone under compute-sanitizer; 2 stages run clean): two
@@ -101,14 +105,20 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varl
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq on varlen with BLOCK_M 128 (see default)
 
 
-def switches(kernel: str, arch_name: str, fp8: bool, deterministic: bool) -> dict:
-    """The kernels' algorithmic switches. TMA: tiles streamed through Hopper's tensor memory
-    accelerator (sm90+; the launcher falls back to plain loads for tensors TMA cannot address).
-    ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel, never for
-    deterministic=True; off by default: on the H200 it was slower than the two-pass backward
-    except at d128 causal S >= 4k (bench/results/h200-20261130-onepass/)."""
+def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
+    """The kernels' algorithmic switches (FA_CK_TRITON_CONFIG may set them too).
+
+    TMA: stream tiles through Hopper's tensor memory accelerator. On by default where the H200
+    measured a gain: the forward and dk/dv at head dims 65-128 (bf16/fp16; with the wider tiles
+    of `default`). At d64 plain loads were as fast or faster, dq gained nothing, and Triton 3.6's
+    ptxas crashes on the d256 forward and the varlen dq with TMA. The launcher also needs
+    tensors TMA can address and, for dk/dv, one q head per kv head (see backward()).
+    ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
+    deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
+    causal S >= 4k (call1)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
-    out = {"TMA": sm >= 90}
+    d = block_d(head_dim)
+    out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel != "bwd_dq"}
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
     return out

@@ -171,11 +171,11 @@ def test_config_override_is_validated(monkeypatch):
 
 def test_tma_defaults_follow_the_h200_measurements():
     sw = lambda k, d, fp8=False: configs.switches(k, "cuda:sm90", d, fp8)["TMA"]  # noqa: E731
-    assert sw("fwd", 128) and sw("bwd_dkdv", 128) and sw("fwd", 96)
-    assert not any([sw("fwd", 64), sw("bwd_dkdv", 64), sw("fwd", 256), sw("bwd_dq", 128), sw("fwd", 128, fp8=True)])
+    assert sw("fwd", 128) and sw("fwd", 96)
+    assert not any([sw("fwd", 64), sw("bwd_dkdv", 128), sw("fwd", 256), sw("bwd_dq", 128), sw("fwd", 128, fp8=True)])
     assert not configs.switches("fwd", "hip:gfx942", 128, False)["TMA"] and not configs.switches("fwd", "cuda:sm80", 128, False)["TMA"]
     assert configs.switches("bwd_dkdv", "cuda:sm90", 128, False)["ONE_PASS"] is False
     # the wider tiles come only with TMA (without it they spill)
     assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16, tma=True)["BLOCK_N"] == 128
     assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 64
-    assert configs.default("bwd_dkdv", "cuda:sm90", 128, torch.bfloat16, tma=True)["BLOCK_M"] == 16
+    assert configs.default("bwd_dkdv", "cuda:sm90", 128, torch.bfloat16)["BLOCK_M"] == 16

@@ -80,8 +80,9 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varl
     # NVIDIA (Hopper defaults; older parts get fewer stages)
     sm = int(arch_name.split("sm")[-1]) if "sm" in arch_name else 80
     stages = 3 if sm >= 80 else 2
-    # With TMA at d128 (H200, bench/results/h200-20261130-onepass/call2): forward 128x128 tiles
-    # 6-9% faster at S >= 4k; dk/dv 16x128 tiles 30% faster (no stack frame, against 72-108 B).
+    # d128 on the H200 (bench/results/h200-20261130-onepass/call3, same run): the TMA forward
+    # with 128x128 tiles 5-14% faster than 128x64 plain loads at S >= 4k; dk/dv with 16x128
+    # tiles (plain loads) 35-45% faster fwd+bwd than 32x64 (sm90 stack: 0 B full, 32 B causal).
     if kernel == "fwd":
         if d <= 64:
             return _cfg(128, 64, 4, stages)
@@ -92,7 +93,7 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varl
         if d <= 64:
             return _cfg(32, 128 if not wide else 64, 8, stages)
         if d <= 128:
-            return _cfg(16, 128, 8, stages) if tma and not wide else _cfg(32, 64, 8, stages)
+            return _cfg(16, 128, 8, stages) if not wide and sm >= 90 else _cfg(32, 64, 8, stages)
         return _cfg(16, 64, 8, 2)
     # bwd_dq: 128x32 tiles with 8 warps and 3 stages fault on the H200 under Triton 3.6 on varlen
     # (misaligned or illegal address, gone under compute-sanitizer; 2 stages run clean): two
@@ -109,16 +110,17 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     """The kernels' algorithmic switches (FA_CK_TRITON_CONFIG may set them too).
 
     TMA: stream tiles through Hopper's tensor memory accelerator. On by default where the H200
-    measured a gain: the forward and dk/dv at head dims 65-128 (bf16/fp16; with the wider tiles
-    of `default`). At d64 plain loads were as fast or faster, dq gained nothing, and Triton 3.6's
-    ptxas crashes on the d256 forward and the varlen dq with TMA. The launcher also needs
-    tensors TMA can address and, for dk/dv, one q head per kv head (see backward()).
+    measured a gain: the forward at head dims 65-128 (bf16/fp16, with the wider tiles of
+    `default`). At d64 plain loads were as fast or faster; dk/dv was slower with TMA than
+    without at the same tiles (call3), dq gained nothing, and Triton 3.6's ptxas crashes on
+    the d256 forward and the varlen dq with TMA. The launcher also needs tensors TMA can
+    address and, for dk/dv, one q head per kv head (see backward()).
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
-    out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel != "bwd_dq"}
+    out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
     return out

@@ -1,4 +1,5 @@
 """Comparing fa_ck against reference.py in float64, element by element."""
+import functools
 import math
 
 import torch
@@ -59,34 +60,61 @@ def _ref_kw(feat):
                 softcap=feat.get("softcap", 0.0), dropout_p=feat.get("dropout_p", 0.0))
 
 
-def _compare(out, lse, ref, ref_lse, inputs, ref_inputs, dtype, device, grads):
+def _compare(out, lse, ref, ref_lse, inputs, ref_inputs, dtype, device, grads, same_precision=None):
+    """same_precision: None (fixed bounds only), or a function (ref_fn, do) -> grads of the
+    reference computed in the input dtype; then a gradient past its fixed bound still passes
+    when its error is at most twice that computation's (flash-attn's test criterion: half
+    precision cannot do better when dS cancels), recorded under errs["same_precision"]."""
     errs = {"out": assert_close("out", out, ref, tol(FWD_TOL, dtype, device)),
             "lse": assert_close("lse", lse, ref_lse, tol(FWD_TOL, dtype, device) * 10)}
     if grads:
         do = torch.randn_like(out)
         got = torch.autograd.grad(out, inputs, do)
         refs = torch.autograd.grad(ref, ref_inputs, do.double())
-        for name, g, r in zip(("dq", "dk", "dv"), got, refs):
-            errs[name] = assert_close(name, g, r, tol(GRAD_TOL, dtype, device))
+        base = None
+        for i, (name, g, r) in enumerate(zip(("dq", "dk", "dv"), got, refs)):
+            try:
+                errs[name] = assert_close(name, g, r, tol(GRAD_TOL, dtype, device))
+            except AssertionError as e:
+                if same_precision is None or dtype == torch.float32 or not torch.isfinite(g).all():
+                    raise
+                base = base if base is not None else same_precision(do)
+                err, base_err = rel_err(g, r), rel_err(base[i], r)
+                if err > 2 * base_err:
+                    raise AssertionError(f"{e}, and > 2x the error of the reference in {dtype} ({base_err:.3g})") from None
+                errs[name] = err
+                errs.setdefault("same_precision", {})[name] = base_err
     return errs
 
 
-def check(b, sq, sk, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton", grads=True, **feat):
+def _same_precision(ref_fn, inputs):
+    """The gradients of ref_fn (the reference) evaluated in the inputs' own dtype."""
+    def grads(do):
+        low = [t.detach().clone().requires_grad_() for t in inputs]
+        out, _ = ref_fn(*low, dtype=low[0].dtype)
+        return torch.autograd.grad(out, low, do)
+    return grads
+
+
+def check(b, sq, sk, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton", grads=True,
+          same_precision=False, **feat):
     """Run fa_ck.flash_attn_func (flash layout) and compare out, lse and dq, dk, dv with the float64
     reference on fresh random inputs. With dropout the reference applies the mask the kernel
-    reports (return_attn_probs: negative entries were dropped)."""
+    reports (return_attn_probs: negative entries were dropped). same_precision: see _compare."""
     q = rand(b, sq, hq, d, dtype=dtype, device=device)
     k = rand(b, sk, hkv, d, dtype=dtype, device=device)
     v = rand(b, sk, hkv, d, dtype=dtype, device=device)
     out, lse, probs = fa_ck.flash_attn_func(q, k, v, backend=backend, return_attn_probs=True, **feat)
     keep = probs >= 0 if feat.get("dropout_p", 0.0) > 0 else None
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ref, ref_lse = reference.attention(q64, k64, v64, dtype=torch.float64, dropout_mask=keep, **_ref_kw(feat))
-    return _compare(out, lse, ref, ref_lse, (q, k, v), (q64, k64, v64), dtype, device, grads)
+    ref_fn = functools.partial(reference.attention, dropout_mask=keep, **_ref_kw(feat))
+    ref, ref_lse = ref_fn(q64, k64, v64, dtype=torch.float64)
+    return _compare(out, lse, ref, ref_lse, (q, k, v), (q64, k64, v64), dtype, device, grads,
+                    _same_precision(ref_fn, (q, k, v)) if same_precision else None)
 
 
 def check_varlen(lens_q, lens_k, hq, hkv, d, *, dtype=torch.float32, device="cpu", backend="triton",
-                 grads=True, **feat):
+                 grads=True, same_precision=False, **feat):
     """The same for flash_attn_varlen_func on packed sequences of the given lengths."""
     cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device=device)
     cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device=device)
@@ -99,9 +127,11 @@ def check_varlen(lens_q, lens_k, hq, hkv, d, *, dtype=torch.float32, device="cpu
     if feat.get("dropout_p", 0.0) > 0:       # probs: (B, H, max_q, max_k), sequence i in its top-left corner
         masks = [probs[i:i + 1, :, :sq, :sk] >= 0 for i, (sq, sk) in enumerate(zip(lens_q, lens_k))]
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ref, ref_lse = reference.attention_varlen(q64, k64, v64, cu_q, cu_k, dtype=torch.float64, dropout_mask=masks,
-                                              **_ref_kw(feat))
-    return _compare(out, lse, ref, ref_lse, (q, k, v), (q64, k64, v64), dtype, device, grads)
+    ref_fn = functools.partial(reference.attention_varlen, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, dropout_mask=masks,
+                               **_ref_kw(feat))
+    ref, ref_lse = ref_fn(q64, k64, v64, dtype=torch.float64)
+    return _compare(out, lse, ref, ref_lse, (q, k, v), (q64, k64, v64), dtype, device, grads,
+                    _same_precision(ref_fn, (q, k, v)) if same_precision else None)
 
 
 def alibi(b, h, per_batch=False, device="cpu"):

@@ -77,3 +77,27 @@ def test_out_of_memory_is_not_a_pass(monkeypatch):
     monkeypatch.setattr(rs, "check", oom)
     (row,) = rs.run_cases(0, 1, 1e9, device=DEVICE)
     assert row["ok"] is None and row["not_run"] == "out of memory" and len(calls) == 2
+
+
+def test_same_precision_criterion_passes_and_fails():
+    """A gradient past its fixed bound passes only within 2x the error of the reference run in
+    the input dtype (attn_check._compare), and says so."""
+    import pytest
+    from attn_check import _compare
+    torch.manual_seed(0)
+    for eps, base_eps, passes in ((0.05, 0.03, True), (0.05, 0.02, False), (0.01, 0.0, True)):
+        q, k, v = (torch.randn(2, 8, 2, 4, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+        q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+        out = q + k + v + eps * (q - q.detach())     # the reference's values; dq off by eps
+        ref = q64 + k64 + v64
+        lse = torch.zeros(2, 2, 8)
+        def same_precision(do, base_eps=base_eps):
+            return (do * (1 + base_eps), do, do)
+        run = lambda: _compare(out, lse, ref, lse.double(), (q, k, v), (q64, k64, v64),  # noqa: E731
+                               torch.bfloat16, "cpu", True, same_precision)
+        if passes:
+            errs = run()
+            assert ("same_precision" in errs) == (eps > 0.03)   # only past the bf16 bound of 3e-2
+        else:
+            with pytest.raises(AssertionError, match="2x the error of the reference"):
+                run()

@@ -203,13 +203,13 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     sw["TMA"] = bool(sw["TMA"]) and tma_possible
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
-    cfg = configs.default(kernel, arch, head_dim, q.dtype, p.varlen, sw["TMA"])
+    cfg = configs.default(kernel, arch, head_dim, q.dtype, sw["TMA"])
     if bench is not None and arch != "interpreter":
         from . import tuning
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
                                   "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
-            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, p.varlen),
+            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype),
                               lambda c: bench({**c, **sw}), cfg)
     return {**cfg, **over, **sw}
 

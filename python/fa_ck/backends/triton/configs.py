@@ -56,8 +56,7 @@ def _cfg(bm, bn, warps, stages):
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 
 
-def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varlen: bool = False,
-            tma: bool = False) -> dict:
+def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma: bool = False) -> dict:
     """kernel: 'fwd', 'bwd_dkdv' (BLOCK_N keys per program, BLOCK_M queries per step) or 'bwd_dq';
     tma: the kernel loads its streamed tiles through TMA (fewer registers: wider tiles fit)."""
     d = block_d(head_dim)
@@ -95,15 +94,16 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varl
         if d <= 128:
             return _cfg(16, 128, 8, stages) if not wide and sm >= 90 else _cfg(32, 64, 8, stages)
         return _cfg(16, 64, 8, 2)
-    # bwd_dq: 128x32 tiles with 8 warps and 3 stages fault on the H200 under Triton 3.6 on varlen
-    # (misaligned or illegal address, gone under compute-sanitizer; 2 stages run clean): two
-    # stages there, see DQ_STAGES_MAX. Dense calls keep 3, 5-15% faster backward on the H200.
+    # bwd_dq: 128x32 tiles with 8 warps and 3 stages break under Triton 3.6 on the H200: illegal or
+    # misaligned addresses on varlen and on a dense bf16 1000x1000 d128 softcap call, and a silent
+    # 27% dq error on a dense fp16 2331x33 d128 softcap call, every time; with 2 stages all run
+    # right (bench/results/h200-20261130-onepass/call5). Two stages, see DQ_STAGES_MAX.
     if d <= 128:
-        return _cfg(128 if not wide else 64, 32, 8, min(stages, DQ_STAGES_MAX) if varlen else stages)
+        return _cfg(128 if not wide else 64, 32, 8, min(stages, DQ_STAGES_MAX))
     return _cfg(64, 32, 8, 2)
 
 
-DQ_STAGES_MAX = 2      # NVIDIA bwd_dq on varlen with BLOCK_M 128 (see default)
+DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
 
 def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
@@ -126,7 +126,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     return out
 
 
-def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, varlen: bool = False) -> list[dict]:
+def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> list[dict]:
     """A short list around the default: every candidate costs a compile during the search."""
     d = block_d(head_dim)
     hip = arch_name.startswith("hip")
@@ -139,9 +139,9 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, v
         tiles = [(128, 32), (64, 32), (128, 64), (64, 64)] if d <= 128 else [(64, 32), (32, 32), (64, 16)]
     out = [_cfg(bm, bn, w, stages[1]) for bm, bn in tiles for w in (4, 8)]
     out += [_cfg(*tiles[0], w, s) for w in (4, 8) for s in (stages[0], stages[-1])]
-    if kernel == "bwd_dq" and not hip and varlen:   # never search into the configuration that faults
+    if kernel == "bwd_dq" and not hip:   # never search into the configuration that breaks
         out = [c for c in out if c["BLOCK_M"] < 128 or c["num_stages"] <= DQ_STAGES_MAX]
-    dflt = default(kernel, arch_name, head_dim, dtype, varlen)
+    dflt = default(kernel, arch_name, head_dim, dtype)
     uniq = []
     for c in [dflt] + out:
         if c not in uniq:

@@ -104,38 +104,11 @@ def _worker(args):
     return run_cases(seed, cases, budget)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", type=int, default=2000, help="cases per worker at most")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=1,
-                    help="processes (seeds seed..seed+workers-1), worker w on GPU w %% GPU count; "
-                         "compiles run in parallel")
-    ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("random_sweep needs a GPU; on the CPU run `python -m pytest tests/test_properties.py`")
-        return 2
-    out = Path(args.out or f"bench/results/random-sweep-{time.strftime('%Y%m%d')}")
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    n_gpu = torch.cuda.device_count()
-    jobs = [(args.seed + w, args.cases, args.time_budget, w % n_gpu) for w in range(args.workers)]
-    if args.workers == 1:
-        rows = _worker(jobs[0])
-    else:
-        import multiprocessing as mp
-        with mp.get_context("spawn").Pool(args.workers) as pool:
-            rows = [r for part in pool.map(_worker, jobs) for r in part]
+def summarize(env: dict, rows: list[dict]) -> list[str]:
+    """summary.md's lines for a sweep's env and rows (also to redo it from a results.json)."""
     failed = [r for r in rows if r["ok"] is False]
     not_run = [r for r in rows if r["ok"] is None]
     by_baseline = [r for r in rows if r["ok"] and "same_precision" in r["errors"]]
-    env = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "triton": __import__("triton").__version__, "fa_ck": fa_ck.__version__,
-           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-           "seconds": round(time.time() - t0, 1), "workers": args.workers, "gpus": min(args.workers, n_gpu)}
-    (out / "results.json").write_text(json.dumps({"env": env, "cases": rows}, indent=1))
     worst = {}
     for key in ("out", "lse", "dq", "dk", "dv"):
         errs = [(r["errors"][key], r) for r in rows if r["ok"]]
@@ -162,6 +135,40 @@ def main() -> int:
     if not_run:
         lines += ["", "Not run (out of memory twice):", ""] + [
             f"- case {r['case']}: {r['dtype']} b{r['b']} sq{r['sq']} sk{r['sk']} d{r['d']}" for r in not_run[:50]]
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=2000, help="cases per worker at most")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="processes (seeds seed..seed+workers-1), worker w on GPU w %% GPU count; "
+                         "compiles run in parallel")
+    ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("random_sweep needs a GPU; on the CPU run `python -m pytest tests/test_properties.py`")
+        return 2
+    out = Path(args.out or f"bench/results/random-sweep-{time.strftime('%Y%m%d')}")
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    n_gpu = torch.cuda.device_count()
+    jobs = [(args.seed + w, args.cases, args.time_budget, w % n_gpu) for w in range(args.workers)]
+    if args.workers == 1:
+        rows = _worker(jobs[0])
+    else:
+        import multiprocessing as mp
+        with mp.get_context("spawn").Pool(args.workers) as pool:
+            rows = [r for part in pool.map(_worker, jobs) for r in part]
+    env = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "triton": __import__("triton").__version__, "fa_ck": fa_ck.__version__,
+           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+           "seconds": round(time.time() - t0, 1), "workers": args.workers, "gpus": min(args.workers, n_gpu)}
+    (out / "results.json").write_text(json.dumps({"env": env, "cases": rows}, indent=1))
+    lines = summarize(env, rows)
+    failed = [r for r in rows if r["ok"] is False]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 1 if failed else 0

@@ -98,3 +98,16 @@ def test_cuda_graph_capture_forward_and_backward(d):
     assert torch.equal(out, ref)
     for g, r in zip(grads, ref_grads):
         assert torch.equal(g, r)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_a_gpu_that_is_not_current():
+    # Triton launches on the current device; the backend switches to the tensors' for the call
+    torch.cuda.set_device(0)
+    q, k, v = (rand(2, 300, 4, 128, dtype=torch.bfloat16, device="cuda:1") for _ in range(3))
+    out = fa_ck.flash_attn_func(q, k, v, causal=True)
+    grads = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+    assert out.device == q.device and all(g.device == q.device for g in grads)
+    ref, _ = reference.attention(*(t.detach().double() for t in (q, k, v)), causal=True, dtype=torch.float64)
+    assert_close("out", out, ref, FWD_TOL[torch.bfloat16])
+    assert torch.cuda.current_device() == 0

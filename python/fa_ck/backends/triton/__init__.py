@@ -5,6 +5,7 @@ which is how CI tests the kernels themselves.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
@@ -231,8 +232,12 @@ def _tma_allocator():
     """Device-side TMA descriptors live in global scratch that Triton asks an allocator for; set
     one (torch's caching allocator) where none is set. It is a context variable, so the autograd
     thread and others need it too: called before every launch that builds descriptors."""
-    from triton.runtime import _allocation
-    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+    try:
+        from triton.runtime import _allocation
+        unset = isinstance(_allocation._allocator.get(), _allocation.NullAllocator)
+    except (ImportError, AttributeError):     # a Triton that keeps it elsewhere: set ours
+        unset = True
+    if unset:
         triton.set_allocator(_scratch)
 
 
@@ -244,7 +249,23 @@ def _launch_cfg(cfg: dict) -> dict:
     return {k: cfg[k] for k in ("num_warps", "num_stages")}
 
 
+def _device_of(t: torch.Tensor):
+    """Triton launches on the current CUDA device: make it the tensors' (q on cuda:1 while cuda:0
+    is current would otherwise run on the wrong GPU)."""
+    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
+
+
 def forward(q, k, v, p: AttnParams):
+    with _device_of(q):
+        return _forward(q, k, v, p)
+
+
+def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
+    with _device_of(q):
+        return _backward(do, q, k, v, out, lse, p, dlse)
+
+
+def _forward(q, k, v, p: AttnParams):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     out_dtype = q.dtype
     if p.fp8:
@@ -282,7 +303,7 @@ def forward(q, k, v, p: AttnParams):
     return out, lse
 
 
-def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
+def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     lse = lse.contiguous()                   # delta below shares lse's strides
     if do.stride(-1) != 1:

@@ -216,10 +216,13 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
 
 
 def _tma_ok(*tensors, keys_contiguous=None) -> bool:
-    """Whether TMA descriptors can address these (.., S, H, D) tensors: unit stride along the
-    tile's inner dim (the head dim; the keys for `keys_contiguous`, fp8's v), 16-byte aligned
-    base and other strides (a head's tile may start at any row)."""
+    """Whether our TMA paths can serve these (.., S, H, D) tensors: head dim at most 128 (Triton
+    3.6's ptxas crashed on the d256 TMA forward), unit stride along the tile's inner dim (the
+    head dim; the keys for `keys_contiguous`, fp8's v), 16-byte aligned base and other strides
+    (a head's tile may start at any row)."""
     for t in tensors:
+        if t.shape[-1] > 128:
+            return False
         inner = 1 if t is keys_contiguous else t.dim() - 1
         if t.stride(inner) != 1 or t.data_ptr() % 16:
             return False
@@ -280,8 +283,7 @@ def _forward(q, k, v, p: AttnParams):
     flags, scal = _flags(q, p, d), _scalars(p)
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
-    # Triton 3.6's ptxas crashed on the TMA forward at d256
-    tma_possible = d <= 128 and _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
+    tma_possible = _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
 
     def run(cfg):
         if p.fp8:
@@ -332,8 +334,8 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     # dk/dv builds its q and dO descriptors inside the loop over a kv head's q heads, which Triton
     # 3.6's pipeliner cannot always handle: TMA only without GQA (group 1 compiles the loop away).
     # dq: Triton 3.6's ptxas crashed on the varlen dq with TMA.
-    tma_dkdv = hq == hkv and d <= 128 and _tma_ok(q, do)
-    tma_dq = not p.varlen and d <= 128 and _tma_ok(k, v)
+    tma_dkdv = hq == hkv and _tma_ok(q, do)
+    tma_dq = not p.varlen and _tma_ok(k, v)
 
     def run_dkdv(cfg):
         nonlocal dq_acc

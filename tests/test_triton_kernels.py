@@ -96,7 +96,7 @@ def test_dq_never_uses_the_configuration_that_breaks_on_hopper(d):
 # by default); FA_CK_TRITON_CONFIG turns either on or off, deterministic=True turns the one
 # pass off.
 
-TMA_ALL = {"fwd": {"TMA": True}, "bwd_dkdv": {"TMA": True}, "bwd_dq": {"TMA": True}}
+TMA_ALL = {"fwd": {"TMA": True}, "bwd_dkdv": {"TMA": True}}      # dq has no TMA path
 TMA_ONE_PASS = {"fwd": {"TMA": True}, "bwd_dkdv": {"TMA": True, "ONE_PASS": True}}
 PATHS = [pytest.param({}, id="defaults"),
          pytest.param(TMA_ALL, id="tma-two-pass"),
@@ -165,17 +165,42 @@ def test_config_override_is_validated(monkeypatch):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", text)
         with pytest.raises(ValueError, match=match):
             configs.overrides("fwd")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"num_stages": 3}}')
-    assert configs.overrides("bwd_dq") == {"num_stages": 3} and configs.overrides("fwd") == {}
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"TMA": true}}')
+    with pytest.raises(ValueError, match="unknown keys"):     # dq has no TMA path
+        configs.overrides("bwd_dq")
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"BLOCK_N": 64}}')
+    assert configs.overrides("bwd_dq") == {"BLOCK_N": 64} and configs.overrides("fwd") == {}
+
+
+@pytest.mark.parametrize("override,match", [('{"fwd": {"num_stages": 2}}', "on by default"),
+                                            ('{"bwd_dkdv": {"TMA": true, "num_stages": 2}}', "TMA \\(on for")])
+def test_tma_with_two_stages_is_refused_before_any_launch(monkeypatch, override, match):
+    # Triton 3.6's ptxas crashes on our TMA kernels with 2 stages: a ValueError naming the fix
+    # instead (configs.TMA_MIN_STAGES); the sm90 choice is made without a GPU
+    from fa_ck.backends import triton as tb
+    from fa_ck.params import AttnParams
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", override)
+    q = torch.empty(1, 256, 2, 128, dtype=torch.bfloat16)
+    p = AttnParams(scale=0.1)
+    kernel = "fwd" if "fwd" in override else "bwd_dkdv"
+    with pytest.raises(ValueError, match=match):
+        tb._config(kernel, q, 128, p, 256, 256, tma_possible=True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", override.replace('"num_stages": 2', '"num_stages": 3'))
+    assert tb._config(kernel, q, 128, p, 256, 256, tma_possible=True)["TMA"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", "")
+    assert all(c["num_stages"] >= configs.TMA_MIN_STAGES for c in configs.candidates(kernel, "cuda:sm90", 128, q.dtype, tma=True))
 
 
 def test_tma_defaults_follow_the_h200_measurements():
     sw = lambda k, d, fp8=False: configs.switches(k, "cuda:sm90", d, fp8)["TMA"]  # noqa: E731
     assert sw("fwd", 128) and sw("fwd", 96)
-    assert not any([sw("fwd", 64), sw("bwd_dkdv", 128), sw("fwd", 256), sw("bwd_dq", 128), sw("fwd", 128, fp8=True)])
+    assert not any([sw("fwd", 64), sw("bwd_dkdv", 128), sw("fwd", 256), sw("fwd", 128, fp8=True)])
+    assert "TMA" not in configs.switches("bwd_dq", "cuda:sm90", 128, False)
     assert not configs.switches("fwd", "hip:gfx942", 128, False)["TMA"] and not configs.switches("fwd", "cuda:sm80", 128, False)["TMA"]
     assert configs.switches("bwd_dkdv", "cuda:sm90", 128, False)["ONE_PASS"] is False
     # the wider tiles come only with TMA (without it they spill)
     assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16, tma=True)["BLOCK_N"] == 128
     assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 64
-    assert configs.default("bwd_dkdv", "cuda:sm90", 128, torch.bfloat16)["BLOCK_M"] == 16
+    assert configs.default("bwd_dkdv", "cuda:sm90", 128, torch.bfloat16)["BLOCK_M"] == 32
+    assert configs.default("bwd_dq", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 64

@@ -106,7 +106,7 @@ def kernels(d: int, dtype, causal: bool, arch: str):
                                      ("bwd_dkdv one-pass", bwd_dkdv_kernel, "bwd_dkdv", {"ONE_PASS": True}),
                                      ("bwd_dq", bwd_dq_kernel, "bwd_dq", {})):
         sw = {**configs.switches(kernel, arch, d, False), **extra}
-        cfg = configs.default(kernel, arch, d, dtype, tma=sw["TMA"])
+        cfg = configs.default(kernel, arch, d, dtype, tma=sw.get("TMA", False))
         consts = {**flags, "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], **sw}
         if label == "fwd":
             consts["stride_vd"] = 1          # Triton specialises a stride of 1 away at launch

@@ -200,19 +200,27 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     autotuned when switched on, with any FA_CK_TRITON_CONFIG tiles on top."""
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
+    tma_asked = "TMA" in over
     sw = {**configs.switches(kernel, arch, head_dim, p.fp8), **{k: over.pop(k) for k in ("TMA", "ONE_PASS") if k in over}}
-    sw["TMA"] = bool(sw["TMA"]) and tma_possible
+    if "TMA" in sw:
+        sw["TMA"] = bool(sw["TMA"]) and tma_possible
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
-    cfg = configs.default(kernel, arch, head_dim, q.dtype, sw["TMA"])
+    tma = sw.get("TMA", False)
+    cfg = configs.default(kernel, arch, head_dim, q.dtype, tma)
     if bench is not None and arch != "interpreter":
         from . import tuning
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
                                   "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
-            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype),
+            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma),
                               lambda c: bench({**c, **sw}), cfg)
-    return {**cfg, **over, **sw}
+    cfg = {**cfg, **over, **sw}
+    if tma and cfg["num_stages"] < configs.TMA_MIN_STAGES and arch != "interpreter":
+        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: TMA (on{'' if tma_asked else ' by default'} for this "
+                         f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
+                         f"{configs.TMA_MIN_STAGES}+ stages or \"TMA\": false")
+    return cfg
 
 
 def _tma_ok(*tensors, keys_contiguous=None) -> bool:
@@ -333,9 +341,7 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     dq_acc = q.new_empty(0, dtype=torch.float32)
     # dk/dv builds its q and dO descriptors inside the loop over a kv head's q heads, which Triton
     # 3.6's pipeliner cannot always handle: TMA only without GQA (group 1 compiles the loop away).
-    # dq: Triton 3.6's ptxas crashed on the varlen dq with TMA.
     tma_dkdv = hq == hkv and _tma_ok(q, do)
-    tma_dq = not p.varlen and _tma_ok(k, v)
 
     def run_dkdv(cfg):
         nonlocal dq_acc
@@ -350,19 +356,17 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags, **_launch_cfg(cfg))
 
     def run_dq(cfg):
-        if cfg["TMA"]:
-            _tma_allocator()
         bwd_dq_kernel[(triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)](
             q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
-            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **_launch_cfg(cfg))
+            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
 
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv))
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
         dq.copy_(dq_acc.mul_(p.scale))
     else:
-        run_dq(_config("bwd_dq", q, d, p, sq, sk, tma_dq, bench=_bencher(run_dq)))
+        run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq)))
     if _canaries:
         _check_canaries("backward")
         dq, dk, dv = dq.clone(), dk.clone(), dv.clone()

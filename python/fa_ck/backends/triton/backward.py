@@ -187,22 +187,18 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, 
 
 
 @triton.jit
-def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc, start, end, offs_m, offs_n0,
+def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, end, offs_m, offs_n0,
                d_ok, stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                slope_log2, window_left, window_right, seed, rng_row, dropout_p,
                BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-               DOT_F32: tl.constexpr, MASKED: tl.constexpr, TMA: tl.constexpr):
+               DOT_F32: tl.constexpr, MASKED: tl.constexpr):
     k_ptrs += wide(start) * stride_ks
     v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
-        if TMA:
-            kt = k_desc.load([n0, 0]).T
-            vt = v_desc.load([n0, 0]).T
-        else:
-            kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
-            vt = load_tile(v_ptrs, v_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
+        kt = load_tile(k_ptrs, k_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
+        vt = load_tile(v_ptrs, v_offs, offs_n[None, :] < seqlen_k, d_ok[:, None], MASKED, EVEN_D)
         if DOT_F32:
             kt = kt.to(tl.float32)
             vt = vt.to(tl.float32)
@@ -237,7 +233,7 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                   EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                   MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                  DOT_F32: tl.constexpr, TMA: tl.constexpr = False):
+                  DOT_F32: tl.constexpr):
     m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
                                                                             BLOCK_M, VARLEN)
     if m0 >= seqlen_q:
@@ -267,29 +263,24 @@ def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
     v_ptrs = head_ptr(V, b64, hk, stride_vb, stride_vh) + k_start * stride_vs
     k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]       # 32-bit tile offsets (see forward.py)
     v_offs = offs_n0[None, :] * stride_vs + offs_d[:, None]
-    k_desc = k_ptrs
-    v_desc = v_ptrs
-    if TMA:
-        k_desc = tma_rows(k_ptrs, seqlen_k, head_dim, stride_ks, BLOCK_N, BLOCK_D)
-        v_desc = tma_rows(v_ptrs, seqlen_k, head_dim, stride_vs, BLOCK_N, BLOCK_D)
     slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     lo, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
                                           BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc,
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs,
                     lo, full_lo, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
-                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, TMA)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc,
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs,
                     full_lo, full_hi, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
-                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False, TMA)
-    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc,
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False)
+    dq = _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs,
                     full_hi, hi, offs_m, offs_n0, d_ok,
                     stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out,
                     slope_log2, window_left, window_right, seed, rng_row, dropout_p,
-                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, TMA)
+                    BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
     tl.store(head_ptr(DQ, b64, h64, stride_dqb, stride_dqh) + (q_start + m0) * stride_dqs
              + rows[:, None] * stride_dqs + offs_d[None, :], (dq * scale).to(DQ.dtype.element_ty), mask=q_ok)

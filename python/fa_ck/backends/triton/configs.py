@@ -81,7 +81,9 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     stages = 3 if sm >= 80 else 2
     # d128 on the H200 (bench/results/h200-20261130-onepass/call3, same run): the TMA forward
     # with 128x128 tiles 5-14% faster than 128x64 plain loads at S >= 4k; dk/dv with 16x128
-    # tiles (plain loads) 35-45% faster fwd+bwd than 32x64 (sm90 stack: 0 B full, 32 B causal).
+    # tiles (plain loads) 35-45% faster fwd+bwd than 32x64. Then (h200-20261130-final/call1):
+    # dk/dv 32x128 a further 9-16% and dq 128x64 7-12% fwd+bwd at S >= 4k, each alone, though
+    # 32x128 dk/dv spills (sm90 stack 48 B full, 160 B causal): measured faster all the same.
     if kernel == "fwd":
         if d <= 64:
             return _cfg(128, 64, 4, stages)
@@ -92,42 +94,52 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         if d <= 64:
             return _cfg(32, 128 if not wide else 64, 8, stages)
         if d <= 128:
-            return _cfg(16, 128, 8, stages) if not wide and sm >= 90 else _cfg(32, 64, 8, stages)
+            return _cfg(32, 128, 8, stages) if not wide and sm >= 90 else _cfg(32, 64, 8, stages)
         return _cfg(16, 64, 8, 2)
     # bwd_dq: 128x32 tiles with 8 warps and 3 stages break under Triton 3.6 on the H200: illegal or
     # misaligned addresses on varlen and on a dense bf16 1000x1000 d128 softcap call, and a silent
     # 27% dq error on a dense fp16 2331x33 d128 softcap call, every time; with 2 stages all run
     # right (bench/results/h200-20261130-onepass/call5). Two stages, see DQ_STAGES_MAX.
     if d <= 128:
-        return _cfg(128 if not wide else 64, 32, 8, min(stages, DQ_STAGES_MAX))
+        wider = 64 if 64 < d and not wide and sm >= 90 else 32
+        return _cfg(128 if not wide else 64, wider, 8, min(stages, DQ_STAGES_MAX))
     return _cfg(64, 32, 8, 2)
 
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
+# Triton 3.6's ptxas crashes (SIGSEGV) on our TMA kernels with 2 stages: the d128 forward at
+# 128x128 (h200-20261130-final/call1), the dq kernel (dense and varlen) and the d256 forward
+# before. Triton 3.7.1 compiles the same kernels for sm90 on the CPU; not run on a GPU yet.
+TMA_MIN_STAGES = 3
 
 
 def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     """The kernels' algorithmic switches (FA_CK_TRITON_CONFIG may set them too).
 
-    TMA: stream tiles through Hopper's tensor memory accelerator. On by default where the H200
-    measured a gain: the forward at head dims 65-128 (bf16/fp16, with the wider tiles of
-    `default`). At d64 plain loads were as fast or faster; dk/dv was slower with TMA than
-    without at the same tiles (call3), dq gained nothing, and Triton 3.6's ptxas crashes on
-    the d256 forward and the varlen dq with TMA. The launcher also needs tensors TMA can
-    address and, for dk/dv, one q head per kv head (see backward()).
+    TMA (fwd, bwd_dkdv): stream tiles through Hopper's tensor memory accelerator. On by default
+    where the H200 measured a gain: the forward at head dims 65-128 (bf16/fp16, with the wider
+    tiles of `default`). At d64 plain loads were as fast or faster; dk/dv was slower with TMA
+    than without at the same tiles (call3); Triton 3.6's ptxas crashes on the d256 forward and
+    with fewer than TMA_MIN_STAGES stages. The dq kernel has no TMA path: it gained nothing
+    (call2), and under Triton 3.6 it crashed ptxas with 2 stages and computed wrong results
+    with 3. The launcher also needs tensors TMA can address and, for dk/dv, one q head per kv
+    head (see backward()).
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
+    if kernel == "bwd_dq":
+        return {}
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
     return out
 
 
-def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -> list[dict]:
-    """A short list around the default: every candidate costs a compile during the search."""
+def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma: bool = False) -> list[dict]:
+    """A short list around the default: every candidate costs a compile during the search.
+    tma: the kernel streams through TMA (fewer than TMA_MIN_STAGES stages are left out)."""
     d = block_d(head_dim)
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
@@ -141,7 +153,9 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -
     out += [_cfg(*tiles[0], w, s) for w in (4, 8) for s in (stages[0], stages[-1])]
     if kernel == "bwd_dq" and not hip:   # never search into the configuration that breaks
         out = [c for c in out if c["BLOCK_M"] < 128 or c["num_stages"] <= DQ_STAGES_MAX]
-    dflt = default(kernel, arch_name, head_dim, dtype)
+    if tma:
+        out = [c for c in out if c["num_stages"] >= TMA_MIN_STAGES]
+    dflt = default(kernel, arch_name, head_dim, dtype, tma)
     uniq = []
     for c in [dflt] + out:
         if c not in uniq:
@@ -154,13 +168,13 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype) -
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA"),
-    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA"),
+    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"),
 }
 
 
 def overrides(kernel: str) -> dict:
     """FA_CK_TRITON_CONFIG, read at call time: JSON {kernel: {key: value}} merged over the chosen
-    config, e.g. '{"bwd_dq": {"num_stages": 3}, "fwd": {"TMA": false}}'. For measuring
+    config, e.g. '{"bwd_dq": {"BLOCK_N": 64}, "fwd": {"TMA": false}}'. For measuring
     variants (bench/kernels.py --variant) and for working around a config that misbehaves."""
     text = os.environ.get("FA_CK_TRITON_CONFIG", "").strip()
     if not text:

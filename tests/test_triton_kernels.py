@@ -2,6 +2,8 @@
 
 On the CPU they run in the interpreter over many small shapes; with a GPU the same file also
 runs larger shapes (marked gpu)."""
+import os
+
 import pytest
 import torch
 
@@ -204,3 +206,20 @@ def test_tma_defaults_follow_the_h200_measurements():
     assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 64
     assert configs.default("bwd_dkdv", "cuda:sm90", 128, torch.bfloat16)["BLOCK_M"] == 32
     assert configs.default("bwd_dq", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 64
+
+
+def test_dq_compiles_for_sm90_with_a_single_key():
+    # ptxas crashed on bwd_dq for sm90 when seqlen_k == 1 was specialised into the kernel (d16,
+    # causal, GQA: H200 sweep); compiled here on the CPU, in a process of its own (the tool swaps
+    # Triton's driver for a compile-only one)
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "python"), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, str(root / "tools" / "sm90_offline_compile.py"), "--b", "3", "--sq", "2",
+                          "--sk", "1", "--hq", "8", "--hkv", "2", "--d", "16", "--causal"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "bwd_dq_kernel" in res.stdout and "FAILED" not in res.stdout

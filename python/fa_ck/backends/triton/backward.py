@@ -223,7 +223,10 @@ def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, en
     return dq
 
 
-@triton.jit
+# Sequence lengths stay runtime values: Triton specialises integers equal to 1, and ptxas (Triton
+# 3.6 and 3.7.1) crashes on this kernel compiled for sm90 with seqlen_k == 1 (d16, causal, GQA;
+# H200 sweep, bench/results/h200-20261130-final; tools/sm90_offline_compile.py reproduces it).
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k", "rng_row"])
 def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
                   stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                   stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,

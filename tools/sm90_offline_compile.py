@@ -1,0 +1,104 @@
+"""Compile, on the CPU, every Triton kernel that an fa_ck call would launch on an sm90 GPU (H100,
+H200), with Triton's own argument specialisation (alignment, integers equal to 1), and launch
+nothing: compiler crashes (ptxas) reproduce without a GPU. Uses whatever Triton is installed;
+the H200 has 3.6, so for its crashes install that one beside: `pip install --target DIR
+triton==3.6.0` and run with PYTHONPATH=DIR:python.
+
+    python tools/sm90_offline_compile.py --b 3 --sq 2 --sk 1 --hq 8 --hkv 2 --d 16 --dtype bfloat16 --causal
+    FA_CK_TRITON_CONFIG='{"fwd": {"num_stages": 2}}' python tools/sm90_offline_compile.py --d 128
+
+Prints each kernel compiled (name, constexprs of note, warps/stages) and OK or the error.
+Outputs are garbage (no kernel runs); only the compiles mean anything.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.pop("TRITON_INTERPRET", None)
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.runtime import driver as triton_driver  # noqa: E402
+from triton.runtime.jit import JITFunction  # noqa: E402
+
+
+class _Sm90:
+    """Just enough of a Triton driver for JITFunction.run to specialise and compile for sm90."""
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        return GPUTarget("cuda", 90, 32)
+
+    def get_active_torch_device(self):
+        return torch.device("cpu")
+
+
+_run = JITFunction.run
+
+
+def compile_only(log: list):
+    """Make every launch a warm-up (compile, no launch) and record in `log` what compiled."""
+    run = _run
+
+    def compiling_run(self, *args, grid, warmup, **kwargs):
+        label = f"{self.fn.__name__} " + " ".join(f"{k}={v}" for k, v in kwargs.items()
+                                                  if k.isupper() or k in ("num_warps", "num_stages"))
+        try:
+            run(self, *args, grid=grid, warmup=True, **kwargs)
+            log.append((label, "OK"))
+        except Exception as e:  # noqa: BLE001  (report every kernel, crashed or not)
+            log.append((label, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"))
+        return None
+    JITFunction.run = compiling_run
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for name, default in (("b", 2), ("sq", 256), ("sk", 256), ("hq", 4), ("hkv", 4), ("d", 128)):
+        ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--dtype", default="bfloat16", choices=["float16", "bfloat16", "float32"])
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--lens", type=str, default=None, help="varlen: JSON [[lens_q...], [lens_k...]]")
+    ap.add_argument("--feat", type=str, default="{}", help="JSON of more flash_attn_func arguments")
+    args = ap.parse_args(argv)
+
+    triton_driver.set_active(_Sm90())
+    import fa_ck
+    import importlib
+    tb = importlib.import_module("fa_ck.backends.triton")   # (fa_ck.backends is the function)
+    configs = tb.configs
+    configs.arch = lambda device: "cuda:sm90"      # the sm90 choices (tiles, TMA) for CPU tensors
+    tb.available = lambda: (True, "")
+    tb.unsupported = lambda q, k, v, p: None       # CPU tensors are fine: nothing launches
+    log: list = []
+    compile_only(log)
+
+    dtype = getattr(torch, args.dtype)
+    feat = dict(json.loads(args.feat), causal=args.causal, backend="triton")
+    if args.lens:
+        lens_q, lens_k = json.loads(args.lens)
+        cu = lambda lens: torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)  # noqa: E731
+        q = torch.randn(sum(lens_q), args.hq, args.d, dtype=dtype, requires_grad=True)
+        k, v = (torch.randn(sum(lens_k), args.hkv, args.d, dtype=dtype, requires_grad=True) for _ in range(2))
+        out = fa_ck.flash_attn_varlen_func(q, k, v, cu(lens_q), cu(lens_k), max(lens_q), max(lens_k), **feat)
+    else:
+        q = torch.randn(args.b, args.sq, args.hq, args.d, dtype=dtype, requires_grad=True)
+        k, v = (torch.randn(args.b, args.sk, args.hkv, args.d, dtype=dtype, requires_grad=True) for _ in range(2))
+        out = fa_ck.flash_attn_func(q, k, v, **feat)
+    out.backward(torch.ones_like(out))
+    print(f"triton {triton.__version__}, sm90, {json.dumps(vars(args))}")
+    for label, status in log:
+        print(f"  {status:<8} {label}" if status == "OK" else f"  FAILED   {label}\n           {status}")
+    return 0 if all(s == "OK" for _, s in log) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

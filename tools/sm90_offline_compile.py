@@ -44,13 +44,21 @@ class _Sm90:
 _run = JITFunction.run
 
 
-def compile_only(log: list):
-    """Make every launch a warm-up (compile, no launch) and record in `log` what compiled."""
+def compile_only(log: list, show_specialization: bool = False):
+    """Make every launch a warm-up (compile, no launch) and record in `log` what compiled; with
+    show_specialization, also how Triton specialised the runtime arguments (pointer alignment,
+    integers equal to 1 or divisible by 16)."""
     run = _run
 
     def compiling_run(self, *args, grid, warmup, **kwargs):
         label = f"{self.fn.__name__} " + " ".join(f"{k}={v}" for k, v in kwargs.items()
                                                   if k.isupper() or k in ("num_warps", "num_stages"))
+        if show_specialization:
+            _, _, _, _, binder = self.device_caches[0]
+            _, spec, _ = binder(*args, **kwargs)
+            names = [p.name for p in self.params]
+            label += "\n           " + " ".join(f"{n}:{s[1]}" for n, s in zip(names, spec)
+                                                  if s[0] != "constexpr" and s[1] not in (None, ""))
         try:
             run(self, *args, grid=grid, warmup=True, **kwargs)
             log.append((label, "OK"))
@@ -68,6 +76,8 @@ def main(argv=None) -> int:
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--lens", type=str, default=None, help="varlen: JSON [[lens_q...], [lens_k...]]")
     ap.add_argument("--feat", type=str, default="{}", help="JSON of more flash_attn_func arguments")
+    ap.add_argument("--alibi", choices=["head", "batch"], default=None, help="ALiBi slopes per head or per (batch, head)")
+    ap.add_argument("--show-specialization", action="store_true")
     args = ap.parse_args(argv)
 
     triton_driver.set_active(_Sm90())
@@ -79,10 +89,13 @@ def main(argv=None) -> int:
     tb.available = lambda: (True, "")
     tb.unsupported = lambda q, k, v, p: None       # CPU tensors are fine: nothing launches
     log: list = []
-    compile_only(log)
+    compile_only(log, args.show_specialization)
 
     dtype = getattr(torch, args.dtype)
     feat = dict(json.loads(args.feat), causal=args.causal, backend="triton")
+    batch = len(json.loads(args.lens)[0]) if args.lens else args.b
+    if args.alibi:
+        feat["alibi_slopes"] = torch.rand((args.hq,) if args.alibi == "head" else (batch, args.hq)) * 0.3
     if args.lens:
         lens_q, lens_k = json.loads(args.lens)
         cu = lambda lens: torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)  # noqa: E731

@@ -82,8 +82,8 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     # d128 on the H200 (bench/results/h200-20261130-onepass/call3, same run): the TMA forward
     # with 128x128 tiles 5-14% faster than 128x64 plain loads at S >= 4k; dk/dv with 16x128
     # tiles (plain loads) 35-45% faster fwd+bwd than 32x64. Then (h200-20261130-final/call1):
-    # dk/dv 32x128 a further 9-16% and dq 128x64 7-12% fwd+bwd at S >= 4k, each alone, though
-    # 32x128 dk/dv spills (sm90 stack 48 B full, 160 B causal): measured faster all the same.
+    # dk/dv 32x128 a further 9-16% fwd+bwd at S >= 4k, though it spills (sm90 stack 48 B full,
+    # 160 B causal): measured faster all the same.
     if kernel == "fwd":
         if d <= 64:
             return _cfg(128, 64, 4, stages)
@@ -99,14 +99,21 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     # bwd_dq: 128x32 tiles with 8 warps and 3 stages break under Triton 3.6 on the H200: illegal or
     # misaligned addresses on varlen and on a dense bf16 1000x1000 d128 softcap call, and a silent
     # 27% dq error on a dense fp16 2331x33 d128 softcap call, every time; with 2 stages all run
-    # right (bench/results/h200-20261130-onepass/call5). Two stages, see DQ_STAGES_MAX.
+    # right (bench/results/h200-20261130-onepass/call5). Two stages, see DQ_STAGES_MAX. 128x64
+    # tiles (2 stages) were 7-12% faster fwd+bwd at d128, but faulted the same way (misaligned
+    # address) on varlen calls with sequences of 0 and 1 tokens (h200-20261130-final/call2-3).
     if d <= 128:
-        wider = 64 if 64 < d and not wide and sm >= 90 else 32
-        return _cfg(128 if not wide else 64, wider, 8, min(stages, DQ_STAGES_MAX))
+        return _cfg(128 if not wide else 64, 32, 8, min(stages, DQ_STAGES_MAX))
     return _cfg(64, 32, 8, 2)
 
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
+
+
+def dq_breaks_on_nvidia(cfg: dict) -> bool:
+    """bwd_dq configurations that faulted or miscomputed on the H200 under Triton 3.6 (see
+    default): 128-row tiles with more than DQ_STAGES_MAX stages or more than 32 keys."""
+    return cfg["BLOCK_M"] >= 128 and (cfg["num_stages"] > DQ_STAGES_MAX or cfg["BLOCK_N"] > 32)
 # Triton 3.6's ptxas crashes (SIGSEGV) on our TMA kernels with 2 stages: the d128 forward at
 # 128x128 (h200-20261130-final/call1), the dq kernel (dense and varlen) and the d256 forward
 # before. Triton 3.7.1 compiles the same kernels for sm90 on the CPU; not run on a GPU yet.
@@ -152,7 +159,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     out = [_cfg(bm, bn, w, stages[1]) for bm, bn in tiles for w in (4, 8)]
     out += [_cfg(*tiles[0], w, s) for w in (4, 8) for s in (stages[0], stages[-1])]
     if kernel == "bwd_dq" and not hip:   # never search into the configuration that breaks
-        out = [c for c in out if c["BLOCK_M"] < 128 or c["num_stages"] <= DQ_STAGES_MAX]
+        out = [c for c in out if not dq_breaks_on_nvidia(c)]
     if tma:
         out = [c for c in out if c["num_stages"] >= TMA_MIN_STAGES]
     dflt = default(kernel, arch_name, head_dim, dtype, tma)

@@ -3,6 +3,7 @@ ALiBi, softcap, dropout, varlen, dtypes, deterministic backward or not) against 
 reference, forward and gradients.
 
     python bench/random_sweep.py --workers 8 --time-budget 300 --out bench/results/random-sweep-<gpu>-<date>
+    python bench/random_sweep.py --replay DIR/results.json [--case 1-9 12-58] [--repeat 3]
 
 With several GPUs, worker w runs on GPU w % count (--workers 24 on two GPUs: 12 each).
 
@@ -55,6 +56,24 @@ def draw(rng: random.Random) -> dict:
                 dtype=rng.choice(["float16", "bfloat16"]), feat=feat)
 
 
+def check_case(case: dict, device: str = "cuda") -> dict:
+    """attn_check on one drawn case (as draw() makes it, or read back from results.json): its
+    errors, or AssertionError. Gradients past their bound pass when within 2x the reference run
+    in the input dtype, or within it of the reference with FA2's delta (attn_check._compare);
+    the summary counts those apart."""
+    feat = dict(case["feat"])
+    if "alibi" in feat:
+        batch = len(case["lens"][0]) if case["lens"] else case["b"]
+        feat["alibi_slopes"] = torch.rand((batch, case["hq"]) if feat.pop("alibi") else (case["hq"],),
+                                          device=device) * 0.3
+    if "window_size" in feat:
+        feat["window_size"] = tuple(feat["window_size"])      # a list once read back from JSON
+    kw = dict(dtype=getattr(torch, case["dtype"]), device=device, same_precision=True, **feat)
+    if case["lens"]:
+        return check_varlen(*case["lens"], case["hq"], case["hkv"], case["d"], **kw)
+    return check(case["b"], case["sq"], case["sk"], case["hq"], case["hkv"], case["d"], **kw)
+
+
 def run_cases(seed: int, cases: int, budget: float, device: str = "cuda") -> list[dict]:
     """Draw and check cases until `cases` are done or `budget` seconds have passed."""
     rng = random.Random(seed)
@@ -64,22 +83,12 @@ def run_cases(seed: int, cases: int, budget: float, device: str = "cuda") -> lis
         if time.time() - t0 > budget:
             break
         case = draw(rng)
-        feat = dict(case["feat"])
-        if "alibi" in feat:
-            shape = (case["b"], case["hq"]) if feat.pop("alibi") else (case["hq"],)
-            feat["alibi_slopes"] = torch.rand(shape, device=device) * 0.3
         row = {"case": f"{seed}-{i}", **case, "feat": dict(case["feat"])}
         if device == "cuda":
             row["gpu"] = torch.cuda.current_device()   # a fault may belong to one GPU
-        # gradients past their bound pass when within 2x the reference run in the input dtype, or
-        # within it of the reference with FA2's delta (attn_check._compare); counted apart
-        kw = dict(dtype=getattr(torch, case["dtype"]), device=device, same_precision=True, **feat)
         for _ in range(2):
             try:
-                if case["lens"]:
-                    row["errors"] = check_varlen(*case["lens"], case["hq"], case["hkv"], case["d"], **kw)
-                else:
-                    row["errors"] = check(case["b"], case["sq"], case["sk"], case["hq"], case["hkv"], case["d"], **kw)
+                row["errors"] = check_case(case, device)
                 row["ok"] = True
             except torch.cuda.OutOfMemoryError:
                 if device == "cuda":         # several workers share the GPU: free the cache, try again
@@ -96,6 +105,26 @@ def run_cases(seed: int, cases: int, budget: float, device: str = "cuda") -> lis
         if not row["ok"] and "CUDA" in row.get("failure", ""):
             break                            # the context is gone: later cases would all fail
     return rows
+
+
+def replay(rows: list[dict], ids: list[str] | None, repeat: int, device: str = "cuda") -> tuple[list[str], int]:
+    """Check cases of a results.json again (those named in ids, else the failed ones), `repeat`
+    times each on fresh inputs (seeds 0..repeat-1): (one line per try, failed tries)."""
+    lines, failed = [], 0
+    for r in [r for r in rows if (r["case"] in ids if ids else r["ok"] is False)]:
+        for rep in range(repeat):
+            torch.manual_seed(rep)
+            head = f"case {r['case']} try {rep}:"
+            try:
+                errs = check_case(r, device)
+                lines.append(f"{head} ok " + " ".join(f"{k} {v:.3g}" for k, v in errs.items() if not isinstance(v, dict))
+                             + "".join(f" ({k}: {v})" for k, v in errs.items() if isinstance(v, dict)))
+            except Exception as e:   # noqa: BLE001  (a wrong value or a crash: both are failures)
+                failed += 1
+                lines.append(f"{head} FAIL {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+                if "CUDA" in str(e):
+                    return lines + ["(stopped: the CUDA context is gone; replay the rest in a new process)"], failed
+    return lines, failed
 
 
 def _worker(args):
@@ -156,7 +185,16 @@ def main() -> int:
                          "compiles run in parallel")
     ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--replay", type=Path, default=None, metavar="RESULTS_JSON",
+                    help="check the failed cases of a results.json again (or those of --case), on fresh inputs")
+    ap.add_argument("--case", nargs="+", default=None, help="with --replay: these case ids")
+    ap.add_argument("--repeat", type=int, default=3, help="with --replay: tries per case")
     args = ap.parse_args()
+    if args.replay:                          # on the CPU too, with TRITON_INTERPRET=1
+        rows = json.loads(args.replay.read_text())["cases"]
+        lines, failed = replay(rows, args.case, args.repeat, "cuda" if torch.cuda.is_available() else "cpu")
+        print("\n".join(lines) or "no case to replay")
+        return 1 if failed else 0
     if not torch.cuda.is_available():
         print("random_sweep needs a GPU; on the CPU run `python -m pytest tests/test_properties.py`")
         return 2

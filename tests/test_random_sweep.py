@@ -140,3 +140,21 @@ def test_one_key_rows_match_flash_attention_2s_delta():
         assert errs["dk"] > GRAD_TOL[torch.float16] and "fa2_delta" in errs
     if "fa2_delta" in errs:
         assert errs["fa2_delta"]["dk"] <= GRAD_TOL[torch.float16] / 4
+
+
+def test_replay_checks_failed_cases_again_from_json(tmp_path):
+    """--replay reads a results.json (lists where draw() made tuples) and checks its failed
+    cases on fresh inputs; a case named by id is replayed whatever its outcome."""
+    rs = _load()
+    varlen = dict(case="0-1", ok=False, b=2, sq=0, sk=0, lens=[[5, 1], [7, 0]], hq=2, hkv=1, d=16,
+                  dtype="float32", feat=dict(causal=True, window_size=[3, 0], alibi=True))
+    dense = dict(case="0-2", ok=True, b=1, sq=9, sk=12, lens=None, hq=2, hkv=2, d=16, dtype="float32",
+                 feat=dict(causal=False, alibi=False, dropout_p=0.1))
+    rows = json.loads(json.dumps([varlen, dense]))
+    lines, failed = rs.replay(rows, None, 2, device=DEVICE)
+    assert failed == 0 and len(lines) == 2 and all(line.startswith("case 0-1") and " ok " in line for line in lines)
+    lines, failed = rs.replay(rows, ["0-2"], 1, device=DEVICE)
+    assert failed == 0 and len(lines) == 1 and lines[0].startswith("case 0-2 try 0: ok")
+    broken = dict(varlen, case="0-3", hq=3, hkv=2)           # 3 q heads over 2 kv heads: refused, a failure
+    lines, failed = rs.replay([broken], None, 1, device=DEVICE)
+    assert failed == 1 and "FAIL" in lines[0]

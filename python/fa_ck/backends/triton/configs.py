@@ -114,9 +114,11 @@ def dq_breaks_on_nvidia(cfg: dict) -> bool:
     """bwd_dq configurations that faulted or miscomputed on the H200 under Triton 3.6 (see
     default): 128-row tiles with more than DQ_STAGES_MAX stages or more than 32 keys."""
     return cfg["BLOCK_M"] >= 128 and (cfg["num_stages"] > DQ_STAGES_MAX or cfg["BLOCK_N"] > 32)
+
+
 # Triton 3.6's ptxas crashes (SIGSEGV) on our TMA kernels with 2 stages: the d128 forward at
-# 128x128 (h200-20261130-final/call1), the dq kernel (dense and varlen) and the d256 forward
-# before. Triton 3.7.1 compiles the same kernels for sm90 on the CPU; not run on a GPU yet.
+# 128x128 (h200-20261130-final/call1), the dq kernel's former TMA path (dense and varlen) and the
+# d256 forward. Triton 3.7.1 compiles the same kernels for sm90 on the CPU; not run on a GPU yet.
 TMA_MIN_STAGES = 3
 
 
@@ -134,10 +136,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
-    sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
-    d = block_d(head_dim)
     if kernel == "bwd_dq":
         return {}
+    sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
+    d = block_d(head_dim)
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
@@ -181,7 +183,7 @@ OVERRIDABLE = {
 
 def overrides(kernel: str) -> dict:
     """FA_CK_TRITON_CONFIG, read at call time: JSON {kernel: {key: value}} merged over the chosen
-    config, e.g. '{"bwd_dq": {"BLOCK_N": 64}, "fwd": {"TMA": false}}'. For measuring
+    config, e.g. '{"bwd_dkdv": {"BLOCK_M": 16}, "fwd": {"TMA": false}}'. For measuring
     variants (bench/kernels.py --variant) and for working around a config that misbehaves."""
     text = os.environ.get("FA_CK_TRITON_CONFIG", "").strip()
     if not text:

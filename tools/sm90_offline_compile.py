@@ -6,6 +6,7 @@ triton==3.6.0` and run with PYTHONPATH=DIR:python.
 
     python tools/sm90_offline_compile.py --b 3 --sq 2 --sk 1 --hq 8 --hkv 2 --d 16 --dtype bfloat16 --causal
     FA_CK_TRITON_CONFIG='{"fwd": {"num_stages": 2}}' python tools/sm90_offline_compile.py --d 128
+    python tools/sm90_offline_compile.py --scan     # edge shapes (lengths 1, 0/1-token varlen, d16-256)
 
 Prints each kernel compiled (name, constexprs of note, warps/stages) and OK or the error.
 Outputs are garbage (no kernel runs); only the compiles mean anything.
@@ -68,6 +69,27 @@ def compile_only(log: list, show_specialization: bool = False):
     JITFunction.run = compiling_run
 
 
+# --scan: edge shapes where Triton's specialisation differs from the usual (lengths of 1, empty
+# and one-token varlen sequences, GQA, head dims from 16 to 256) across the features; the
+# H200 sweep found a ptxas crash at one of them.
+_LENS = json.dumps([[5, 1, 0, 2], [1, 0, 3, 2]])
+SCAN = [["--d", str(d), *shape] for d in (16, 64, 128, 256) for shape in (
+    ["--b", "3", "--sq", "2", "--sk", "1", "--hq", "8", "--hkv", "2", "--causal"],
+    ["--b", "1", "--sq", "1", "--sk", "33", "--hq", "4", "--hkv", "1", "--dtype", "float16",
+     "--feat", '{"softcap": 5.0}'],
+    ["--b", "2", "--sq", "17", "--sk", "1", "--hq", "2", "--hkv", "2", "--causal", "--alibi", "head"],
+    ["--hq", "2", "--hkv", "1", "--causal", "--lens", _LENS, "--feat", '{"dropout_p": 0.1}'],
+    ["--hq", "2", "--hkv", "2", "--lens", _LENS, "--alibi", "batch", "--feat", '{"window_size": [3, 0]}'])]
+
+
+def scan() -> int:
+    """main() over SCAN; 1 when any kernel failed to compile."""
+    bad = [argv for argv in SCAN if main(argv) != 0]
+    print(f"{len(SCAN)} shapes, {len(bad)} with a kernel that did not compile"
+          + "".join(f"\n  {' '.join(b)}" for b in bad))
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name, default in (("b", 2), ("sq", 256), ("sk", 256), ("hq", 4), ("hkv", 4), ("d", 128)):
@@ -78,7 +100,10 @@ def main(argv=None) -> int:
     ap.add_argument("--feat", type=str, default="{}", help="JSON of more flash_attn_func arguments")
     ap.add_argument("--alibi", choices=["head", "batch"], default=None, help="ALiBi slopes per head or per (batch, head)")
     ap.add_argument("--show-specialization", action="store_true")
+    ap.add_argument("--scan", action="store_true", help="compile the edge shapes of SCAN instead")
     args = ap.parse_args(argv)
+    if args.scan:
+        return scan()
 
     triton_driver.set_active(_Sm90())
     import fa_ck

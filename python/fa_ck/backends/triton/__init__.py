@@ -26,6 +26,12 @@ try:
     _IMPORT_ERROR = ""
 except Exception as e:  # no triton, or a triton too old for our kernels
     _IMPORT_ERROR = f"{type(e).__name__}: {e}"
+try:
+    from .forward_gluon import fwd_gluon_kernel
+    from triton.experimental.gluon import language as gl
+    _GLUON_ERROR = ""
+except Exception as e:  # a Triton without Gluon's Hopper API: forward.py serves every call
+    _GLUON_ERROR = f"{type(e).__name__}: {e}"
 
 
 def available() -> tuple[bool, str]:
@@ -194,28 +200,36 @@ def _extras(q, p: AttnParams):
 
 
 def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
-            bench=None) -> dict:
+            bench=None, gluon_possible: bool = False) -> dict:
     """The kernel's switches (defaults, then FA_CK_TRITON_CONFIG; TMA only where `tma_possible`,
-    no one pass for deterministic calls), then tiles: the heuristic for those switches, or
-    autotuned when switched on, with any FA_CK_TRITON_CONFIG tiles on top."""
+    the Gluon forward only where `gluon_possible`, no one pass for deterministic calls), then
+    tiles: the heuristic for those switches, or autotuned when switched on, with any
+    FA_CK_TRITON_CONFIG tiles on top."""
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
     tma_asked = "TMA" in over
-    sw = {**configs.switches(kernel, arch, head_dim, p.fp8), **{k: over.pop(k) for k in ("TMA", "ONE_PASS") if k in over}}
+    sw = {**configs.switches(kernel, arch, head_dim, p.fp8),
+          **{k: over.pop(k) for k in ("TMA", "ONE_PASS", "GLUON") if k in over}}
     if "TMA" in sw:
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
+    if "GLUON" in sw:
+        sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
-    tma = sw.get("TMA", False)
-    cfg = configs.default(kernel, arch, head_dim, q.dtype, tma)
+    tma = sw.get("TMA", False) and not sw.get("GLUON", False)
+    gluon = sw.get("GLUON", False)
+    cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
     if bench is not None and arch != "interpreter":
         from . import tuning
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
                                   "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
-            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma),
+            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon),
                               lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
+    if gluon and cfg["BLOCK_M"] != 16 * cfg["num_warps"]:
+        raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon forward needs BLOCK_M = 16 * num_warps "
+                         f"(one 16-row slice per warp), got BLOCK_M {cfg['BLOCK_M']}, num_warps {cfg['num_warps']}")
     if tma and cfg["num_stages"] < configs.TMA_MIN_STAGES and arch != "interpreter":
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: TMA (on{'' if tma_asked else ' by default'} for this "
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
@@ -292,8 +306,11 @@ def _forward(q, k, v, p: AttnParams):
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
     tma_possible = _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
+    gluon_possible = _gluon_ok(q, k, v, out, p)
 
     def run(cfg):
+        if cfg.get("GLUON"):
+            return _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p, cfg, sq, sk, hq, hkv, b, d, scal)
         if p.fp8:
             cfg = configs.for_fp8(cfg)
         if cfg["TMA"]:
@@ -306,11 +323,44 @@ def _forward(q, k, v, p: AttnParams):
                          scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
                          BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **fp8, **_launch_cfg(cfg))
 
-    run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run)))
+    run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible))
     if _canaries:
         _check_canaries("forward")
         out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
     return out, lse
+
+
+def _gluon_ok(q, k, v, out, p: AttnParams) -> bool:
+    """Whether forward_gluon.py serves this call: fp16/bf16 without softcap, ALiBi, dropout or
+    fp8 (masks, windows, varlen and GQA it has), tensors TMA can address (see _tma_ok)."""
+    return (not _GLUON_ERROR and not configs.INTERPRET and q.dtype in (torch.float16, torch.bfloat16)
+            and not p.fp8 and p.softcap == 0 and p.alibi_slopes is None and p.dropout_p == 0
+            and _tma_ok(q, k, v, out))
+
+
+_SMEM_LAYOUTS: dict = {}
+
+
+def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
+    """The swizzled shared-memory layout TMA writes and wgmma reads, for (rows, cols) tiles."""
+    key = (rows, cols, dtype)
+    if key not in _SMEM_LAYOUTS:
+        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for(
+            [rows, cols], gl.float16 if dtype == torch.float16 else gl.bfloat16)
+    return _SMEM_LAYOUTS[key]
+
+
+def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
+    _tma_allocator()
+    bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    fwd_gluon_kernel[(triton.cdiv(sq, bm), hq, b)](
+        q, k, v, out, lse, cu_q, cu_k,
+        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(out, p.varlen),
+        *_lse_strides(lse, p.varlen), sq, sk, hq // hkv, d, scal["scale_log2"],
+        scal["window_left"], scal["window_right"],
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"])
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

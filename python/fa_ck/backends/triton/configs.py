@@ -56,10 +56,16 @@ def _cfg(bm, bn, warps, stages):
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 
 
-def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma: bool = False) -> dict:
+def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma: bool = False,
+            gluon: bool = False) -> dict:
     """kernel: 'fwd', 'bwd_dkdv' (BLOCK_N keys per program, BLOCK_M queries per step) or 'bwd_dq';
-    tma: the kernel loads its streamed tiles through TMA (fewer registers: wider tiles fit)."""
+    tma: the kernel loads its streamed tiles through TMA (fewer registers: wider tiles fit);
+    gluon: the Hopper forward of forward_gluon.py (num_stages: the depth of its K and V rings)."""
     d = block_d(head_dim)
+    if gluon:
+        # 8 warps = two warpgroups of 64 query rows; 128 keys per block. 245 registers at d128,
+        # no spills (sm90, Triton 3.6 and 3.7.1).
+        return _cfg(128, 128, 8, 2)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
@@ -133,6 +139,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     (call2), and under Triton 3.6 it crashed ptxas with 2 stages and computed wrong results
     with 3. The launcher also needs tensors TMA can address and, for dk/dv, one q head per kv
     head (see backward()).
+    GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
+    the PV multiply; sm90 at head dims up to 128, for the calls it serves (see
+    triton._gluon_ok; others run forward.py).
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
@@ -141,15 +150,21 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
+    if kernel == "fwd":
+        out["GLUON"] = sm == 90 and d <= 128 and not fp8
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
     return out
 
 
-def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma: bool = False) -> list[dict]:
+def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma: bool = False,
+               gluon: bool = False) -> list[dict]:
     """A short list around the default: every candidate costs a compile during the search.
     tma: the kernel streams through TMA (fewer than TMA_MIN_STAGES stages are left out)."""
     d = block_d(head_dim)
+    if gluon:   # 64-row blocks take one warpgroup; 3-deep rings fit shared memory up to d128
+        return [_cfg(128, 128, 8, 2), _cfg(128, 128, 8, 3), _cfg(128, 64, 8, 2), _cfg(128, 64, 8, 3),
+                _cfg(64, 128, 4, 2)]
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":
@@ -175,7 +190,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # Keys FA_CK_TRITON_CONFIG may set per kernel: tile sizes and launch settings, and the
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
-    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA"),
+    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"),
 }

@@ -1,0 +1,150 @@
+"""The Hopper forward in Gluon (backends/triton/forward_gluon.py): which calls it serves, its
+configuration checks (CPU), and its results against the float64 reference on an sm90 GPU.
+Gluon has no interpreter: on the CPU the kernel is only compiled for sm90
+(test_triton_kernels.py::test_sm90_compiles_the_edge_shapes runs it through the scan)."""
+import importlib
+
+import pytest
+import torch
+
+import fa_ck
+from attn_check import check, check_varlen
+from conftest import GPU
+from fa_ck.params import AttnParams
+
+tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is the function)
+configs = tb.configs
+SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
+
+
+def _params(**kw):
+    return AttnParams(scale=0.125, **kw)
+
+
+def _gluon_ok(dtype=torch.bfloat16, d=128, **kw):
+    q = torch.randn(2, 64, 4, d, dtype=dtype)
+    return tb._gluon_ok(q, q, q, q, _params(**kw))
+
+
+@pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
+def test_calls_the_gluon_forward_serves(monkeypatch):
+    monkeypatch.setattr(configs, "INTERPRET", False)
+    assert _gluon_ok() and _gluon_ok(torch.float16, 64) and _gluon_ok(window_left=16, window_right=0)
+    assert not _gluon_ok(torch.float32)
+    assert not _gluon_ok(d=256)                             # TMA paths stop at 128
+    assert not _gluon_ok(softcap=30.0)
+    assert not _gluon_ok(alibi_slopes=torch.ones(4))
+    assert not _gluon_ok(dropout_p=0.1)
+    q = torch.randn(2, 64, 4, 128, dtype=torch.bfloat16)
+    assert not tb._gluon_ok(q[..., ::2], q[..., ::2], q[..., ::2], q[..., ::2], _params())   # strided head dim
+    monkeypatch.setattr(configs, "INTERPRET", True)
+    assert not _gluon_ok()                                  # no Gluon interpreter
+
+
+def test_gluon_switch_only_on_sm90():
+    assert configs.switches("fwd", "cuda:sm90", 128, False)["GLUON"]
+    assert configs.switches("fwd", "cuda:sm90", 64, False)["GLUON"]
+    assert not configs.switches("fwd", "cuda:sm90", 256, False)["GLUON"]
+    assert not configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]       # fp8
+    for arch in ("cuda:sm80", "cuda:sm100", "hip:gfx942", "interpreter"):
+        assert not configs.switches("fwd", arch, 128, False)["GLUON"]
+    assert "GLUON" not in configs.switches("bwd_dkdv", "cuda:sm90", 128, False)
+
+
+def test_gluon_config_and_its_checks(monkeypatch):
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+    p = _params()
+    cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    assert cfg["GLUON"] and not configs.default("fwd", "cuda:sm90", 128, torch.bfloat16, gluon=False) == cfg
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["num_stages"]) == (128, 128, 8, 2)
+    assert not tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=False)["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": false}}')
+    assert not tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 64}}')   # 8 warps need 128 rows
+    with pytest.raises(ValueError, match="BLOCK_M = 16 \\* num_warps"):
+        tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 3}}')
+    cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    assert (cfg["BLOCK_M"], cfg["num_warps"], cfg["num_stages"]) == (64, 4, 3)
+    for c in configs.candidates("fwd", "cuda:sm90", 128, torch.bfloat16, gluon=True):
+        assert c["BLOCK_M"] == 16 * c["num_warps"]
+
+
+# ---------------------------------------------------------------------------- on an sm90 GPU
+
+gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
+
+
+@pytest.fixture
+def gluon_calls(monkeypatch):
+    """Counts launches of the Gluon forward: each test asserts its calls went there."""
+    calls = []
+    real = tb._forward_gluon
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(tb, "_forward_gluon", counting)
+    return calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", [
+    (2, 1000, 1000, 8, 8, 128), (1, 4096, 4096, 4, 4, 128), (2, 777, 1531, 4, 2, 64),
+    (3, 1531, 129, 6, 3, 96), (2, 1, 300, 4, 1, 128), (1, 300, 1, 2, 2, 64), (2, 260, 260, 2, 2, 32),
+    (1, 130, 257, 2, 1, 16),
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):
+    check(*shape, dtype=dtype, device="cuda", causal=causal)
+    assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_stages", [2, 3])
+@pytest.mark.parametrize("tiles", [(128, 128, 8), (128, 64, 8), (64, 128, 4)])
+def test_gluon_forward_every_candidate(gluon_calls, monkeypatch, num_stages, tiles):
+    bm, bn, w = tiles
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG",
+                       f'{{"fwd": {{"BLOCK_M": {bm}, "BLOCK_N": {bn}, "num_warps": {w}, "num_stages": {num_stages}}}}}')
+    check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
+    check(1, 700, 640, 2, 2, 64, dtype=torch.bfloat16, device="cuda", grads=False)
+    assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("window", [(64, 0), (200, 37), (-1, 100), (5, -1), (0, 0)])
+def test_gluon_forward_windows(gluon_calls, window):
+    check(2, 900, 1100, 4, 2, 128, dtype=torch.bfloat16, device="cuda", window_size=window)
+    assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_forward_varlen(gluon_calls, causal):
+    lens_q = [5, 1, 0, 300, 129, 1000, 2]
+    lens_k = [1, 0, 3, 300, 700, 1000, 130]
+    check_varlen(lens_q, lens_k, 8, 2, 128, dtype=torch.bfloat16, device="cuda", causal=causal)
+    check_varlen(lens_q, lens_k, 4, 4, 64, dtype=torch.float16, device="cuda", causal=causal,
+                 window_size=(100, 0) if causal else (-1, -1))
+    assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+def test_gluon_forward_graph_capture_and_torch_compile(gluon_calls):
+    q, k, v = (torch.randn(2, 512, 4, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    eager = fa_ck.flash_attn_func(q, k, v, causal=True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = fa_ck.flash_attn_func(q, k, v, causal=True)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, eager)                     # the same kernel, bit for bit
+    assert gluon_calls

@@ -57,18 +57,19 @@ def test_gluon_config_and_its_checks(monkeypatch):
     p = _params()
     cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
     assert cfg["GLUON"] and not configs.default("fwd", "cuda:sm90", 128, torch.bfloat16, gluon=False) == cfg
-    assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["num_stages"]) == (128, 128, 8, 2)
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["num_stages"]) == (128, 128, 4, 2)
     assert not tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=False)["GLUON"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": false}}')
     assert not tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)["GLUON"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 64}}')   # 8 warps need 128 rows
-    with pytest.raises(ValueError, match="BLOCK_M = 16 \\* num_warps"):
-        tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 3}}')
+    for bad in ('{"BLOCK_M": 64}', '{"num_warps": 8}'):     # fixed by the kernel's two warpgroups
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", f'{{"fwd": {bad}}}')
+        with pytest.raises(ValueError, match="the Gluon forward has BLOCK_M 128 and num_warps 4"):
+            tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 64, "num_stages": 3}}')
     cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
-    assert (cfg["BLOCK_M"], cfg["num_warps"], cfg["num_stages"]) == (64, 4, 3)
+    assert (cfg["BLOCK_N"], cfg["num_stages"]) == (64, 3)
     for c in configs.candidates("fwd", "cuda:sm90", 128, torch.bfloat16, gluon=True):
-        assert c["BLOCK_M"] == 16 * c["num_warps"]
+        assert (c["BLOCK_M"], c["num_warps"]) == (128, 4)
 
 
 # ---------------------------------------------------------------------------- on an sm90 GPU
@@ -106,11 +107,9 @@ def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("num_stages", [2, 3])
-@pytest.mark.parametrize("tiles", [(128, 128, 8), (128, 64, 8), (64, 128, 4)])
-def test_gluon_forward_every_candidate(gluon_calls, monkeypatch, num_stages, tiles):
-    bm, bn, w = tiles
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG",
-                       f'{{"fwd": {{"BLOCK_M": {bm}, "BLOCK_N": {bn}, "num_warps": {w}, "num_stages": {num_stages}}}}}')
+@pytest.mark.parametrize("block_n", [128, 64])
+def test_gluon_forward_every_candidate(gluon_calls, monkeypatch, num_stages, block_n):
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", f'{{"fwd": {{"BLOCK_N": {block_n}, "num_stages": {num_stages}}}}}')
     check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
     check(1, 700, 640, 2, 2, 64, dtype=torch.bfloat16, device="cuda", grads=False)
     assert gluon_calls

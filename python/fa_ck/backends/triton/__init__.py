@@ -227,9 +227,10 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
             cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon),
                               lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
-    if gluon and cfg["BLOCK_M"] != 16 * cfg["num_warps"]:
-        raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon forward needs BLOCK_M = 16 * num_warps "
-                         f"(one 16-row slice per warp), got BLOCK_M {cfg['BLOCK_M']}, num_warps {cfg['num_warps']}")
+    if gluon and (cfg["BLOCK_M"], cfg["num_warps"]) != (configs.GLUON_BLOCK_M, configs.GLUON_WARPS):
+        raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon forward has BLOCK_M {configs.GLUON_BLOCK_M} and "
+                         f"num_warps {configs.GLUON_WARPS} (two warpgroups of 64 queries); got BLOCK_M "
+                         f"{cfg['BLOCK_M']}, num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
     if tma and cfg["num_stages"] < configs.TMA_MIN_STAGES and arch != "interpreter":
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: TMA (on{'' if tma_asked else ' by default'} for this "
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
@@ -358,7 +359,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(out, p.varlen),
         *_lse_strides(lse, p.varlen), sq, sk, hq // hkv, d, scal["scale_log2"],
         scal["window_left"], scal["window_right"],
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"])
 

@@ -63,9 +63,10 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     gluon: the Hopper forward of forward_gluon.py (num_stages: the depth of its K and V rings)."""
     d = block_d(head_dim)
     if gluon:
-        # 8 warps = two warpgroups of 64 query rows; 128 keys per block. 245 registers at d128,
-        # no spills (sm90, Triton 3.6 and 3.7.1).
-        return _cfg(128, 128, 8, 2)
+        # Fixed by the kernel: 128 queries, num_warps 4 (each of its two consumer warpgroups; a
+        # producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
+        # Triton 3.6 and 3.7.1).
+        return _cfg(GLUON_BLOCK_M, 128, GLUON_WARPS, 2)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
@@ -112,6 +113,8 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         return _cfg(128 if not wide else 64, 32, 8, min(stages, DQ_STAGES_MAX))
     return _cfg(64, 32, 8, 2)
 
+
+GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgroups of 64 queries
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
@@ -162,9 +165,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     """A short list around the default: every candidate costs a compile during the search.
     tma: the kernel streams through TMA (fewer than TMA_MIN_STAGES stages are left out)."""
     d = block_d(head_dim)
-    if gluon:   # 64-row blocks take one warpgroup; 3-deep rings fit shared memory up to d128
-        return [_cfg(128, 128, 8, 2), _cfg(128, 128, 8, 3), _cfg(128, 64, 8, 2), _cfg(128, 64, 8, 3),
-                _cfg(64, 128, 4, 2)]
+    if gluon:   # 3-deep rings fit shared memory up to d128
+        return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in (128, 64) for st in (2, 3)]
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":

@@ -1,5 +1,5 @@
-"""FlashAttention forward for Hopper (sm90) in Gluon: the softmax of key block j runs while the
-tensor cores multiply P_{j-1} V_{j-1}.
+"""FlashAttention forward for Hopper (sm90) in Gluon: warp-specialised, and the softmax of key
+block j runs while the tensor cores multiply P_{j-1} V_{j-1}.
 
 Plain Triton compiles our forward (forward.py) to QK^T wgmma | wait | softmax | PV wgmma | wait:
 nothing overlaps the softmax, and no source-level reordering changed that. Gluon states the
@@ -9,17 +9,20 @@ schedule itself (FlashAttention-3's intra-warpgroup overlap), per key block j:
     softmax(S_j) -> P_j, alpha_j    (while the PV multiply runs)
     wait for the PV multiply | O *= alpha_j
 
-K and V stream through NUM_BUF-deep rings of shared memory filled by TMA; a buffer is refilled
-as soon as the multiply that read it has completed. One program owns BLOCK_M = 128 queries of
-one head with 8 warps (two warpgroups of 64 rows); P stays in registers as wgmma's A operand.
+One program owns 128 queries of one head: two consumer warpgroups of 64 rows each (their own
+partitions, so neither waits on the other) and one producer warp that streams K and V through
+NUM_BUF-deep rings of shared memory by TMA. "full" barriers tell the consumers a tile has
+landed; "empty" barriers (both consumers arrive) tell the producer the multiply that read a
+buffer has completed. A first version issued the TMA loads from the consumers: the CTA-wide
+barrier before each load was its largest stall (bench/results/h200-20261130-gluon, call 3).
+P stays in registers as wgmma's A operand.
 
 Serves the plain calls (fp16/bf16, head dim up to 128, causal and sliding windows, varlen,
 GQA); softcap, ALiBi, dropout and fp8 stay with forward.py. Writes the same out and lse.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                             warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 
 @gluon.jit
@@ -76,15 +79,103 @@ def _load(desc, row, bar, dst, nbytes: gl.constexpr, pred):
 
 
 @gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
+              m0, lo, n_blocks):
+    """One warp: Q once, then K_j and V_j into buffer j % NUM_BUF once the consumers freed it."""
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    NUM_BUF: gl.constexpr = k_smem.shape[0]
+    _load(q_desc, m0, q_bar, q_smem, q_desc.block_type.nbytes, True)
+    for j in range(n_blocks):
+        buf = j % NUM_BUF
+        reuse = j >= NUM_BUF                 # buffer's previous tile: block j - NUM_BUF
+        phase = ((j // NUM_BUF) & 1) ^ 1
+        mbarrier.wait(k_empty.index(buf), phase, pred=reuse)
+        _load(k_desc, lo + j * BLOCK_N, k_full.index(buf), k_smem.index(buf), k_desc.block_type.nbytes, True)
+        mbarrier.wait(v_empty.index(buf), phase, pred=reuse)
+        _load(v_desc, lo + j * BLOCK_N, v_full.index(buf), v_smem.index(buf), v_desc.block_type.nbytes, True)
+
+
+@gluon.jit
+def _consumer(q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o_base, lse_base,
+              stride_os, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale_log2,
+              window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
+    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their out and lse."""
+    ROWS: gl.constexpr = q_smem.shape[0]
+    BLOCK_D: gl.constexpr = q_smem.shape[1]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    NUM_BUF: gl.constexpr = k_smem.shape[0]
+    dtype: gl.constexpr = q_smem.dtype
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_D, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+
+    offs_m = m0 + gl.arange(0, ROWS, layout=row_s)
+    offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
+    l_i = gl.zeros([ROWS], gl.float32, row_s)
+    mbarrier.wait(q_bar, 0)
+
+    if n_blocks > 0:
+        # Block 0: S_0 and its softmax; nothing to multiply with V yet.
+        mbarrier.wait(k_full.index(0), 0)
+        qk = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        qk = warpgroup_mma_wait(0, deps=[qk])
+        mbarrier.arrive(k_empty.index(0), count=1)
+        p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
+                                   scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)
+        p = gl.convert_layout(p.to(dtype), p_layout)
+
+        for j in range(1, n_blocks):
+            buf = j % NUM_BUF
+            prev = (j - 1) % NUM_BUF
+            mbarrier.wait(k_full.index(buf), (j // NUM_BUF) & 1)
+            qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            mbarrier.wait(v_full.index(prev), ((j - 1) // NUM_BUF) & 1)
+            acc = warpgroup_mma(p, v_smem.index(prev), acc, is_async=True)
+            qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
+            mbarrier.arrive(k_empty.index(buf), count=1)
+            p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
+                                            seqlen_q, seqlen_k, scale_log2, window_left, window_right,
+                                            MASK_LEFT, MASK_RIGHT)
+            acc, p = warpgroup_mma_wait(0, deps=[acc, p])
+            mbarrier.arrive(v_empty.index(prev), count=1)
+            acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+            p = gl.convert_layout(p_next.to(dtype), p_layout)
+
+        last = (n_blocks - 1) % NUM_BUF
+        mbarrier.wait(v_full.index(last), ((n_blocks - 1) // NUM_BUF) & 1)
+        acc = warpgroup_mma(p, v_smem.index(last), acc, is_async=True)
+        acc, p = warpgroup_mma_wait(0, deps=[acc, p])
+
+    empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
+    inv_l = gl.where(empty, 0.0, 1.0 / gl.where(empty, 1.0, l_i))
+    out = acc * gl.convert_layout(inv_l, row_o)[:, None]
+    rows = m0 + gl.arange(0, ROWS, layout=row_o)
+    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
+    ok = (rows[:, None] < seqlen_q) & (cols[None, :] < head_dim)
+    gl.store(o_base + rows[:, None] * stride_os + cols[None, :], out.to(dtype), mask=ok)
+    lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+    gl.store(lse_base + offs_m, lse, mask=offs_m < seqlen_q)
+
+
+@gluon.jit
 def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
                      stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_ob, stride_os, stride_oh,
                      stride_lb, stride_lh, seqlen_q, seqlen_k, group, head_dim, scale_log2,
                      window_left, window_right,
-                     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr,
-                     NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
+                     BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, num_warps: gl.constexpr):
+    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers."""
+    BLOCK_M: gl.constexpr = 128
+    HALF: gl.constexpr = 64
     # Last query blocks first: under a causal mask they carry the most keys.
     pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
     h = gl.program_id(1)
@@ -106,24 +197,12 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
     # zeros and are never stored.
     q_desc = tma.make_tensor_descriptor(Q + b64 * stride_qb + h64 * stride_qh + q_start * stride_qs,
                                         [seqlen_q, head_dim], [stride_qs, 1], [BLOCK_M, BLOCK_D], SMEM_Q)
-    o_desc = tma.make_tensor_descriptor(O + b64 * stride_ob + h64 * stride_oh + q_start * stride_os,
-                                        [seqlen_q, head_dim], [stride_os, 1], [BLOCK_M, BLOCK_D], SMEM_Q)
     k_desc = tma.make_tensor_descriptor(K + b64 * stride_kb + hk * stride_kh + k_start * stride_ks,
                                         [seqlen_k, head_dim], [stride_ks, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
     v_desc = tma.make_tensor_descriptor(V + b64 * stride_vb + hk * stride_vh + k_start * stride_vs,
                                         [seqlen_k, head_dim], [stride_vs, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
-    dtype: gl.constexpr = Q.dtype.element_ty
-    TILE_BYTES: gl.constexpr = BLOCK_N * BLOCK_D * dtype.primitive_bitwidth // 8
-
-    # Two warpgroups stacked along the queries: each owns 64 rows, so row reductions stay
-    # within a warp. S (BLOCK_M x BLOCK_N) and O (BLOCK_M x BLOCK_D) share the row layout.
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                       instr_shape=[16, BLOCK_N, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                       instr_shape=[16, BLOCK_D, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
-    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    o_base = O + b64 * stride_ob + h64 * stride_oh + q_start * stride_os
+    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
 
     # Keys [lo, hi) may be visible to this block's queries; [full_lo, full_hi) to all of them.
     off = seqlen_k - seqlen_q
@@ -139,78 +218,36 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
         full_hi = gl.minimum(full_hi, gl.maximum(m0 + off + window_right + 1, 0) // BLOCK_N * BLOCK_N)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
 
+    dtype: gl.constexpr = Q.dtype.element_ty
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_bar = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    v_bar = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    k_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    v_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
     for i in gl.static_range(NUM_BUF):
-        mbarrier.init(k_bar.index(i), count=1)
-        mbarrier.init(v_bar.index(i), count=1)
+        mbarrier.init(k_full.index(i), count=1)
+        mbarrier.init(v_full.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)    # one arrival per consumer warpgroup
+        mbarrier.init(v_empty.index(i), count=2)
 
-    # Fill the rings, then Q.
-    for i in gl.static_range(NUM_BUF):
-        _load(k_desc, lo + i * BLOCK_N, k_bar.index(i), k_smem.index(i), TILE_BYTES, i < n_blocks)
-        _load(v_desc, lo + i * BLOCK_N, v_bar.index(i), v_smem.index(i), TILE_BYTES, i < n_blocks)
-    _load(q_desc, m0, q_bar, q_smem, BLOCK_M * BLOCK_D * dtype.primitive_bitwidth // 8, True)
-
-    offs_m = m0 + gl.arange(0, BLOCK_M, layout=row_s)
-    offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
-    acc = gl.zeros([BLOCK_M, BLOCK_D], gl.float32, o_layout)
-    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_s)
-    l_i = gl.zeros([BLOCK_M], gl.float32, row_s)
-    mbarrier.wait(q_bar, 0)
-
-    if n_blocks > 0:
-        # Block 0: S_0 and its softmax; nothing to multiply with V yet.
-        mbarrier.wait(k_bar.index(0), 0)
-        qk = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        qk = warpgroup_mma_wait(0, deps=[qk])
-        _load(k_desc, lo + NUM_BUF * BLOCK_N, k_bar.index(0), k_smem.index(0), TILE_BYTES, NUM_BUF < n_blocks)
-        p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                                   scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)
-        p = gl.convert_layout(p.to(dtype), p_layout)
-
-        for j in range(1, n_blocks):
-            buf = j % NUM_BUF
-            prev = (j - 1) % NUM_BUF
-            mbarrier.wait(k_bar.index(buf), (j // NUM_BUF) & 1)
-            qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            mbarrier.wait(v_bar.index(prev), ((j - 1) // NUM_BUF) & 1)
-            acc = warpgroup_mma(p, v_smem.index(prev), acc, is_async=True)
-            # S_j done (the PV multiply may still run): K_j's buffer is free for block j + NUM_BUF.
-            qk = warpgroup_mma_wait(1, deps=[qk])
-            _load(k_desc, lo + (j + NUM_BUF) * BLOCK_N, k_bar.index(buf), k_smem.index(buf), TILE_BYTES,
-                  j + NUM_BUF < n_blocks)
-            p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
-                                            seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                            MASK_LEFT, MASK_RIGHT)
-            acc, p = warpgroup_mma_wait(0, deps=[acc, p])
-            _load(v_desc, lo + (j - 1 + NUM_BUF) * BLOCK_N, v_bar.index(prev), v_smem.index(prev), TILE_BYTES,
-                  j - 1 + NUM_BUF < n_blocks)
-            acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-            p = gl.convert_layout(p_next.to(dtype), p_layout)
-
-        last = (n_blocks - 1) % NUM_BUF
-        mbarrier.wait(v_bar.index(last), ((n_blocks - 1) // NUM_BUF) & 1)
-        acc = warpgroup_mma(p, v_smem.index(last), acc, is_async=True)
-        acc, p = warpgroup_mma_wait(0, deps=[acc, p])
+    gl.warp_specialize([
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o_base,
+                     lse_base, stride_os, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim,
+                     scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o_base,
+                     lse_base, stride_os, m0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim,
+                     scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
+                     m0, lo, n_blocks)),
+    ], [4, 1], [240, 24])
 
     mbarrier.invalidate(q_bar)
     for i in gl.static_range(NUM_BUF):
-        mbarrier.invalidate(k_bar.index(i))
-        mbarrier.invalidate(v_bar.index(i))
-
-    empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
-    inv_l = gl.where(empty, 0.0, 1.0 / gl.where(empty, 1.0, l_i))
-    out = acc * gl.convert_layout(inv_l, row_o)[:, None]
-    q_smem.store(out.to(dtype))              # Q is done with: its buffer stages the output
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [m0, 0], q_smem)
-    lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
-    lse_ptrs = LSE + b64 * stride_lb + h64 * stride_lh + q_start + offs_m
-    gl.store(lse_ptrs, lse, mask=offs_m < seqlen_q)
-    tma.store_wait(0)
+        mbarrier.invalidate(k_full.index(i))
+        mbarrier.invalidate(v_full.index(i))
+        mbarrier.invalidate(k_empty.index(i))
+        mbarrier.invalidate(v_empty.index(i))

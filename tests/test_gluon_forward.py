@@ -41,6 +41,20 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
     assert not _gluon_ok()                                  # no Gluon interpreter
 
 
+def test_gluon_by_default_where_it_measured_faster(monkeypatch):
+    assert configs.gluon_wins(128, 4096, True) and configs.gluon_wins(96, 1024, False)
+    assert not configs.gluon_wins(128, 1024, True)                 # short causal: forward.py
+    assert not configs.gluon_wins(64, 4096, False) and configs.gluon_wins(64, 16384, True)
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+    causal = _params(causal=True, window_right=0)
+    assert not tb._config("fwd", q, 128, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
+    assert tb._config("fwd", q, 128, causal, 4096, 4096, tma_possible=True, gluon_possible=True)["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true}}')    # asked for: wherever it can run
+    assert tb._config("fwd", q, 128, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
+    assert not tb._config("fwd", q, 128, causal, 1024, 1024, tma_possible=True, gluon_possible=False)["GLUON"]
+
+
 def test_gluon_switch_only_on_sm90():
     assert configs.switches("fwd", "cuda:sm90", 128, False)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 64, False)["GLUON"]
@@ -79,7 +93,9 @@ gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm9
 
 @pytest.fixture
 def gluon_calls(monkeypatch):
-    """Counts launches of the Gluon forward: each test asserts its calls went there."""
+    """Sends every call it can serve to the Gluon forward (not only where it is the default) and
+    counts the launches: each test asserts its calls went there."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true}}')
     calls = []
     real = tb._forward_gluon
 
@@ -109,7 +125,8 @@ def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):
 @pytest.mark.parametrize("num_stages", [2, 3])
 @pytest.mark.parametrize("block_n", [128, 64])
 def test_gluon_forward_every_candidate(gluon_calls, monkeypatch, num_stages, block_n):
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", f'{{"fwd": {{"BLOCK_N": {block_n}, "num_stages": {num_stages}}}}}')
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG",
+                       f'{{"fwd": {{"GLUON": true, "BLOCK_N": {block_n}, "num_stages": {num_stages}}}}}')
     check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
     check(1, 700, 640, 2, 2, 64, dtype=torch.bfloat16, device="cuda", grads=False)
     assert gluon_calls

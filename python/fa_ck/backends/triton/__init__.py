@@ -208,12 +208,13 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
     tma_asked = "TMA" in over
-    sw = {**configs.switches(kernel, arch, head_dim, p.fp8),
-          **{k: over.pop(k) for k in ("TMA", "ONE_PASS", "GLUON") if k in over}}
+    over_sw = {k: over.pop(k) for k in ("TMA", "ONE_PASS", "GLUON") if k in over}
+    sw = {**configs.switches(kernel, arch, head_dim, p.fp8), **over_sw}
     if "TMA" in sw:
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
-    if "GLUON" in sw:
-        sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible
+    if "GLUON" in sw:                        # asked for, or by default where it measured faster
+        sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
+            "GLUON" in over_sw or configs.gluon_wins(head_dim, sk, p.has_window))
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)

@@ -42,17 +42,16 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
 
 
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
-    assert configs.gluon_wins(128, 4096, True) and configs.gluon_wins(96, 1024, False)
-    assert not configs.gluon_wins(128, 1024, True)                 # short causal: forward.py
-    assert not configs.gluon_wins(64, 4096, False) and configs.gluon_wins(64, 16384, True)
+    assert configs.gluon_wins(128, 1024) and configs.gluon_wins(96, 300)
+    assert not configs.gluon_wins(64, 4096) and configs.gluon_wins(64, 16384)   # short d64: forward.py
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+    q = torch.randn(1, 16, 2, 64, dtype=torch.bfloat16)
     causal = _params(causal=True, window_right=0)
-    assert not tb._config("fwd", q, 128, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
-    assert tb._config("fwd", q, 128, causal, 4096, 4096, tma_possible=True, gluon_possible=True)["GLUON"]
+    assert not tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
+    assert tb._config("fwd", q, 64, causal, 16384, 16384, tma_possible=True, gluon_possible=True)["GLUON"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true}}')    # asked for: wherever it can run
-    assert tb._config("fwd", q, 128, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
-    assert not tb._config("fwd", q, 128, causal, 1024, 1024, tma_possible=True, gluon_possible=False)["GLUON"]
+    assert tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
+    assert not tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=False)["GLUON"]
 
 
 def test_gluon_switch_only_on_sm90():
@@ -163,4 +162,20 @@ def test_gluon_forward_graph_capture_and_torch_compile(gluon_calls):
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(captured, eager)                     # the same kernel, bit for bit
+    assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+def test_gluon_forward_past_2_31_elements(gluon_calls):
+    # q and out have 2^31 + 2^16 elements: the rows of the last programs pass 32-bit offsets.
+    from attn_check import FWD_TOL, assert_close
+    from fa_ck import reference
+    sq, h, d, sk = (1 << 21) + 64, 8, 128, 256
+    q = torch.randn(1, sq, h, d, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(1, sk, h, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    out = fa_ck.flash_attn_func(q, k, v)
+    tail = slice(sq - 200, sq)
+    ref, _ = reference.attention(q[:, tail].double(), k.double(), v.double(), dtype=torch.float64)
+    assert_close("out tail", out[:, tail], ref, FWD_TOL[torch.bfloat16])
     assert gluon_calls

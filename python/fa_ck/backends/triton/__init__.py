@@ -214,7 +214,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
     if "GLUON" in sw:                        # asked for, or by default where it measured faster
         sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
-            "GLUON" in over_sw or configs.gluon_wins(head_dim, sk, p.has_window))
+            "GLUON" in over_sw or configs.gluon_wins(head_dim, sk))
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)

@@ -117,15 +117,14 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
 GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgroups of 64 queries
 
 
-def gluon_wins(head_dim: int, seqlen_k: int, windowed: bool) -> bool:
-    """Where the Gluon forward beat forward.py on the H200 (bench/results/h200-20261130-gluon/
-    call4, bf16, same run): at head dims 65-128 everywhere (+13-22% at S >= 4k, +25% at S1024
-    full) except short causal calls (S1024 causal: 0.31x vs 0.58x cuDNN: each program has few
-    key blocks to amortise its descriptors, barriers and pipeline fill); at d64 only at S16k
-    (+2-5%; S4k -6%, S1024 causal and the nanoGPT shape -30%). windowed: causal or a sliding
-    window (programs see fewer keys; only causal was measured)."""
+def gluon_wins(head_dim: int, seqlen_k: int) -> bool:
+    """Where the Gluon forward beat forward.py on the H200 (bench/results/h200-20261130-gluon,
+    bf16, same runs): at head dims 65-128 everywhere (call 4: +13-22% at S >= 4k; call 6, timed
+    alternately: +4-10% at S1024-2048, causal or not); at d64 only at S16k (call 4: +2-5%;
+    S4k -4 to -6%, S1024 causal -10%, the nanoGPT shape -30%: short programs of a 64-wide
+    head do not amortise the descriptors, warp specialisation and pipeline fill)."""
     if block_d(head_dim) > 64:
-        return seqlen_k >= 2048 or not windowed
+        return True
     return seqlen_k >= 16384
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)

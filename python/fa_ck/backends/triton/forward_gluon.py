@@ -156,10 +156,13 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o
     empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
     inv_l = gl.where(empty, 0.0, 1.0 / gl.where(empty, 1.0, l_i))
     out = acc * gl.convert_layout(inv_l, row_o)[:, None]
-    rows = m0 + gl.arange(0, ROWS, layout=row_o)
+    # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows * stride
+    # passes 2^31 in tensors of more than 2^31 elements)
+    rows = gl.arange(0, ROWS, layout=row_o)
     cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
-    ok = (rows[:, None] < seqlen_q) & (cols[None, :] < head_dim)
-    gl.store(o_base + rows[:, None] * stride_os + cols[None, :], out.to(dtype), mask=ok)
+    ok = (m0 + rows[:, None] < seqlen_q) & (cols[None, :] < head_dim)
+    o_rows = o_base + m0.to(gl.int64) * stride_os
+    gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(dtype), mask=ok)
     lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
     gl.store(lse_base + offs_m, lse, mask=offs_m < seqlen_q)
 

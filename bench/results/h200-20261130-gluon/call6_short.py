@@ -1,4 +1,4 @@
-"""Short-sequence forward points, Gluon forward against forward.py and SDPA cuDNN, alternating
+"""Forward points (short ones by default, `long`: d128 S >= 4k and d64 S16k), Gluon forward against forward.py and SDPA cuDNN, alternating
 (4 rounds, each kernel timed right after the others): is the S1024 causal gap real?"""
 import os
 import torch
@@ -6,13 +6,14 @@ import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import fa_ck
 
-rows = []
-for name, (b, h, s, d, causal) in {"d128 S1024 causal": (16, 16, 1024, 128, True),
-                                   "d128 S1024 full": (16, 16, 1024, 128, False),
-                                   "d128 S2048 causal": (8, 16, 2048, 128, True),
-                                   "d64 S1024 causal": (16, 32, 1024, 64, True),
-                                   "nanogpt d64 S1024 causal": (64, 12, 1024, 64, True),
-                                   "d64 S4096 causal": (4, 32, 4096, 64, True)}.items():
+import sys
+SHORT = {"d128 S1024 causal": (16, 16, 1024, 128, True), "d128 S1024 full": (16, 16, 1024, 128, False),
+         "d128 S2048 causal": (8, 16, 2048, 128, True), "d64 S1024 causal": (16, 32, 1024, 64, True),
+         "nanogpt d64 S1024 causal": (64, 12, 1024, 64, True), "d64 S4096 causal": (4, 32, 4096, 64, True)}
+LONG = {"d128 S4096 full": (4, 16, 4096, 128, False), "d128 S4096 causal": (4, 16, 4096, 128, True),
+        "d128 S16384 full": (1, 16, 16384, 128, False), "d128 S16384 causal": (1, 16, 16384, 128, True),
+        "d64 S16384 causal": (1, 32, 16384, 64, True)}
+for name, (b, h, s, d, causal) in (LONG if sys.argv[1:] == ["long"] else SHORT).items():
     q, k, v = (torch.randn(b, s, h, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
     flops = 4 * b * h * s * s * d / (2 if causal else 1)

@@ -97,6 +97,13 @@ def _flags(d: int, causal: bool) -> dict:
                 ALIBI=False, MASK_LEFT=False, MASK_RIGHT=causal, DROPOUT=False, DOT_F32=False)
 
 
+def _switches(kernel: str, arch: str, d: int, fp8: bool) -> dict:
+    """The kernel's constexpr switches. GLUON picks another kernel (forward_gluon.py, sm90 only),
+    which tools/sm90_offline_compile.py --scan compiles; here forward.py is compiled, as it
+    still serves every call the Gluon forward does not."""
+    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k != "GLUON"}
+
+
 def kernels(d: int, dtype, causal: bool, arch: str):
     """(label, fn, constexprs, config) for forward, dk/dv and dq with the default configs and
     switches, and dk/dv as the opt-in one-pass kernel (atomic dq)."""
@@ -105,7 +112,7 @@ def kernels(d: int, dtype, causal: bool, arch: str):
                                      ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv", {}),
                                      ("bwd_dkdv one-pass", bwd_dkdv_kernel, "bwd_dkdv", {"ONE_PASS": True}),
                                      ("bwd_dq", bwd_dq_kernel, "bwd_dq", {})):
-        sw = {**configs.switches(kernel, arch, d, False), **extra}
+        sw = {**_switches(kernel, arch, d, False), **extra}
         cfg = configs.default(kernel, arch, d, dtype, tma=sw.get("TMA", False))
         consts = {**flags, "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], **sw}
         if label == "fwd":
@@ -122,7 +129,7 @@ def fp8_kernels(target: str, arch: str):
             cfg = configs.default("fwd", arch, d, f8)
             consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
                           stride_vs=1,       # fp8 v is stored keys-contiguous (see forward.py)
-                          **configs.switches("fwd", arch, d, True))
+                          **_switches("fwd", arch, d, True))
             sig = signature(fwd_kernel, torch.bfloat16, data_type=ty)
             for c in consts:
                 sig[c] = "constexpr"

@@ -179,3 +179,20 @@ def test_gluon_forward_past_2_31_elements(gluon_calls):
     ref, _ = reference.attention(q[:, tail].double(), k.double(), v.double(), dtype=torch.float64)
     assert_close("out tail", out[:, tail], ref, FWD_TOL[torch.bfloat16])
     assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [
+    dict(shape=(2, 1000, 1000, 8, 8, 128), causal=True), dict(shape=(1, 4096, 4096, 4, 4, 128)),
+    dict(shape=(2, 1, 300, 4, 1, 128)), dict(shape=(1, 300, 1, 2, 2, 64), causal=True),
+    dict(shape=(3, 1531, 129, 6, 3, 96), window_size=(200, 37)), dict(shape=(2, 130, 257, 2, 1, 16)),
+])
+def test_gluon_forward_pingpong(gluon_calls, monkeypatch, case):
+    # the warpgroups' turn-taking: any miscount of turns deadlocks or races (0, 1, 2+ key blocks)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true, "PINGPONG": true}}')
+    case = dict(case)
+    check(*case.pop("shape"), dtype=torch.bfloat16, device="cuda", **case)
+    check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 2, 128, dtype=torch.float16,
+                 device="cuda", causal=True, grads=False)
+    assert gluon_calls

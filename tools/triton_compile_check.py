@@ -98,10 +98,10 @@ def _flags(d: int, causal: bool) -> dict:
 
 
 def _switches(kernel: str, arch: str, d: int, fp8: bool) -> dict:
-    """The kernel's constexpr switches. GLUON picks another kernel (forward_gluon.py, sm90 only),
+    """The kernel's constexpr switches. GLUON (and its PINGPONG) picks another kernel (forward_gluon.py, sm90 only),
     which tools/sm90_offline_compile.py --scan compiles; here forward.py is compiled, as it
     still serves every call the Gluon forward does not."""
-    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k != "GLUON"}
+    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in ("GLUON", "PINGPONG")}
 
 
 def kernels(d: int, dtype, causal: bool, arch: str):

@@ -208,7 +208,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
     tma_asked = "TMA" in over
-    over_sw = {k: over.pop(k) for k in ("TMA", "ONE_PASS", "GLUON") if k in over}
+    over_sw = {k: over.pop(k) for k in ("TMA", "ONE_PASS", "GLUON", "PINGPONG") if k in over}
     sw = {**configs.switches(kernel, arch, head_dim, p.fp8), **over_sw}
     if "TMA" in sw:
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
@@ -362,7 +362,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq
         scal["window_left"], scal["window_right"],
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"])
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
+        PINGPONG=bool(cfg.get("PINGPONG")), num_warps=cfg["num_warps"])
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

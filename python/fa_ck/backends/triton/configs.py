@@ -155,7 +155,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     head (see backward()).
     GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
     the PV multiply; sm90 at head dims up to 128, for the calls it serves (see
-    triton._gluon_ok; others run forward.py).
+    triton._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
+    take turns to issue their multiplies, so one's softmax runs under the other's.
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
@@ -166,6 +167,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
         out["GLUON"] = sm == 90 and d <= 128 and not fp8
+        out["PINGPONG"] = False
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
     return out
@@ -203,7 +205,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # Keys FA_CK_TRITON_CONFIG may set per kernel: tile sizes and launch settings, and the
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
-    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON"),
+    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"),
 }

@@ -79,6 +79,18 @@ def _load(desc, row, bar, dst, nbytes: gl.constexpr, pred):
 
 
 @gluon.jit
+def _take_turn(my_turn, phase, PINGPONG: gl.constexpr):
+    if PINGPONG:
+        mbarrier.wait(my_turn, phase)
+
+
+@gluon.jit
+def _pass_turn(other_turn, PINGPONG: gl.constexpr):
+    if PINGPONG:
+        mbarrier.arrive(other_turn, count=1)
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
               m0, lo, n_blocks):
     """One warp: Q once, then K_j and V_j into buffer j % NUM_BUF once the consumers freed it."""
@@ -96,10 +108,14 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_f
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o_base, lse_base,
-              stride_os, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale_log2,
-              window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their out and lse."""
+def _consumer(q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, my_turn, other_turn,
+              o_base, lse_base, stride_os, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim,
+              scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+              PINGPONG: gl.constexpr, FIRST: gl.constexpr):
+    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their out and lse.
+    PINGPONG: the two warpgroups take turns to issue their multiplies (my_turn / other_turn
+    barriers), so one's softmax runs under the other's multiplies (FlashAttention-3's ping-pong);
+    FIRST starts."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -120,11 +136,15 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
     l_i = gl.zeros([ROWS], gl.float32, row_s)
     mbarrier.wait(q_bar, 0)
+    if PINGPONG and not FIRST:
+        mbarrier.arrive(other_turn, count=1)
 
     if n_blocks > 0:
         # Block 0: S_0 and its softmax; nothing to multiply with V yet.
         mbarrier.wait(k_full.index(0), 0)
+        _take_turn(my_turn, 0, PINGPONG)
         qk = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(0, deps=[qk])
         mbarrier.arrive(k_empty.index(0), count=1)
         p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
@@ -135,9 +155,11 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o
             buf = j % NUM_BUF
             prev = (j - 1) % NUM_BUF
             mbarrier.wait(k_full.index(buf), (j // NUM_BUF) & 1)
-            qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             mbarrier.wait(v_full.index(prev), ((j - 1) // NUM_BUF) & 1)
+            _take_turn(my_turn, j & 1, PINGPONG)
+            qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             acc = warpgroup_mma(p, v_smem.index(prev), acc, is_async=True)
+            _pass_turn(other_turn, PINGPONG)
             qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
             mbarrier.arrive(k_empty.index(buf), count=1)
             p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
@@ -150,7 +172,9 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o
 
         last = (n_blocks - 1) % NUM_BUF
         mbarrier.wait(v_full.index(last), ((n_blocks - 1) // NUM_BUF) & 1)
+        _take_turn(my_turn, n_blocks & 1, PINGPONG)
         acc = warpgroup_mma(p, v_smem.index(last), acc, is_async=True)
+        _pass_turn(other_turn, PINGPONG)
         acc, p = warpgroup_mma_wait(0, deps=[acc, p])
 
     empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
@@ -175,7 +199,7 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
                      window_left, window_right,
                      BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                     SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, num_warps: gl.constexpr):
+                     SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, PINGPONG: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
@@ -230,7 +254,10 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
     v_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
+    mbarrier.init(turn.index(0), count=1)
+    mbarrier.init(turn.index(1), count=1)
     for i in gl.static_range(NUM_BUF):
         mbarrier.init(k_full.index(i), count=1)
         mbarrier.init(v_full.index(i), count=1)
@@ -238,17 +265,21 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
         mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
-        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o_base,
-                     lse_base, stride_os, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim,
-                     scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)),
-        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, o_base,
-                     lse_base, stride_os, m0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim,
-                     scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)),
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
+                     turn.index(0), turn.index(1), o_base, lse_base, stride_os, m0, lo, full_lo, full_hi, n_blocks,
+                     seqlen_q, seqlen_k, head_dim, scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
+                     PINGPONG, True)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
+                     turn.index(1), turn.index(0), o_base, lse_base, stride_os, m0 + HALF, lo, full_lo, full_hi,
+                     n_blocks, seqlen_q, seqlen_k, head_dim, scale_log2, window_left, window_right, MASK_LEFT,
+                     MASK_RIGHT, PINGPONG, False)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
                      m0, lo, n_blocks)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(q_bar)
+    mbarrier.invalidate(turn.index(0))
+    mbarrier.invalidate(turn.index(1))
     for i in gl.static_range(NUM_BUF):
         mbarrier.invalidate(k_full.index(i))
         mbarrier.invalidate(v_full.index(i))

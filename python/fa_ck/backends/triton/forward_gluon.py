@@ -24,6 +24,11 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
+from .common import key_blocks
+
+# The key-block bounds are scalar arithmetic, shared with forward.py: compiled again as Gluon.
+_key_blocks = gluon.jit(key_blocks.fn)
+
 
 @gluon.jit
 def _scores(qk, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
@@ -231,18 +236,8 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
     o_base = O + b64 * stride_ob + h64 * stride_oh + q_start * stride_os
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
 
-    # Keys [lo, hi) may be visible to this block's queries; [full_lo, full_hi) to all of them.
-    off = seqlen_k - seqlen_q
-    lo = m0 * 0
-    hi = seqlen_k
-    full_lo = lo
-    full_hi = seqlen_k // BLOCK_N * BLOCK_N
-    if MASK_LEFT:
-        lo = gl.maximum(m0 + off - window_left, 0) // BLOCK_N * BLOCK_N
-        full_lo = gl.cdiv(gl.maximum(m0 + BLOCK_M - 1 + off - window_left, 0), BLOCK_N) * BLOCK_N
-    if MASK_RIGHT:
-        hi = gl.minimum(gl.maximum(m0 + BLOCK_M + off + window_right, 0), seqlen_k)
-        full_hi = gl.minimum(full_hi, gl.maximum(m0 + off + window_right + 1, 0) // BLOCK_N * BLOCK_N)
+    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
+                                           MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
 
     dtype: gl.constexpr = Q.dtype.element_ty

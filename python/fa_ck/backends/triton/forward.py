@@ -12,9 +12,7 @@ Under the interpreter (DOT_F32) the tiles are upcast to fp32 and P is rounded to
 grid by common.fp8_round, so the interpreter computes the numbers the GPU computes.
 """
 import triton
-import os
 import triton.language as tl
-WS = tl.constexpr(os.environ.get('WS') == '1')
 
 from .common import (dropout_keep, fp8_round, head_constants, head_ptr, key_blocks, load_tile, query_block,
                      scores, tma_rows, wide)
@@ -30,7 +28,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc
                 TMA: tl.constexpr):
     k_ptrs += wide(start) * stride_ks
     v_ptrs += wide(start) * stride_vs
-    for n0 in tl.range(start, end, BLOCK_N, warp_specialize=WS):
+    for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + offs_n0
         if TMA:       # rows past the sequence and columns past the head dim arrive as zeros
             kt = k_desc.load([n0, 0]).T

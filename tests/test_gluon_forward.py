@@ -69,7 +69,7 @@ def test_gluon_config_and_its_checks(monkeypatch):
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
     p = _params()
     cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
-    assert cfg["GLUON"] and not configs.default("fwd", "cuda:sm90", 128, torch.bfloat16, gluon=False) == cfg
+    assert cfg["GLUON"]
     assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["num_stages"]) == (128, 128, 4, 2)
     assert not tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=False)["GLUON"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": false}}')
@@ -153,7 +153,7 @@ def test_gluon_forward_varlen(gluon_calls, causal):
 
 @gpu
 @pytest.mark.gpu
-def test_gluon_forward_graph_capture_and_torch_compile(gluon_calls):
+def test_gluon_forward_graph_capture(gluon_calls):
     q, k, v = (torch.randn(2, 512, 4, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     eager = fa_ck.flash_attn_func(q, k, v, causal=True)
     graph = torch.cuda.CUDAGraph()

@@ -353,6 +353,7 @@ def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
 
 
 def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
+    """Launch forward_gluon.py into out and lse (its descriptors are built on the device)."""
     _tma_allocator()
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     fwd_gluon_kernel[(triton.cdiv(sq, bm), hq, b)](

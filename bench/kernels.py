@@ -12,11 +12,15 @@ Shapes follow flash-attn's benchmark: batch*seq = 16k tokens, hidden = heads*hea
 order of importance (bf16 d128 first) until --time-budget is spent; results are written
 after every point, so a run cut short still leaves its JSON and markdown.
 
-Every backend over the whole sweep is ~14 min of measuring on an H200 (FlexAttention
-compiles once per shape): the default budget covers bf16 d128, nanoGPT, d64 and part of
-d256; split the rest across commands, e.g. `--dtype fp16 --out DIR/fp16`. A first run
+Every backend over the whole sweep was ~14 min of measuring on an H200 with one timing per
+point (FlexAttention compiles once per shape); the default 3 rounds add two more timings
+each, so the default budget covers fewer points (bf16 d128 first): split the rest across
+commands, e.g. `--dtype fp16 --out DIR/fp16`, or pass `--rounds 1`. A first run
 with fa_ck-triton-autotune also pays its searches (cached on disk for later runs; the
 time shows in each row's first_call_s).
+
+Each point times every backend `--rounds` times (default 3), interleaved, and keeps the median
+(`ms_rounds` in the JSON has them all): single timings swung up to 2x run to run on the H200.
 
 `--variant NAME=JSON` adds a backend fa_ck-triton-NAME: fa_ck-triton (autotune off) with
 FA_CK_TRITON_CONFIG=JSON, {kernel: {key: value}} merged over the chosen config of the kernels
@@ -389,8 +393,10 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
-def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, device, ref_grads=None) -> dict:
-    """ref: reference_out on the slice; ref_grads: reference_grads there, for fwd+bwd errors."""
+def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, device, ref_grads=None,
+            again: list | None = None) -> dict:
+    """ref: reference_out on the slice; ref_grads: reference_grads there, for fwd+bwd errors.
+    again: a measured row is appended as (row, backend, fn) for more_rounds()."""
     import torch
     row = dict(point=shape.name, tag=shape.tag, dtype=shape.dtype, D=shape.D, H=shape.H, B=shape.B,
                S=shape.S, causal=shape.causal, mode=mode, backend=backend.name)
@@ -426,8 +432,10 @@ def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, devic
                 _sync(device)
                 row["peak_gb"] = round(torch.cuda.max_memory_allocated() / 1e9, 3)
             ms = timer(fn)
-        row["ms"] = round(ms, 4)
-        row["tflops"] = float(f"{tflops(flops(shape, mode), ms):.4g}")
+        row["ms_rounds"] = [round(ms, 4)]
+        _set_time(row, shape, mode)
+        if again is not None:
+            again.append((row, backend, fn))
     except Exception as e:
         msg = f"{type(e).__name__}: {e}".strip().splitlines()
         msg = " ".join(msg)[:300]
@@ -440,10 +448,35 @@ def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, devic
     return row
 
 
-def estimate_seconds(runs, warmup_ms: int, rep_ms: int) -> float:
+def _set_time(row: dict, shape: Shape, mode: str) -> None:
+    """ms = the median of the row's rounds (the lower middle one for an even count), and its TFLOP/s."""
+    rounds = sorted(row["ms_rounds"])
+    row["ms"] = rounds[(len(rounds) - 1) // 2]
+    row["tflops"] = float(f"{tflops(flops(shape, mode), row['ms']):.4g}")
+
+
+def more_rounds(again: list, shape: Shape, rounds: int, timer, out_of_time) -> None:
+    """Time every measured (row, backend, fn) of a point rounds - 1 more times, all backends once
+    per round: a drift of the GPU (clocks, a neighbour) then hits every backend alike instead of
+    the one timed during it. On the H200 single timings of the same kernel swung up to 2x between
+    runs at S1024 (bench/results/h200-20261130-gluon, calls 4-7); alternating rounds held."""
+    for _ in range(rounds - 1):
+        for row, backend, fn in again:
+            if out_of_time():
+                return
+            try:
+                with backend.context():
+                    row["ms_rounds"].append(round(timer(fn), 4))
+            except Exception as e:   # keep the rounds already timed; say why the others are missing
+                row["round_error"] = f"{type(e).__name__}: {e}"[:300]
+                continue
+            _set_time(row, shape, row["mode"])
+
+
+def estimate_seconds(runs, warmup_ms: int, rep_ms: int, rounds: int = 1) -> float:
     """Rough wall time of the measurements [(backend, shape, mode)], compiles excluded
     except FlexAttention's (one per shape and mode)."""
-    per = (warmup_ms + rep_ms) / 1000 + OVERHEAD_S
+    per = (warmup_ms + rep_ms) / 1000 * rounds + OVERHEAD_S
     return sum(per + (FLEX_COMPILE_S if b.name == "flex" else 0.0) for b, _, _ in runs)
 
 
@@ -748,7 +781,12 @@ def parse_args(argv):
                     help="seconds; stop starting new measurements after this, still write results (default 480)")
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=int, default=100, help="do_bench rep, ms")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="time every backend this many times per point, interleaved, and keep the median "
+                         "(default 3; 1 = a single timing each)")
     args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
     names = [n for n, _ in args.variant]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -799,7 +837,7 @@ def main(argv=None) -> int:
         print(f"not running {b}: {why}")
     runs = [(b, s, m) for s in shapes for b in backends for m in modes if b.skip(s, m) is None]
     n_meas = len(runs)
-    est = estimate_seconds(runs, args.warmup, args.rep)
+    est = estimate_seconds(runs, args.warmup, args.rep, args.rounds)
     print(f"{len(shapes)} shapes x {len(modes)} modes x {len(backends)} backends: {n_meas} measurements; "
           f"estimated ~{est / 60:.1f} min (+ Triton compiles and autotune searches not yet cached); "
           f"budget {args.time_budget:.0f} s, most important points first; results in {out_dir}")
@@ -828,6 +866,7 @@ def main(argv=None) -> int:
             ref = reference_out(*(_ref_slice(t) for t in inputs[:3]), shape.causal)
             ref_grads = reference_grads(*(_ref_slice(t) for t in inputs), shape.causal) if "fwdbwd" in modes else None
             fatal = False
+            again = []                       # measured rows, for the later rounds
             for b in backends:
                 try:
                     b.setup(shape, device)
@@ -839,13 +878,17 @@ def main(argv=None) -> int:
                 for mode in modes:
                     if time.perf_counter() - t_start > args.time_budget + BUDGET_GRACE_S:
                         raise Stop("time budget spent mid-shape")
-                    row = measure(b, shape, mode, inputs, ref, timer, device, ref_grads)
+                    row = measure(b, shape, mode, inputs, ref, timer, device, ref_grads, again)
                     rows.append(row)
                     fatal = fatal or row.get("fatal", False)
                     if fatal:
                         break
                 if fatal:
                     break
+            if not fatal:
+                more_rounds(again, shape, args.rounds, timer,
+                            lambda: time.perf_counter() - t_start > args.time_budget + BUDGET_GRACE_S)
+            del again
             add_ratios(rows)
             here = {(r["backend"], r["mode"]): r for r in rows if r["point"] == shape.name}
             shown = [n for n in env["backends"] if n == BASELINE] + [n for n in env["backends"] if is_ours(n)]

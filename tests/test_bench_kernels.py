@@ -307,3 +307,42 @@ def test_variants_in_tables_and_targets(K):
     assert "fwd+bwd: min 1.150x (goal 1.0x, met; worst: bf16 d128 S4096 full B4xH16 fwdbwd fa_ck-triton-dq3)" in text
     head = K.summary(rows).splitlines()[0].split()
     assert head == ["point", "mode", "cudnn", "triton", "tri-dt", "dq3", "flash"]
+
+
+def test_more_rounds_interleave_backends_and_keep_the_median(K):
+    shape = K.Shape("bf16", 32, True, 64, 2, 2)
+    order, times = [], iter([9.0, 1.0, 5.0, 2.0, 3.0, 3.0, 7.0, 4.0])
+
+    class Named(K.Backend):
+        def __init__(self, name):
+            self.name = name
+
+    def timer(fn):
+        order.append(fn())
+        return next(times)
+    a, b = Named("a"), Named("b")
+    rows = [dict(mode="fwd", backend=n, ms_rounds=[t]) for n, t in (("a", 9.0), ("b", 1.0))]
+    again = [(rows[0], a, lambda: "a"), (rows[1], b, lambda: "b")]
+    K.more_rounds(again, shape, 3, timer, lambda: False)
+    assert order == ["a", "b", "a", "b"]                      # every backend once per round
+    assert rows[0]["ms_rounds"] == [9.0, 9.0, 5.0] and rows[0]["ms"] == 9.0
+    assert rows[1]["ms_rounds"] == [1.0, 1.0, 2.0] and rows[1]["ms"] == 1.0
+    rows[0]["ms_rounds"], rows[1]["ms_rounds"] = [9.0], [1.0]
+    K.more_rounds(again, shape, 2, timer, lambda: False)      # 3.0, 3.0 left
+    assert rows[0]["ms"] == 3.0 and rows[1]["ms"] == 1.0      # lower middle of two
+    assert rows[0]["tflops"] == float(f"{K.tflops(K.flops(shape, 'fwd'), 3.0):.4g}")
+    stopped = [dict(mode="fwd", backend="a", ms_rounds=[2.0])]
+    K.more_rounds([(stopped[0], a, lambda: "a")], shape, 5, timer, lambda: True)
+    assert stopped[0]["ms_rounds"] == [2.0]                   # out of time: nothing more
+
+
+def test_rounds_in_a_cpu_run(K, tmp_path):
+    assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--rep", "5", "--rounds", "2"]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["points"] and all(len(r["ms_rounds"]) == 2 and r["ms"] == min(r["ms_rounds"])
+                                  for r in data["points"])
+
+
+def test_rounds_argument(K, capsys):
+    assert "--rounds must be at least 1" in _args_error(K, capsys, "--rounds", "0")
+    assert K.parse_args([]).rounds == 3

@@ -250,16 +250,19 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
 # ---------------------------------------------------------------- Triton
 
 def compile_triton(fn, signature: dict, constexprs: dict, target: str | tuple, num_warps: int = 4,
-                   num_stages: int = 2, divisible: tuple[str, ...] | None = None) -> dict:
+                   num_stages: int = 2, divisible: tuple[str, ...] | None = None, gluon: bool = False) -> dict:
     """Compile a @triton.jit kernel for a GPU that need not be present; return its resource figures.
 
     signature: {arg name: "*fp16" | "i32" | "fp32" | "constexpr"}; constexprs: {name: value};
     target: ("hip", "gfx942", 64), ("cuda", 90, 32), or "gfx942" / "sm90"; divisible: args known to be
-    multiples of 16 (default: every pointer), which is what lets loads be 16 bytes wide.
+    multiples of 16 (default: every pointer), which is what lets loads be 16 bytes wide;
+    gluon: fn is a @gluon.jit kernel.
     """
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    if gluon:
+        from triton.experimental.gluon._runtime import GluonASTSource as ASTSource  # noqa: N814
 
     if isinstance(target, str):
         target = ("cuda", int(target[2:]), 32) if target.startswith("sm") else ("hip", target, 64)

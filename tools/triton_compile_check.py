@@ -4,6 +4,8 @@ fail when a kernel does not compile, has no matrix instructions, or (gfx942, def
 spills registers. The fp8 forward is compiled in each target's native format (gfx942:
 float8_e4m3fnuz, "*fp8e4b8"; sm90: float8_e4m3fn, "*fp8e4nv") and fails unless its matrix
 instructions are fp8 ones (v_mfma_*fp8* on gfx942, wgmma .e4m3 on sm90), not fp16 emulation.
+On sm90 it also compiles the Gluon forward (forward_gluon.py, config "ws": warp-specialised; its
+REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240 per consumer thread).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
 """
@@ -136,6 +138,28 @@ def fp8_kernels(target: str, arch: str):
             yield f"fwd {ty} d{d} {'causal' if causal else 'full'}", sig, consts, cfg
 
 
+def gluon_kernels():
+    """(name, signature, constexprs, config) of forward_gluon.py's kernel (sm90) with its default
+    config, bf16, d64/d128, full/causal; nothing when this Triton has no Gluon Hopper API."""
+    import importlib
+    tb = importlib.import_module("fa_ck.backends.triton")
+    if tb._GLUON_ERROR:
+        return
+    from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
+    pointers = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "LSE": "*fp32", "CU_Q": "*i32", "CU_K": "*i32"}
+    for d in (64, 128):
+        for causal in (False, True):
+            cfg = configs.default("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True)
+            bd = configs.block_d(d)
+            consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=False,
+                          MASK_LEFT=False, MASK_RIGHT=causal, SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, torch.bfloat16),
+                          SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, torch.bfloat16), PINGPONG=False,
+                          num_warps=cfg["num_warps"])
+            sig = {n: "constexpr" if n in consts else pointers.get(n, "fp32" if n == "scale_log2" else "i32")
+                   for n in fwd_gluon_kernel.arg_names}
+            yield f"fwd gluon bf16 d{d} {'causal' if causal else 'full'}", fwd_gluon_kernel, sig, consts, cfg
+
+
 def quantize_kernels(target: str):
     """(name, signature, constexprs) of the fp8 quantisation into the target's format: q and k
     written head-dim-contiguous (stride_od = 1), v keys-contiguous (stride_od generic)."""
@@ -199,6 +223,17 @@ def main(argv=None) -> int:
                                 "(want fp8 only: no emulation through fp16)")
             if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                 failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) with the default config {cfg_s}")
+        for name, fn, sig, consts, cfg in (gluon_kernels() if target == "sm90" and not args.fp8_only else ()):
+            try:
+                st = compile_triton(fn, sig, consts, target, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+                                    divisible=divisible(sig), gluon=True)
+            except Exception as e:
+                failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+                continue
+            cfg_s = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']} ws s{cfg['num_stages']}"
+            rows.append((target, name, cfg_s, st))
+            if not st.get("matrix_ops"):
+                failures.append(f"{target} {name}: no wgmma instructions")
         for name, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
             try:
                 st = compile_triton(quantize_kernel, sig, consts, target, num_warps=4, num_stages=1,

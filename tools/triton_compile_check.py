@@ -4,8 +4,9 @@ fail when a kernel does not compile, has no matrix instructions, or (gfx942, def
 spills registers. The fp8 forward is compiled in each target's native format (gfx942:
 float8_e4m3fnuz, "*fp8e4b8"; sm90: float8_e4m3fn, "*fp8e4nv") and fails unless its matrix
 instructions are fp8 ones (v_mfma_*fp8* on gfx942, wgmma .e4m3 on sm90), not fp16 emulation.
-On sm90 it also compiles the Gluon forward (forward_gluon.py, config "ws": warp-specialised; its
-REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240 per consumer thread).
+On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py; config "ws":
+warp-specialised; REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240
+per consumer thread; a spill anywhere shows as stack bytes, and fails the check).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
 """
@@ -139,25 +140,39 @@ def fp8_kernels(target: str, arch: str):
 
 
 def gluon_kernels():
-    """(name, signature, constexprs, config) of forward_gluon.py's kernel (sm90) with its default
-    config, bf16, d64/d128, full/causal; nothing when this Triton has no Gluon Hopper API."""
+    """(name, kernel, signature, constexprs, config) of the Gluon kernels (sm90: forward_gluon.py,
+    backward_gluon.py's dK/dV) with their default configs, bf16, d64/d128, full/causal; nothing
+    when this Triton has no Gluon Hopper API."""
     import importlib
     tb = importlib.import_module("fa_ck.backends.triton")
     if tb._GLUON_ERROR:
         return
+    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
-    pointers = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "LSE": "*fp32", "CU_Q": "*i32", "CU_K": "*i32"}
+    pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "DO", "DK", "DV")}
+    pointers.update(LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", scale="fp32", scale_log2="fp32")
+    bf16 = torch.bfloat16
     for d in (64, 128):
+        bd = configs.block_d(d)
         for causal in (False, True):
-            cfg = configs.default("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True)
-            bd = configs.block_d(d)
-            consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=False,
-                          MASK_LEFT=False, MASK_RIGHT=causal, SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, torch.bfloat16),
-                          SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, torch.bfloat16), PINGPONG=False,
+            mode = "causal" if causal else "full"
+            masks = dict(VARLEN=False, MASK_LEFT=False, MASK_RIGHT=causal)
+            cfg = configs.default("fwd", "cuda:sm90", d, bf16, gluon=True)
+            consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
+                          SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16),
+                          PINGPONG=False, num_warps=cfg["num_warps"])
+            yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, pointers), \
+                consts, cfg
+            cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
+            consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
+                          SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16),
                           num_warps=cfg["num_warps"])
-            sig = {n: "constexpr" if n in consts else pointers.get(n, "fp32" if n == "scale_log2" else "i32")
-                   for n in fwd_gluon_kernel.arg_names}
-            yield f"fwd gluon bf16 d{d} {'causal' if causal else 'full'}", fwd_gluon_kernel, sig, consts, cfg
+            yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+                _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
+
+
+def _gluon_sig(fn, consts: dict, types: dict) -> dict:
+    return {n: "constexpr" if n in consts else types.get(n, "i32") for n in fn.arg_names}
 
 
 def quantize_kernels(target: str):
@@ -234,6 +249,8 @@ def main(argv=None) -> int:
             rows.append((target, name, cfg_s, st))
             if not st.get("matrix_ops"):
                 failures.append(f"{target} {name}: no wgmma instructions")
+            if st.get("stack"):
+                failures.append(f"{target} {name}: spills ({st['stack']} bytes of stack) with the default config")
         for name, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
             try:
                 st = compile_triton(quantize_kernel, sig, consts, target, num_warps=4, num_stages=1,

@@ -27,6 +27,7 @@ try:
 except Exception as e:  # no triton, or a triton too old for our kernels
     _IMPORT_ERROR = f"{type(e).__name__}: {e}"
 try:
+    from .backward_gluon import bwd_dkdv_gluon_kernel
     from .forward_gluon import fwd_gluon_kernel
     from triton.experimental.gluon import language as gl
     _GLUON_ERROR = ""
@@ -215,8 +216,8 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     if "GLUON" in sw:                        # asked for, or by default where it measured faster
         sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
             "GLUON" in over_sw or configs.gluon_wins(head_dim, sk))
-    if p.deterministic and "ONE_PASS" in sw:
-        sw["ONE_PASS"] = False               # atomics add in a different order every run
+    if (p.deterministic or sw.get("GLUON")) and "ONE_PASS" in sw:
+        sw["ONE_PASS"] = False               # atomics add in a different order every run; Gluon has none
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)
     gluon = sw.get("GLUON", False)
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
@@ -228,10 +229,12 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
             cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon),
                               lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
-    if gluon and (cfg["BLOCK_M"], cfg["num_warps"]) != (configs.GLUON_BLOCK_M, configs.GLUON_WARPS):
-        raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon forward has BLOCK_M {configs.GLUON_BLOCK_M} and "
-                         f"num_warps {configs.GLUON_WARPS} (two warpgroups of 64 queries); got BLOCK_M "
-                         f"{cfg['BLOCK_M']}, num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
+    if gluon:                                # the Gluon kernels fix one tile side: two warpgroups of 64 rows
+        side, rows = ("BLOCK_M", configs.GLUON_BLOCK_M) if kernel == "fwd" else ("BLOCK_N", configs.GLUON_BLOCK_N_BWD)
+        if (cfg[side], cfg["num_warps"]) != (rows, configs.GLUON_WARPS):
+            raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
+                             f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
+                             f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
     if tma and cfg["num_stages"] < configs.TMA_MIN_STAGES and arch != "interpreter":
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: TMA (on{'' if tma_asked else ' by default'} for this "
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
@@ -333,8 +336,9 @@ def _forward(q, k, v, p: AttnParams):
 
 
 def _gluon_ok(q, k, v, out, p: AttnParams) -> bool:
-    """Whether forward_gluon.py serves this call: fp16/bf16 without softcap, ALiBi, dropout or
-    fp8 (masks, windows, varlen and GQA it has), tensors TMA can address (see _tma_ok)."""
+    """Whether the Gluon kernels serve this call: fp16/bf16 without softcap, ALiBi, dropout or
+    fp8 (masks, windows and varlen they have; GQA the forward), tensors TMA can address (see
+    _tma_ok; `out` is dO for the backward)."""
     return (not _GLUON_ERROR and not configs.INTERPRET and q.dtype in (torch.float16, torch.bfloat16)
             and not p.fp8 and p.softcap == 0 and p.alibi_slopes is None and p.dropout_p == 0
             and _tma_ok(q, k, v, out))
@@ -365,6 +369,20 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), num_warps=cfg["num_warps"])
+
+
+def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
+    """Launch backward_gluon.py into dk and dv (experimental: FA_CK_TRITON_CONFIG bwd_dkdv GLUON)."""
+    _tma_allocator()
+    bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    bwd_dkdv_gluon_kernel[(triton.cdiv(sk, bn), hkv, b)](
+        q, k, v, do, lse, delta, dk, dv, cu_q, cu_k,
+        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
+        *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_lse_strides(lse, p.varlen), sq, sk, d,
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"],
+        BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
+        SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype), num_warps=cfg["num_warps"])
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
@@ -399,6 +417,8 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
 
     def run_dkdv(cfg):
         nonlocal dq_acc
+        if cfg.get("GLUON"):
+            return _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
         if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
             dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         if cfg["TMA"]:
@@ -415,7 +435,8 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
             *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
 
-    cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv))
+    gluon_dkdv = hq == hkv and _gluon_ok(q, k, v, do, p)      # one q head per kv head (see backward_gluon)
+    cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
         dq.copy_(dq_acc.mul_(p.scale))

@@ -62,11 +62,15 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     tma: the kernel loads its streamed tiles through TMA (fewer registers: wider tiles fit);
     gluon: the Hopper forward of forward_gluon.py (num_stages: the depth of its K and V rings)."""
     d = block_d(head_dim)
-    if gluon:
+    if gluon and kernel == "fwd":
         # Fixed by the kernel: 128 queries, num_warps 4 (each of its two consumer warpgroups; a
         # producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
         # Triton 3.6 and 3.7.1).
         return _cfg(GLUON_BLOCK_M, 128, GLUON_WARPS, 2)
+    if gluon:
+        # backward_gluon.py: 128 keys fixed (two warpgroups of 64); 64 queries per step spill at
+        # d128 (dK, dV, S^T, dP^T live at once: ~270 registers > the consumers' 240), 32 do not.
+        return _cfg(64 if d <= 64 else 32, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
@@ -115,6 +119,7 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
 
 
 GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgroups of 64 queries
+GLUON_BLOCK_N_BWD = 128                # backward_gluon.py: two consumer warpgroups of 64 keys
 
 
 def gluon_wins(head_dim: int, seqlen_k: int) -> bool:
@@ -157,6 +162,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     the PV multiply; sm90 at head dims up to 128, for the calls it serves (see
     triton._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's.
+    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); experimental, off until it
+    has run on a GPU.
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
@@ -170,6 +177,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["PINGPONG"] = False
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
+        out["GLUON"] = False             # backward_gluon.py: compiled, not yet run on a GPU
     return out
 
 
@@ -178,8 +186,10 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     """A short list around the default: every candidate costs a compile during the search.
     tma: the kernel streams through TMA (fewer than TMA_MIN_STAGES stages are left out)."""
     d = block_d(head_dim)
-    if gluon:   # 3-deep rings fit shared memory up to d128
+    if gluon and kernel == "fwd":   # 3-deep rings fit shared memory up to d128
         return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in (128, 64) for st in (2, 3)]
+    if gluon:
+        return [_cfg(bm, GLUON_BLOCK_N_BWD, GLUON_WARPS, st) for bm in ((64, 32) if d <= 64 else (32,)) for st in (2, 3)]
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":
@@ -206,7 +216,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG"),
-    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA"),
+    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"),
 }
 

@@ -1,0 +1,189 @@
+"""dK and dV for Hopper (sm90) in Gluon, warp-specialised like forward_gluon.py. EXPERIMENTAL:
+compiled for sm90 (Triton 3.6 and 3.7.1) but not yet run on a GPU; off unless
+FA_CK_TRITON_CONFIG asks for it ('{"bwd_dkdv": {"GLUON": true}}').
+
+One program owns 128 keys of one kv head: two consumer warpgroups of 64 keys each (their own
+partitions) and one producer warp that loads K and V once, then streams the query blocks' Q and
+dO through NUM_BUF-deep rings by TMA (full/empty mbarriers, as in the forward). Per query block,
+each consumer computes, with keys along the rows (FlashAttention-2's transposed tiles):
+
+    S^T = K Q^T,  dP^T = V dO^T           (both issued async; the exp2 of P^T runs under dP^T)
+    P^T = exp2(S^T * scale_log2 - lse),  dS^T = P^T * (dP^T - delta)
+    dV += P^T dO,  dK += dS^T Q            (P^T and dS^T from registers)
+
+dQ stays with backward.py's bwd_dq kernel; delta comes from bwd_preprocess. Plain calls only
+(fp16/bf16, head dim up to 128, causal and windows, varlen) without GQA: one q head per kv head,
+so one Q and one dO descriptor per program.
+"""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+
+from .common import query_blocks
+
+_query_blocks = gluon.jit(query_blocks.fn)
+
+
+@gluon.jit
+def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
+                  n0, lo, n_blocks):
+    """One warp: K and V once, then Q_i and dO_i into buffer i % NUM_BUF once the consumers freed it."""
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    NUM_BUF: gl.constexpr = q_smem.shape[0]
+    mbarrier.expect(kv_bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(k_desc, [n0, 0], kv_bar, k_smem)
+    tma.async_copy_global_to_shared(v_desc, [n0, 0], kv_bar, v_smem)
+    for i in range(n_blocks):
+        buf = i % NUM_BUF
+        mbarrier.wait(q_empty.index(buf), ((i // NUM_BUF) & 1) ^ 1, pred=i >= NUM_BUF)
+        # Q and dO of a block share one barrier: the consumers need both
+        bar = q_full.index(buf)
+        mbarrier.expect(bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [lo + i * BLOCK_M, 0], bar, q_smem.index(buf))
+        tma.async_copy_global_to_shared(do_desc, [lo + i * BLOCK_M, 0], bar, do_smem.index(buf))
+
+
+@gluon.jit
+def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, lse_base, delta_base,
+                  dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo, full_hi, n_blocks,
+                  seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
+                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
+    """One warpgroup: keys [n0, n0 + 64) against the query blocks, then their dK and dV."""
+    ROWS: gl.constexpr = k_smem.shape[0]
+    BLOCK_D: gl.constexpr = k_smem.shape[1]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    NUM_BUF: gl.constexpr = q_smem.shape[0]
+    dtype: gl.constexpr = q_smem.dtype
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    d_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_D, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
+    col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
+
+    offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+    offs_m0 = gl.arange(0, BLOCK_M, layout=col_s)
+    s_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, s_layout)
+    dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
+    dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
+    mbarrier.wait(kv_bar, 0)
+    for i in range(n_blocks):
+        buf = i % NUM_BUF
+        m0 = lo + i * BLOCK_M
+        offs_m = m0 + offs_m0
+        mbarrier.wait(q_full.index(buf), (i // NUM_BUF) & 1)
+        st = warpgroup_mma(k_smem, q_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        dpt = warpgroup_mma(v_smem, do_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        masked = (m0 < full_lo) | (m0 >= full_hi)
+        row_ok = offs_m < seqlen_q
+        lse = gl.load(lse_base + offs_m, mask=row_ok, other=float("inf"))
+        delta = gl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+        # lse in log2 units; a query that saw no key (-inf) must give P = 0, so +inf
+        lse2 = gl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
+        st = warpgroup_mma_wait(1, deps=[st])
+        s = st * scale_log2
+        if masked:
+            i_q = offs_m[None, :]
+            j_k = offs_n[:, None]
+            diag = i_q + (seqlen_k - seqlen_q)
+            ok = (j_k < seqlen_k) & (i_q < seqlen_q)
+            if MASK_LEFT:
+                ok = ok & (j_k >= diag - window_left)
+            if MASK_RIGHT:
+                ok = ok & (j_k <= diag + window_right)
+            s = gl.where(ok, s, float("-inf"))
+        pt = gl.exp2(s - lse2[None, :])
+        dpt = warpgroup_mma_wait(0, deps=[dpt])
+        dst = pt * (dpt - delta[None, :])
+        pt_a = gl.convert_layout(pt.to(dtype), a_layout)
+        dst_a = gl.convert_layout(dst.to(dtype), a_layout)
+        dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
+        dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
+        dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
+        mbarrier.arrive(q_empty.index(buf), count=1)
+
+    # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
+    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
+    ok = (n0 + rows[:, None] < seqlen_k) & (cols[None, :] < head_dim)
+    n0_64 = n0.to(gl.int64)
+    gl.store(dk_base + n0_64 * stride_dks + rows[:, None] * stride_dks + cols[None, :], (dk * scale).to(dtype),
+             mask=ok)
+    gl.store(dv_base + n0_64 * stride_dvs + rows[:, None] * stride_dvs + cols[None, :], dv.to(dtype), mask=ok)
+
+
+@gluon.jit
+def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, CU_Q, CU_K,
+                          stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+                          stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
+                          stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
+                          stride_lb, stride_lh, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                          window_left, window_right,
+                          BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
+                          MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                          SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, num_warps: gl.constexpr):
+    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers."""
+    BLOCK_N: gl.constexpr = 128
+    HALF: gl.constexpr = 64
+    pid_n = gl.program_id(0)
+    h = gl.program_id(1)
+    b = gl.program_id(2)
+    n0 = pid_n * BLOCK_N
+    q_start = b.to(gl.int64) * 0
+    k_start = q_start
+    if VARLEN:
+        q_start = gl.load(CU_Q + b).to(gl.int64)
+        k_start = gl.load(CU_K + b).to(gl.int64)
+        seqlen_q = (gl.load(CU_Q + b + 1) - q_start).to(gl.int32)
+        seqlen_k = (gl.load(CU_K + b + 1) - k_start).to(gl.int32)
+    if n0 >= seqlen_k:
+        return
+    b64 = b.to(gl.int64)
+    h64 = h.to(gl.int64)
+    k_desc = tma.make_tensor_descriptor(K + b64 * stride_kb + h64 * stride_kh + k_start * stride_ks,
+                                        [seqlen_k, head_dim], [stride_ks, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
+    v_desc = tma.make_tensor_descriptor(V + b64 * stride_vb + h64 * stride_vh + k_start * stride_vs,
+                                        [seqlen_k, head_dim], [stride_vs, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
+    q_desc = tma.make_tensor_descriptor(Q + b64 * stride_qb + h64 * stride_qh + q_start * stride_qs,
+                                        [seqlen_q, head_dim], [stride_qs, 1], [BLOCK_M, BLOCK_D], SMEM_Q)
+    do_desc = tma.make_tensor_descriptor(DO + b64 * stride_dob + h64 * stride_doh + q_start * stride_dos,
+                                         [seqlen_q, head_dim], [stride_dos, 1], [BLOCK_M, BLOCK_D], SMEM_Q)
+    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
+    delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
+    dk_base = DK + b64 * stride_dkb + h64 * stride_dkh + k_start * stride_dks
+    dv_base = DV + b64 * stride_dvb + h64 * stride_dvh + k_start * stride_dvs
+
+    lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
+                                             MASK_LEFT, MASK_RIGHT)
+    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
+
+    dtype: gl.constexpr = Q.dtype.element_ty
+    k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_D], SMEM_KV)
+    v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_D], SMEM_KV)
+    q_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
+    do_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_bar, count=1)
+    for i in gl.static_range(NUM_BUF):
+        mbarrier.init(q_full.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=2)    # one arrival per consumer warpgroup
+
+    gl.warp_specialize([
+        (_bwd_consumer, (k_smem.slice(0, HALF), v_smem.slice(0, HALF), q_smem, do_smem, kv_bar, q_full, q_empty,
+                         lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo, full_hi,
+                         n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
+                         MASK_LEFT, MASK_RIGHT)),
+        (_bwd_consumer, (k_smem.slice(HALF, HALF), v_smem.slice(HALF, HALF), q_smem, do_smem, kv_bar, q_full,
+                         q_empty, lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0 + HALF, lo,
+                         full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                         window_right, MASK_LEFT, MASK_RIGHT)),
+        (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
+                         n0, lo, n_blocks)),
+    ], [4, 1], [240, 24])
+
+    mbarrier.invalidate(kv_bar)
+    for i in gl.static_range(NUM_BUF):
+        mbarrier.invalidate(q_full.index(i))
+        mbarrier.invalidate(q_empty.index(i))

@@ -24,36 +24,19 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from .common import key_blocks
+from .common import key_blocks, scores
 
-# The key-block bounds are scalar arithmetic, shared with forward.py: compiled again as Gluon.
+# The key-block bounds and the score mask are forward.py's, compiled again as Gluon.
 _key_blocks = gluon.jit(key_blocks.fn)
-
-
-@gluon.jit
-def _scores(qk, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr):
-    """log2-unit scores; -inf where key j is not visible to query i (see AttnParams)."""
-    s = qk * scale_log2
-    if MASKED:
-        i = offs_m[:, None]
-        j = offs_n[None, :]
-        diag = i + (seqlen_k - seqlen_q)
-        ok = j < seqlen_k
-        if MASK_LEFT:
-            ok = ok & (j >= diag - window_left)
-        if MASK_RIGHT:
-            ok = ok & (j <= diag + window_right)
-        s = gl.where(ok, s, float("-inf"))
-    return s
+_scores = gluon.jit(scores.fn)
 
 
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr):
     """One online-softmax step: (p, alpha, new row max, new row sum)."""
-    s = _scores(qk, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                MASK_LEFT, MASK_RIGHT, MASKED)
+    s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
+                   window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
     m_new = gl.maximum(m_i, gl.max(s, 1))
     m_safe = m_new
     if MASKED:   # a row that has seen no visible key yet keeps max -inf: subtract 0 instead

@@ -19,9 +19,11 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from .common import query_blocks
+from .common import query_blocks, scores
 
+# query-block bounds and the score mask are backward.py's, compiled again as Gluon
 _query_blocks = gluon.jit(query_blocks.fn)
+_scores = gluon.jit(scores.fn)
 
 
 @gluon.jit
@@ -81,17 +83,13 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, lse_
         # lse in log2 units; a query that saw no key (-inf) must give P = 0, so +inf
         lse2 = gl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
         st = warpgroup_mma_wait(1, deps=[st])
-        s = st * scale_log2
+        # queries past seqlen_q need no mask: their lse2 is +inf, so P^T is 0 there
         if masked:
-            i_q = offs_m[None, :]
-            j_k = offs_n[:, None]
-            diag = i_q + (seqlen_k - seqlen_q)
-            ok = (j_k < seqlen_k) & (i_q < seqlen_q)
-            if MASK_LEFT:
-                ok = ok & (j_k >= diag - window_left)
-            if MASK_RIGHT:
-                ok = ok & (j_k <= diag + window_right)
-            s = gl.where(ok, s, float("-inf"))
+            s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
+                           window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+        else:
+            s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
+                           window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, False)
         pt = gl.exp2(s - lse2[None, :])
         dpt = warpgroup_mma_wait(0, deps=[dpt])
         dst = pt * (dpt - delta[None, :])

@@ -19,11 +19,12 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from .common import query_blocks, scores
+from .common import query_blocks
+from .forward_gluon import _rows, _scores, _sequence
 
-# query-block bounds and the score mask are backward.py's, compiled again as Gluon
+# the query-block bounds are backward.py's, compiled again as Gluon (the score mask and the
+# sequence bounds come through forward_gluon, as does the descriptor helper)
 _query_blocks = gluon.jit(query_blocks.fn)
-_scores = gluon.jit(scores.fn)
 
 
 @gluon.jit
@@ -127,25 +128,19 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, CU_Q, CU_K,
     h = gl.program_id(1)
     b = gl.program_id(2)
     n0 = pid_n * BLOCK_N
-    q_start = b.to(gl.int64) * 0
-    k_start = q_start
-    if VARLEN:
-        q_start = gl.load(CU_Q + b).to(gl.int64)
-        k_start = gl.load(CU_K + b).to(gl.int64)
-        seqlen_q = (gl.load(CU_Q + b + 1) - q_start).to(gl.int32)
-        seqlen_k = (gl.load(CU_K + b + 1) - k_start).to(gl.int32)
+    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     if n0 >= seqlen_k:
         return
     b64 = b.to(gl.int64)
     h64 = h.to(gl.int64)
-    k_desc = tma.make_tensor_descriptor(K + b64 * stride_kb + h64 * stride_kh + k_start * stride_ks,
-                                        [seqlen_k, head_dim], [stride_ks, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
-    v_desc = tma.make_tensor_descriptor(V + b64 * stride_vb + h64 * stride_vh + k_start * stride_vs,
-                                        [seqlen_k, head_dim], [stride_vs, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
-    q_desc = tma.make_tensor_descriptor(Q + b64 * stride_qb + h64 * stride_qh + q_start * stride_qs,
-                                        [seqlen_q, head_dim], [stride_qs, 1], [BLOCK_M, BLOCK_D], SMEM_Q)
-    do_desc = tma.make_tensor_descriptor(DO + b64 * stride_dob + h64 * stride_doh + q_start * stride_dos,
-                                         [seqlen_q, head_dim], [stride_dos, 1], [BLOCK_M, BLOCK_D], SMEM_Q)
+    k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
+                   SMEM_KV)
+    v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
+                   SMEM_KV)
+    q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M, BLOCK_D,
+                   SMEM_Q)
+    do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, seqlen_q, head_dim, BLOCK_M,
+                    BLOCK_D, SMEM_Q)
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
     delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
     dk_base = DK + b64 * stride_dkb + h64 * stride_dkh + k_start * stride_dks

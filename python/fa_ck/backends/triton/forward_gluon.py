@@ -32,6 +32,29 @@ _scores = gluon.jit(scores.fn)
 
 
 @gluon.jit
+def _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: gl.constexpr):
+    """common.sequence in Gluon: (first q row, first k row, seqlen_q, seqlen_k) of batch entry b."""
+    q_start = b.to(gl.int64) * 0
+    k_start = q_start
+    if VARLEN:
+        q_start = gl.load(CU_Q + b).to(gl.int64)
+        k_start = gl.load(CU_K + b).to(gl.int64)
+        seqlen_q = (gl.load(CU_Q + b + 1) - q_start).to(gl.int32)
+        seqlen_k = (gl.load(CU_K + b + 1) - k_start).to(gl.int32)
+    return q_start, k_start, seqlen_q, seqlen_k
+
+
+@gluon.jit
+def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLOCK_D: gl.constexpr,
+          LAYOUT: gl.constexpr):
+    """A TMA descriptor for (BLOCK_ROWS, BLOCK_D) tiles of one head's (rows, head_dim) matrix from
+    row `start` of `head`: rows past the sequence and columns past head_dim load as zeros and
+    are never stored. Built per (sequence, head), so varlen bounds come free."""
+    return tma.make_tensor_descriptor(head + start * stride_row, [rows, head_dim], [stride_row, 1],
+                                      [BLOCK_ROWS, BLOCK_D], LAYOUT)
+
+
+@gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr):
     """One online-softmax step: (p, alpha, new row max, new row sum)."""
@@ -196,26 +219,18 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K,
     h = gl.program_id(1)
     b = gl.program_id(2)
     m0 = pid_m * BLOCK_M
-    q_start = b.to(gl.int64) * 0
-    k_start = q_start
-    if VARLEN:
-        q_start = gl.load(CU_Q + b).to(gl.int64)
-        k_start = gl.load(CU_K + b).to(gl.int64)
-        seqlen_q = (gl.load(CU_Q + b + 1) - q_start).to(gl.int32)
-        seqlen_k = (gl.load(CU_K + b + 1) - k_start).to(gl.int32)
+    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     if m0 >= seqlen_q:
         return
     b64 = b.to(gl.int64)
     hk = (h // group).to(gl.int64)
     h64 = h.to(gl.int64)
-    # Descriptors per (sequence, head): rows past the sequence and columns past head_dim load as
-    # zeros and are never stored.
-    q_desc = tma.make_tensor_descriptor(Q + b64 * stride_qb + h64 * stride_qh + q_start * stride_qs,
-                                        [seqlen_q, head_dim], [stride_qs, 1], [BLOCK_M, BLOCK_D], SMEM_Q)
-    k_desc = tma.make_tensor_descriptor(K + b64 * stride_kb + hk * stride_kh + k_start * stride_ks,
-                                        [seqlen_k, head_dim], [stride_ks, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
-    v_desc = tma.make_tensor_descriptor(V + b64 * stride_vb + hk * stride_vh + k_start * stride_vs,
-                                        [seqlen_k, head_dim], [stride_vs, 1], [BLOCK_N, BLOCK_D], SMEM_KV)
+    q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M, BLOCK_D,
+                   SMEM_Q)
+    k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
+                   SMEM_KV)
+    v_desc = _rows(V + b64 * stride_vb + hk * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
+                   SMEM_KV)
     o_base = O + b64 * stride_ob + h64 * stride_oh + q_start * stride_os
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
 

@@ -168,3 +168,16 @@ def alibi(b, h, per_batch=False, device="cpu"):
 
 def default_scale(d):
     return 1.0 / math.sqrt(d)
+
+
+def count_calls(monkeypatch, owner, name: str) -> list:
+    """Wrap owner.name so each call appends to the returned list (tests that must prove a call
+    went to a given kernel launcher)."""
+    calls = []
+    real = getattr(owner, name)
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(owner, name, counting)
+    return calls

@@ -7,7 +7,7 @@ import importlib
 import pytest
 import torch
 
-from attn_check import check, check_varlen
+from attn_check import check, check_varlen, count_calls
 from conftest import GPU
 from fa_ck.params import AttnParams
 
@@ -55,14 +55,7 @@ gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm9
 def gluon_dkdv_calls(monkeypatch):
     """Asks for the Gluon dK/dV kernel and counts its launches."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK)
-    calls = []
-    real = tb._dkdv_gluon
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-    monkeypatch.setattr(tb, "_dkdv_gluon", counting)
-    return calls
+    return count_calls(monkeypatch, tb, "_dkdv_gluon")
 
 
 @gpu

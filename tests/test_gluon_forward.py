@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fa_ck
-from attn_check import check, check_varlen
+from attn_check import check, check_varlen, count_calls
 from conftest import GPU
 from fa_ck.params import AttnParams
 
@@ -95,14 +95,7 @@ def gluon_calls(monkeypatch):
     """Sends every call it can serve to the Gluon forward (not only where it is the default) and
     counts the launches: each test asserts its calls went there."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true}}')
-    calls = []
-    real = tb._forward_gluon
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-    monkeypatch.setattr(tb, "_forward_gluon", counting)
-    return calls
+    return count_calls(monkeypatch, tb, "_forward_gluon")
 
 
 @gpu

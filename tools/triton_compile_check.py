@@ -190,6 +190,18 @@ def quantize_kernels(target: str):
         yield f"quantize bf16->{ty} d128 {layout}", sig, consts
 
 
+def _compile(failures: list, target: str, name: str, fn, sig: dict, consts: dict, num_warps: int, num_stages: int,
+             gluon: bool = False):
+    """compile_triton's figures, or None with the failure recorded: a compile failure is a
+    finding, and the check goes on to the next kernel."""
+    try:
+        return compile_triton(fn, sig, consts, target, num_warps=num_warps, num_stages=num_stages,
+                              divisible=divisible(sig), gluon=gluon)
+    except Exception as e:
+        failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+        return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--targets", nargs="+", default=["gfx942", "sm90"])
@@ -208,11 +220,8 @@ def main(argv=None) -> int:
                         sig = signature(fn, dtype)
                         for c in consts:
                             sig[c] = "constexpr"
-                        try:
-                            st = compile_triton(fn, sig, consts, target, num_warps=cfg["num_warps"],
-                                                num_stages=cfg["num_stages"], divisible=divisible(sig))
-                        except Exception as e:  # a compile failure is a finding, keep going
-                            failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+                        st = _compile(failures, target, name, fn, sig, consts, cfg["num_warps"], cfg["num_stages"])
+                        if st is None:
                             continue
                         cfg_s = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']} w{cfg['num_warps']} s{cfg['num_stages']}"
                         rows.append((target, name, cfg_s, st))
@@ -223,11 +232,8 @@ def main(argv=None) -> int:
                             failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) "
                                             f"with the default config {cfg_s}")
         for name, sig, consts, cfg in (fp8_kernels(target, arch) if target in _FP8 else ()):
-            try:
-                st = compile_triton(fwd_kernel, sig, consts, target, num_warps=cfg["num_warps"],
-                                    num_stages=cfg["num_stages"], divisible=divisible(sig))
-            except Exception as e:
-                failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+            st = _compile(failures, target, name, fwd_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+            if st is None:
                 continue
             n_fp8, n_other = fp8_matrix_ops(target)
             st["matrix_ops"] = f"{st.get('matrix_ops')} ({n_fp8} fp8)"
@@ -239,11 +245,8 @@ def main(argv=None) -> int:
             if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                 failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) with the default config {cfg_s}")
         for name, fn, sig, consts, cfg in (gluon_kernels() if target == "sm90" and not args.fp8_only else ()):
-            try:
-                st = compile_triton(fn, sig, consts, target, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
-                                    divisible=divisible(sig), gluon=True)
-            except Exception as e:
-                failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+            st = _compile(failures, target, name, fn, sig, consts, cfg["num_warps"], cfg["num_stages"], gluon=True)
+            if st is None:
                 continue
             cfg_s = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']} ws s{cfg['num_stages']}"
             rows.append((target, name, cfg_s, st))
@@ -252,11 +255,8 @@ def main(argv=None) -> int:
             if st.get("stack"):
                 failures.append(f"{target} {name}: spills ({st['stack']} bytes of stack) with the default config")
         for name, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
-            try:
-                st = compile_triton(quantize_kernel, sig, consts, target, num_warps=4, num_stages=1,
-                                    divisible=divisible(sig))
-            except Exception as e:
-                failures.append(f"{target} {name}: does not compile: {str(e).splitlines()[0][:200]}")
+            st = _compile(failures, target, name, quantize_kernel, sig, consts, 4, 1)
+            if st is None:
                 continue
             st["matrix_ops"] = "-"
             rows.append((target, name, "64x128 w4", st))

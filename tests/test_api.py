@@ -138,6 +138,41 @@ def test_torch_compile_inductor_matches_eager():
     assert_close("compiled dx", cgx, gx, 3e-2)
 
 
+def _custom_op_call(q, k, v, causal=True):
+    """fa_ck::fwd called by hand in flash layout (what torch.compile traces)."""
+    return torch.ops.fa_ck.fwd(q, k, v, None, None, 0, 0, q.shape[-1] ** -0.5, causal, -1, 0 if causal else -1,
+                               None, 0.0, 0.0, None, False, "triton")
+
+
+def test_eager_calls_skip_the_custom_ops_and_match_them():
+    """Plain eager tensors take ops._Eager (the custom ops' dispatch cost ~1.2 ms of host time
+    per fwd+bwd on the H200); it must give what fa_ck::fwd / fa_ck::bwd give, bit for bit,
+    lse gradient included, and lse alone must be trainable."""
+    q, k, v = (rand(2, 20, 2, 16, dtype=torch.float32, device=DEVICE) for _ in range(3))
+    out, lse = fa_ck.flash_attn_func(q, k, v, causal=True, return_attn_probs=True)[:2]
+    assert type(out.grad_fn).__name__ == "_EagerBackward"
+    ref_out, ref_lse = _custom_op_call(q, k, v)
+    assert "fa_ck_fwd" in ref_out.grad_fn.name()
+    assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse)
+    do, w = torch.randn_like(out), torch.randn_like(lse)
+    got = torch.autograd.grad((out * do).sum() + (lse * w).sum(), (q, k, v))
+    want = torch.autograd.grad((ref_out * do).sum() + (ref_lse * w).sum(), (q, k, v))
+    for name, g, r in zip("qkv", got, want):
+        assert torch.equal(g, r), f"d{name}: eager path differs from the custom op"
+    # only lse used: out's gradient arrives as None and counts as zeros
+    got = torch.autograd.grad(fa_ck.flash_attn_func(q, k, v, causal=True, return_attn_probs=True)[1].sum(), (q, k, v))
+    want = torch.autograd.grad(_custom_op_call(q, k, v)[1].sum(), (q, k, v))
+    for name, g, r in zip("qkv", got, want):
+        assert torch.equal(g, r), f"d{name} through lse alone"
+
+
+def test_eager_path_refuses_double_backward():
+    q, k, v = (rand(1, 8, 1, 16, dtype=torch.float32, device=DEVICE) for _ in range(3))
+    (gq,) = torch.autograd.grad(fa_ck.flash_attn_func(q, k, v).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError, match="does not require grad"):    # no silent wrong 2nd derivative
+        gq.sum().backward()
+
+
 def test_custom_ops_pass_opcheck():
     q, k, v = (torch.randn(1, 12, 2, 16, device=DEVICE) for _ in range(3))
     args = (q, k, v, None, None, 0, 0, 0.25, True, -1, 0, None, 0.0, 0.0, None, False, "reference")

@@ -1,8 +1,14 @@
-"""Forward and backward as torch.library custom ops, with fake kernels and autograd.
+"""Forward and backward as torch.library custom ops, with fake kernels and autograd, and a lean
+eager path beside them.
 
 torch.compile sees two opaque ops (fa_ck::fwd, fa_ck::bwd) whose output shapes the fake
 kernels give, so a model calling fa_ck traces with no graph break. The backend is chosen
 before the op runs (dispatch.choose) and passed in by name, so backward uses the same one.
+
+Eager calls on plain tensors skip the custom ops: an autograd.Function calls the same
+_forward/_grads straight. The ops' Python dispatch (argument defaults, pytree, the generated
+autograd node) cost ~1.2 ms of host time per forward+backward on the H200, four times SDPA's
+whole call, and left the GPU idle at short sequences (bench/results/h200-20261130-bwd, call 4).
 
 fp8: fwd's trailing arguments (defaults: off) are the fp8 switch, the descales of fp8 inputs and
 their output dtype. Its backward is the regular (bf16/fp16/fp32) backward over the saved
@@ -10,6 +16,7 @@ high-precision q, k, v, using the fp8 forward's out and lse; fp8 inputs have no 
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import torch
@@ -49,11 +56,14 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor], cu_seql
     p = _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng, deterministic,
                 cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, fp8, q_descale, k_descale, v_descale,
                 out_dtype)
-    varlen = cu_seqlens_q is not None
+    return _forward(q, k, v, p, backend)
+
+
+def _forward(q, k, v, p: AttnParams, backend: str):
     if q.numel() == 0 or k.numel() == 0:
         # Nothing to attend to: a row that sees no key gives 0 and lse -inf.
-        return (torch.zeros(q.shape, dtype=_out_dtype(q, out_dtype), device=q.device),
-                torch.full(_lse_shape(q, varlen), float("-inf"), dtype=torch.float32, device=q.device))
+        return (torch.zeros(q.shape, dtype=_out_dtype(q, p.out_dtype), device=q.device),
+                torch.full(_lse_shape(q, p.varlen), float("-inf"), dtype=torch.float32, device=q.device))
     return dispatch.module(backend).forward(q, k, v, p)
 
 
@@ -71,10 +81,14 @@ def bwd(do: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, d
         scale: float, causal: bool, window_left: int, window_right: int, alibi_slopes: Optional[Tensor],
         softcap: float, dropout_p: float, rng: Optional[Tensor], deterministic: bool,
         backend: str) -> tuple[Tensor, Tensor, Tensor]:
-    if q.numel() == 0 or k.numel() == 0:
-        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     p = _params(scale, causal, window_left, window_right, alibi_slopes, softcap, dropout_p, rng,
                 deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    return _grads(do, q, k, v, out, lse, dlse, p, backend)
+
+
+def _grads(do, q, k, v, out, lse, dlse, p: AttnParams, backend: str):
+    if q.numel() == 0 or k.numel() == 0:
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     dq, dk, dv = dispatch.module(backend).backward(do, q, k, v, out, lse, p, dlse=dlse)
     return dq.contiguous(), dk.contiguous(), dv.contiguous()
 
@@ -92,11 +106,15 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, out, lse)
 
 
-def _backward(ctx, dout, dlse):
-    q, k, v, out, lse = ctx.saved_tensors
+def _trainable(q):
     if q.dtype in _FP8_DTYPES:
         raise NotImplementedError("fa_ck fp8: no backward through fp8 q, k, v; to train, pass bfloat16 or "
                                   "float16 tensors with fp8=True (their gradients come from the regular backward)")
+
+
+def _backward(ctx, dout, dlse):
+    q, k, v, out, lse = ctx.saved_tensors
+    _trainable(q)
     # fp8 or not, the regular backward kernels over the high-precision inputs, with this forward's lse.
     # dlse: the gradient reaching lse (return_lse=True), None when lse was not used
     dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale,
@@ -108,9 +126,42 @@ def _backward(ctx, dout, dlse):
 fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
+class _Eager(torch.autograd.Function):
+    """The eager path: what fa_ck::fwd and its autograd do, without the custom ops' dispatch."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, p: AttnParams, backend: str):
+        out, lse = _forward(q, k, v, p, backend)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.p, ctx.backend = p, backend
+        ctx.set_materialize_grads(False)      # an unused lse gets no gradient (None), not zeros
+        return out, lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable     # the backward kernels have no backward of their own
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse = ctx.saved_tensors
+        _trainable(q)
+        # fp8 or not, the regular backward kernels over the high-precision inputs (as fa_ck::bwd)
+        p = dataclasses.replace(ctx.p, fp8=False, q_descale=None, k_descale=None, v_descale=None, out_dtype=None)
+        if dout is None:                      # only lse was used
+            dout = torch.zeros_like(out)
+        return (*_grads(dout, q, k, v, out, lse, dlse, p, ctx.backend), None, None)
+
+
+def _eager(q: Tensor) -> bool:
+    """Plain tensors outside torch.compile/export and functorch transforms take the lean path;
+    fake, meta and other subclassed tensors the custom ops (their fake kernels)."""
+    return (type(q) in (torch.Tensor, torch.nn.Parameter) and q.device.type != "meta"
+            and not torch.compiler.is_compiling() and not torch._C._are_functorch_transforms_active())
+
+
 def attention(q, k, v, p: AttnParams, backend: str | None = "auto"):
     """-> (out, lse, backend name). Layout as in backends/__init__.py."""
     name, _ = dispatch.choose(q, k, v, p, backend)
+    if _eager(q):
+        out, lse = _Eager.apply(q, k, v, p, name)
+        return out, lse, name
     out, lse = fwd(q, k, v, p.cu_seqlens_q, p.cu_seqlens_k, p.max_seqlen_q, p.max_seqlen_k, p.scale,
                    p.causal, p.window_left, p.window_right, p.alibi_slopes, p.softcap, p.dropout_p,
                    p.rng, p.deterministic, name, p.fp8, p.q_descale, p.k_descale, p.v_descale, p.out_dtype)

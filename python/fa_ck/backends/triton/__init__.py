@@ -190,11 +190,26 @@ def _lse_strides(lse, varlen: bool):
     return (0, lse.stride(0)) if varlen else (lse.stride(0), lse.stride(1))
 
 
+_PLACEHOLDERS: dict = {}
+
+
+def _placeholders(device):
+    """Stand-ins for absent tensor arguments, made once per device (fresh ones cost a fill
+    kernel and allocations on every call); kernels never read them: their switches (VARLEN,
+    ALIBI, DROPOUT) are off. Empty, not zeroed: made inside a CUDA graph capture, a fill would
+    not run until replay."""
+    if device not in _PLACEHOLDERS:
+        _PLACEHOLDERS[device] = (torch.empty(0, dtype=torch.int32, device=device),
+                                 torch.empty(0, dtype=torch.float32, device=device),
+                                 torch.empty(2, dtype=torch.int64, device=device))
+    return _PLACEHOLDERS[device]
+
+
 def _extras(q, p: AttnParams):
-    dummy = q.new_empty(0, dtype=torch.int32)
-    slopes = p.alibi_slopes if p.alibi_slopes is not None else q.new_empty(0, dtype=torch.float32)
+    dummy, no_slopes, no_rng = _placeholders(q.device)
+    slopes = p.alibi_slopes if p.alibi_slopes is not None else no_slopes
     slope_stride = slopes.stride(0) if slopes.dim() == 2 else 0
-    rng = p.rng if p.rng is not None else q.new_zeros(2, dtype=torch.int64)
+    rng = p.rng if p.rng is not None else no_rng
     cu_q = p.cu_seqlens_q if p.varlen else dummy
     cu_k = p.cu_seqlens_k if p.varlen else dummy
     return slopes, slope_stride, rng, cu_q, cu_k
@@ -282,7 +297,9 @@ def _launch_cfg(cfg: dict) -> dict:
 def _device_of(t: torch.Tensor):
     """Triton launches on the current CUDA device: make it the tensors' (q on cuda:1 while cuda:0
     is current would otherwise run on the wrong GPU)."""
-    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
+    if t.is_cuda and t.device.index != torch.cuda.current_device():
+        return torch.cuda.device(t.device)
+    return contextlib.nullcontext()
 
 
 def forward(q, k, v, p: AttnParams):

@@ -13,14 +13,21 @@ import torch
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
+_ARCH: dict = {}
+
+
 def arch(device: torch.device) -> str:
-    """'interpreter', 'cuda:sm90', 'hip:gfx942', ..."""
+    """'interpreter', 'cuda:sm90', 'hip:gfx942', ... (cached per device: every launch asks)."""
     if INTERPRET or device.type != "cuda":
         return "interpreter"
-    if torch.version.hip:
-        return "hip:" + torch.cuda.get_device_properties(device).gcnArchName.split(":")[0]
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"cuda:sm{major}{minor}"
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _ARCH:
+        if torch.version.hip:
+            _ARCH[index] = "hip:" + torch.cuda.get_device_properties(index).gcnArchName.split(":")[0]
+        else:
+            major, minor = torch.cuda.get_device_capability(index)
+            _ARCH[index] = f"cuda:sm{major}{minor}"
+    return _ARCH[index]
 
 
 def fp8_dtype(device):

@@ -1,6 +1,6 @@
-"""The experimental Hopper dK/dV kernel in Gluon (backends/triton/backward_gluon.py): off by
-default, its switch and configuration (CPU), and its gradients against the float64 reference on
-an sm90 GPU when asked for. On the CPU it is only compiled for sm90
+"""The Hopper backward kernels in Gluon (backends/triton/backward_gluon.py: dK/dV and dQ): off by
+default, their switches and configurations (CPU), and their gradients against the float64
+reference on an sm90 GPU when asked for. On the CPU it is only compiled for sm90
 (tools/triton_compile_check.py's sm90 rows, which CI runs)."""
 import importlib
 
@@ -15,12 +15,13 @@ tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is 
 configs = tb.configs
 SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
 ASK = '{"bwd_dkdv": {"GLUON": true}}'
+ASK_DQ = '{"bwd_dq": {"GLUON": true}}'
 
 
-def _config(monkeypatch, possible=True, **kw):
+def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, **kw):
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
-    return tb._config("bwd_dkdv", q, 128, AttnParams(scale=0.1, **kw), 4096, 4096, tma_possible=True,
+    q = torch.randn(1, 16, 2, head_dim, dtype=torch.bfloat16)
+    return tb._config(kernel, q, head_dim, AttnParams(scale=0.1, **kw), 4096, 4096, tma_possible=kernel != "bwd_dq",
                       gluon_possible=possible)
 
 
@@ -44,6 +45,22 @@ def test_gluon_dkdv_checks_its_fixed_tile(monkeypatch):
     for d in (64, 128):
         for c in configs.candidates("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True):
             assert (c["BLOCK_N"], c["num_warps"]) == (128, 4) and (d <= 64 or c["BLOCK_M"] == 32)
+
+
+def test_gluon_dq_off_unless_asked_and_its_tiles(monkeypatch):
+    assert configs.switches("bwd_dq", "cuda:sm90", 128, False) == {"GLUON": False}
+    assert not _config(monkeypatch, kernel="bwd_dq")["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK_DQ)
+    cfg = _config(monkeypatch, kernel="bwd_dq")
+    assert cfg["GLUON"] and (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"]) == (128, 64, 4)   # 128 keys spill
+    assert _config(monkeypatch, kernel="bwd_dq", head_dim=64)["BLOCK_N"] == 128
+    assert not _config(monkeypatch, kernel="bwd_dq", possible=False)["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"GLUON": true, "BLOCK_M": 64}}')
+    with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_M 128 and num_warps 4"):
+        _config(monkeypatch, kernel="bwd_dq")
+    for d in (64, 128):
+        for c in configs.candidates("bwd_dq", "cuda:sm90", d, torch.bfloat16, gluon=True):
+            assert (c["BLOCK_M"], c["num_warps"]) == (128, 4) and (d <= 64 or c["BLOCK_N"] == 64)
 
 
 # ---------------------------------------------------------------------------- on an sm90 GPU
@@ -79,3 +96,37 @@ def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window):
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 2, 2, 128, dtype=torch.bfloat16,
                  device="cuda", window_size=window, same_precision=True)
     assert gluon_dkdv_calls
+
+
+@pytest.fixture
+def gluon_dq_calls(monkeypatch):
+    """Asks for the Gluon dQ kernel and counts its launches."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK_DQ)
+    return count_calls(monkeypatch, tb, "_dq_gluon")
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", [
+    (2, 1000, 1000, 4, 4, 128), (1, 2048, 2048, 2, 2, 64), (2, 777, 1531, 4, 2, 96), (3, 1531, 129, 2, 2, 128),
+    (2, 1, 300, 2, 2, 128), (1, 300, 1, 2, 2, 64), (1, 130, 257, 6, 2, 32),
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_dq_matches_reference(gluon_dq_calls, dtype, shape, causal):
+    check(*shape, dtype=dtype, device="cuda", causal=causal, same_precision=True)
+    assert gluon_dq_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("window", [(64, 0), (200, 37), (5, -1)])
+def test_gluon_dq_windows_varlen_and_both_kernels(monkeypatch, gluon_dq_calls, window):
+    check(2, 900, 1100, 4, 2, 128, dtype=torch.bfloat16, device="cuda", window_size=window, same_precision=True)
+    check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 2, 2, 128, dtype=torch.bfloat16,
+                 device="cuda", window_size=window, same_precision=True)
+    assert gluon_dq_calls
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true}, "bwd_dq": {"GLUON": true}}')
+    dkdv_calls, before = count_calls(monkeypatch, tb, "_dkdv_gluon"), len(gluon_dq_calls)
+    check(2, 1000, 1000, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
+    assert dkdv_calls and len(gluon_dq_calls) > before

@@ -141,15 +141,15 @@ def fp8_kernels(target: str, arch: str):
 
 def gluon_kernels():
     """(name, kernel, signature, constexprs, config) of the Gluon kernels (sm90: forward_gluon.py,
-    backward_gluon.py's dK/dV) with their default configs, bf16, d64/d128, full/causal; nothing
+    backward_gluon.py's dK/dV and dQ) with their default configs, bf16, d64/d128, full/causal; nothing
     when this Triton has no Gluon Hopper API."""
     import importlib
     tb = importlib.import_module("fa_ck.backends.triton")
     if tb._GLUON_ERROR:
         return
-    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel
+    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
-    pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "DO", "DK", "DV")}
+    pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "DO", "DK", "DV", "DQ")}
     pointers.update(LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", scale="fp32", scale_log2="fp32")
     bf16 = torch.bfloat16
     for d in (64, 128):
@@ -169,6 +169,12 @@ def gluon_kernels():
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
+            cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
+            consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
+                          SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16),
+                          num_warps=cfg["num_warps"])
+            yield f"bwd_dq gluon bf16 d{d} {mode}", bwd_dq_gluon_kernel, \
+                _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
 
 
 def _gluon_sig(fn, consts: dict, types: dict) -> dict:

@@ -27,7 +27,7 @@ try:
 except Exception as e:  # no triton, or a triton too old for our kernels
     _IMPORT_ERROR = f"{type(e).__name__}: {e}"
 try:
-    from .backward_gluon import bwd_dkdv_gluon_kernel
+    from .backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from .forward_gluon import fwd_gluon_kernel
     from triton.experimental.gluon import language as gl
     _GLUON_ERROR = ""
@@ -245,7 +245,8 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                               lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
     if gluon:                                # the Gluon kernels fix one tile side: two warpgroups of 64 rows
-        side, rows = ("BLOCK_M", configs.GLUON_BLOCK_M) if kernel == "fwd" else ("BLOCK_N", configs.GLUON_BLOCK_N_BWD)
+        side, rows = (("BLOCK_N", configs.GLUON_BLOCK_N_BWD) if kernel == "bwd_dkdv"
+                      else ("BLOCK_M", configs.GLUON_BLOCK_M))
         if (cfg[side], cfg["num_warps"]) != (rows, configs.GLUON_WARPS):
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                              f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
@@ -402,6 +403,20 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, p: AttnParams, cfg,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype), num_warps=cfg["num_warps"])
 
 
+def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
+    """Launch backward_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON)."""
+    _tma_allocator()
+    bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    bwd_dq_gluon_kernel[(triton.cdiv(sq, bm), hq, b)](
+        q, k, v, do, lse, delta, dq, cu_q, cu_k,
+        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
+        *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), sq, sk, hq // hkv, d,
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"],
+        BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"])
+
+
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     lse = lse.contiguous()                   # delta below shares lse's strides
@@ -447,6 +462,8 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags, **_launch_cfg(cfg))
 
     def run_dq(cfg):
+        if cfg.get("GLUON"):
+            return _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p, cfg, sq, sk, hq, hkv, b, d, scal)
         bwd_dq_kernel[(triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)](
             q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
@@ -458,7 +475,8 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
         dq.copy_(dq_acc.mul_(p.scale))
     else:
-        run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq)))
+        run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq),
+                       gluon_possible=_gluon_ok(q, k, v, do, p)))
     if _canaries:
         _check_canaries("backward")
         dq, dk, dv = dq.clone(), dk.clone(), dv.clone()

@@ -74,6 +74,10 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
         # Triton 3.6 and 3.7.1).
         return _cfg(GLUON_BLOCK_M, 128, GLUON_WARPS, 2)
+    if gluon and kernel == "bwd_dq":
+        # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per
+        # block at d128 (128 would need ~240 registers, all the consumers get).
+        return _cfg(GLUON_BLOCK_M, 64 if d > 64 else 128, GLUON_WARPS, 2)
     if gluon:
         # backward_gluon.py: 128 keys fixed (two warpgroups of 64); 64 queries per step spill at
         # d128 (dK, dV, S^T, dP^T live at once: ~270 registers > the consumers' 240), 32 do not.
@@ -169,15 +173,15 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     the PV multiply; sm90 at head dims up to 128, for the calls it serves (see
     triton._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's.
-    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); experimental, off until it
-    has run on a GPU.
+    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); off: see below.
+    GLUON (bwd_dq): dQ by backward_gluon.py (sm90); off: see below.
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
-    if kernel == "bwd_dq":
-        return {}
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
+    if kernel == "bwd_dq":
+        return {"GLUON": False}
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
         out["GLUON"] = sm == 90 and d <= 128 and not fp8
@@ -195,6 +199,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     d = block_d(head_dim)
     if gluon and kernel == "fwd":   # 3-deep rings fit shared memory up to d128
         return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in (128, 64) for st in (2, 3)]
+    if gluon and kernel == "bwd_dq":
+        return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in ((64, 128) if d <= 64 else (64,)) for st in (2, 3)]
     if gluon:
         return [_cfg(bm, GLUON_BLOCK_N_BWD, GLUON_WARPS, st) for bm in ((64, 32) if d <= 64 else (32,)) for st in (2, 3)]
     hip = arch_name.startswith("hip")
@@ -224,7 +230,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON"),
-    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"),
+    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 
 

@@ -105,9 +105,16 @@ def _pass_turn(other_turn, PINGPONG: gl.constexpr):
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
               m0, lo, n_blocks):
     """One warp: Q once, then K_j and V_j into buffer j % NUM_BUF once the consumers freed it."""
+    _load(q_desc, m0, q_bar, q_smem, q_desc.block_type.nbytes, True)
+    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks)
+
+
+@gluon.jit
+def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks):
+    """K_j and V_j from key lo + j * BLOCK_N into buffer j % NUM_BUF of their rings, each once
+    both consumers released the buffer's previous tile (its empty barrier)."""
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
-    _load(q_desc, m0, q_bar, q_smem, q_desc.block_type.nbytes, True)
     for j in range(n_blocks):
         buf = j % NUM_BUF
         reuse = j >= NUM_BUF                 # buffer's previous tile: block j - NUM_BUF

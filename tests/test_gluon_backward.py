@@ -18,16 +18,35 @@ ASK = '{"bwd_dkdv": {"GLUON": true}}'
 ASK_DQ = '{"bwd_dq": {"GLUON": true}}'
 
 
-def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, **kw):
+def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=4096, **kw):
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, head_dim, dtype=torch.bfloat16)
-    return tb._config(kernel, q, head_dim, AttnParams(scale=0.1, **kw), 4096, 4096, tma_possible=kernel != "bwd_dq",
-                      gluon_possible=possible)
+    return tb._config(kernel, q, head_dim, AttnParams(scale=0.1, **kw), seqlen, seqlen,
+                      tma_possible=kernel != "bwd_dq", gluon_possible=possible)
 
 
-def test_gluon_dkdv_off_unless_asked(monkeypatch):
-    assert configs.switches("bwd_dkdv", "cuda:sm90", 128, False)["GLUON"] is False
-    assert not _config(monkeypatch)["GLUON"]
+def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
+    """configs.gluon_wins (h200-20261130-bwd): dK/dV from 4k keys at d64, and at d128 when masked;
+    dQ at d128 always, at d64 from 4k keys. Only sm90, only calls the kernels serve."""
+    for kernel in ("bwd_dkdv", "bwd_dq"):
+        assert configs.switches(kernel, "cuda:sm90", 128, False)["GLUON"]
+        assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
+        assert not configs.switches(kernel, "cuda:sm90", 256, False)["GLUON"]
+        assert not _config(monkeypatch, kernel=kernel, possible=False, causal=True, window_right=0)["GLUON"]
+    assert not _config(monkeypatch)["GLUON"]                                  # d128 full: Triton's dK/dV
+    assert _config(monkeypatch, causal=True, window_right=0)["GLUON"]
+    assert _config(monkeypatch, window_left=100)["GLUON"]                      # a window masks too
+    assert not _config(monkeypatch, causal=True, window_right=0, seqlen=1024)["GLUON"]
+    assert _config(monkeypatch, head_dim=64)["GLUON"] and not _config(monkeypatch, head_dim=64, seqlen=2048)["GLUON"]
+    assert _config(monkeypatch, kernel="bwd_dq", seqlen=128)["GLUON"]
+    assert not _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)["GLUON"]
+    assert _config(monkeypatch, kernel="bwd_dq", head_dim=64)["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": false}, "bwd_dq": {"GLUON": false}}')
+    assert not _config(monkeypatch, causal=True, window_right=0)["GLUON"]
+    assert not _config(monkeypatch, kernel="bwd_dq")["GLUON"]
+
+
+def test_gluon_dkdv_when_asked(monkeypatch):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK)
     cfg = _config(monkeypatch)
     assert cfg["GLUON"] and not cfg["ONE_PASS"]
@@ -47,13 +66,12 @@ def test_gluon_dkdv_checks_its_fixed_tile(monkeypatch):
             assert (c["BLOCK_N"], c["num_warps"]) == (128, 4) and (d <= 64 or c["BLOCK_M"] == 32)
 
 
-def test_gluon_dq_off_unless_asked_and_its_tiles(monkeypatch):
-    assert configs.switches("bwd_dq", "cuda:sm90", 128, False) == {"GLUON": False}
-    assert not _config(monkeypatch, kernel="bwd_dq")["GLUON"]
+def test_gluon_dq_tiles(monkeypatch):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK_DQ)
+    cfg = _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)              # asked: served anyway
+    assert cfg["GLUON"] and (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["num_stages"]) == (128, 128, 4, 3)
     cfg = _config(monkeypatch, kernel="bwd_dq")
-    assert cfg["GLUON"] and (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"]) == (128, 64, 4)   # 128 keys spill
-    assert _config(monkeypatch, kernel="bwd_dq", head_dim=64)["BLOCK_N"] == 128
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"]) == (128, 64)                      # 128 keys spill at d128
     assert not _config(monkeypatch, kernel="bwd_dq", possible=False)["GLUON"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"GLUON": true, "BLOCK_M": 64}}')
     with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_M 128 and num_warps 4"):

@@ -42,8 +42,8 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
 
 
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
-    assert configs.gluon_wins(128, 1024) and configs.gluon_wins(96, 300)
-    assert not configs.gluon_wins(64, 4096) and configs.gluon_wins(64, 16384)   # short d64: forward.py
+    assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300)
+    assert not configs.gluon_wins("fwd", 64, 4096) and configs.gluon_wins("fwd", 64, 16384)   # short d64: forward.py
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 64, dtype=torch.bfloat16)
     causal = _params(causal=True, window_right=0)
@@ -61,7 +61,6 @@ def test_gluon_switch_only_on_sm90():
     assert not configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]       # fp8
     for arch in ("cuda:sm80", "cuda:sm100", "hip:gfx942", "interpreter"):
         assert not configs.switches("fwd", arch, 128, False)["GLUON"]
-    assert configs.switches("bwd_dkdv", "cuda:sm90", 128, False)["GLUON"] is False   # experimental: asked for only
 
 
 def test_gluon_config_and_its_checks(monkeypatch):

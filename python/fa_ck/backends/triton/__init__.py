@@ -230,7 +230,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
     if "GLUON" in sw:                        # asked for, or by default where it measured faster
         sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
-            "GLUON" in over_sw or configs.gluon_wins(head_dim, sk))
+            "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window))
     if (p.deterministic or sw.get("GLUON")) and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run; Gluon has none
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)

@@ -77,7 +77,8 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     if gluon and kernel == "bwd_dq":
         # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per
         # block at d128 (128 would need ~240 registers, all the consumers get).
-        return _cfg(GLUON_BLOCK_M, 64 if d > 64 else 128, GLUON_WARPS, 2)
+        # 3-deep K/V rings: +3-9% over 2 at d128 (h200-20261130-bwd call 6).
+        return _cfg(GLUON_BLOCK_M, 64 if d > 64 else 128, GLUON_WARPS, 3)
     if gluon:
         # backward_gluon.py: 128 keys fixed (two warpgroups of 64); 64 queries per step spill at
         # d128 (dK, dV, S^T, dP^T live at once: ~270 registers > the consumers' 240), 32 do not.
@@ -133,15 +134,23 @@ GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgrou
 GLUON_BLOCK_N_BWD = 128                # backward_gluon.py: two consumer warpgroups of 64 keys
 
 
-def gluon_wins(head_dim: int, seqlen_k: int) -> bool:
-    """Where the Gluon forward beat forward.py on the H200 (bench/results/h200-20261130-gluon,
-    bf16, same runs): at head dims 65-128 everywhere (call 4: +13-22% at S >= 4k; call 6, timed
-    alternately: +4-10% at S1024-2048, causal or not); at d64 only at S16k (call 4: +2-5%;
-    S4k -4 to -6%, S1024 causal -10%, the nanoGPT shape -30%: short programs of a 64-wide
-    head do not amortise the descriptors, warp specialisation and pipeline fill)."""
-    if block_d(head_dim) > 64:
-        return True
-    return seqlen_k >= 16384
+def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
+    """Where a Gluon kernel beat its Triton twin on the H200 (bf16, same runs); masked: causal or
+    a sliding window.
+    fwd (bench/results/h200-20261130-gluon): at head dims 65-128 everywhere (call 4: +13-22% at
+    S >= 4k; call 6, timed alternately: +4-10% at S1024-2048, causal or not); at d64 only at S16k
+    (call 4: +2-5%; S4k -4 to -6%, S1024 causal -10%, the nanoGPT shape -30%: short programs of
+    a 64-wide head do not amortise the descriptors, warp specialisation and pipeline fill).
+    bwd_dq (h200-20261130-bwd, call 6, fwd+bwd with 3-deep rings): d128 +7-24% at every length;
+    d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
+    bwd_dkdv (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
+    (32 queries per step there: 64 spill) and S1024 -3 to -10%."""
+    d = block_d(head_dim)
+    if kernel == "fwd":
+        return d > 64 or seqlen_k >= 16384
+    if kernel == "bwd_dq":
+        return d > 64 or seqlen_k >= 4096
+    return seqlen_k >= 4096 and (d <= 64 or masked)
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
@@ -173,22 +182,22 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     the PV multiply; sm90 at head dims up to 128, for the calls it serves (see
     triton._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's.
-    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); off: see below.
-    GLUON (bwd_dq): dQ by backward_gluon.py (sm90); off: see below.
+    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
+    backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
     deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
     causal S >= 4k (call1)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
-        return {"GLUON": False}
+        return {"GLUON": sm == 90 and d <= 128}
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
         out["GLUON"] = sm == 90 and d <= 128 and not fp8
         out["PINGPONG"] = False
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
-        out["GLUON"] = False             # backward_gluon.py: compiled, not yet run on a GPU
+        out["GLUON"] = sm == 90 and d <= 128
     return out
 
 

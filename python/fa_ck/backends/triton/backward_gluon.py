@@ -58,44 +58,6 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
 
 
 @gluon.jit
-def _dkdv_probs(st, dpt, lse_base, delta_base, m0, offs_m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k,
-                scale_log2, window_left, window_right, PENDING: gl.constexpr, MASK_LEFT: gl.constexpr,
-                MASK_RIGHT: gl.constexpr):
-    """P^T and dS^T of the query block at m0 from its issued S^T and dP^T multiplies (PENDING:
-    how many multiplies were issued after S^T; dP^T is the first of them)."""
-    offs_m = m0 + offs_m0
-    row_ok = offs_m < seqlen_q
-    lse = gl.load(lse_base + offs_m, mask=row_ok, other=float("inf"))
-    delta = gl.load(delta_base + offs_m, mask=row_ok, other=0.0)
-    # lse in log2 units; a query that saw no key (-inf) must give P = 0, so +inf
-    lse2 = gl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
-    st = warpgroup_mma_wait(PENDING, deps=[st])
-    # queries past seqlen_q need no mask: their lse2 is +inf, so P^T is 0 there
-    if (m0 < full_lo) | (m0 >= full_hi):
-        s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
-                       window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
-    else:
-        s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
-                       window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, False)
-    pt = gl.exp2(s - lse2[None, :])
-    dpt = warpgroup_mma_wait(PENDING - 1, deps=[dpt])
-    return pt, pt * (dpt - delta[None, :])
-
-
-@gluon.jit
-def _dkdv_scores(k_smem, v_smem, q_tile, do_tile, lse_base, delta_base, m0, offs_m0, offs_n, s_zero, full_lo,
-                 full_hi, seqlen_q, seqlen_k, scale_log2, window_left, window_right, a_layout: gl.constexpr,
-                 MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """The first query block's P^T and dS^T, as wgmma A operands (nothing to overlap yet)."""
-    dtype: gl.constexpr = q_tile.dtype
-    st = warpgroup_mma(k_smem, q_tile.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-    dpt = warpgroup_mma(v_smem, do_tile.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-    pt, dst = _dkdv_probs(st, dpt, lse_base, delta_base, m0, offs_m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k,
-                          scale_log2, window_left, window_right, 1, MASK_LEFT, MASK_RIGHT)
-    return gl.convert_layout(pt.to(dtype), a_layout), gl.convert_layout(dst.to(dtype), a_layout)
-
-
-@gluon.jit
 def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, lse_base, delta_base,
                   dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo, full_hi, n_blocks,
                   seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
@@ -119,34 +81,36 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, lse_
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     mbarrier.wait(kv_bar, 0)
-    if n_blocks > 0:
-        # Block 0: S^T, dP^T and their P^T, dS^T; no dV/dK multiply to overlap yet.
-        mbarrier.wait(q_full.index(0), 0)
-        pt_a, dst_a = _dkdv_scores(k_smem, v_smem, q_smem.index(0), do_smem.index(0), lse_base, delta_base,
-                                   lo, offs_m0, offs_n, s_zero, full_lo, full_hi, seqlen_q, seqlen_k, scale_log2,
-                                   window_left, window_right, a_layout, MASK_LEFT, MASK_RIGHT)
-        for i in range(1, n_blocks):
-            buf = i % NUM_BUF
-            prev = (i - 1) % NUM_BUF
-            mbarrier.wait(q_full.index(buf), (i // NUM_BUF) & 1)
-            # block i's S^T and dP^T are issued first, then block i-1's dV and dK: the softmax of
-            # block i runs while the tensor cores finish them
-            st = warpgroup_mma(k_smem, q_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            dpt = warpgroup_mma(v_smem, do_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            dv = warpgroup_mma(pt_a, do_smem.index(prev), dv, is_async=True)
-            dk = warpgroup_mma(dst_a, q_smem.index(prev), dk, is_async=True)
-            pt, dst = _dkdv_probs(st, dpt, lse_base, delta_base, lo + i * BLOCK_M, offs_m0, offs_n, full_lo,
-                                  full_hi, seqlen_q, seqlen_k, scale_log2, window_left, window_right, 3, MASK_LEFT,
-                                  MASK_RIGHT)
-            dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
-            mbarrier.arrive(q_empty.index(prev), count=1)
-            pt_a = gl.convert_layout(pt.to(dtype), a_layout)
-            dst_a = gl.convert_layout(dst.to(dtype), a_layout)
-        last = (n_blocks - 1) % NUM_BUF
-        dv = warpgroup_mma(pt_a, do_smem.index(last), dv, is_async=True)
-        dk = warpgroup_mma(dst_a, q_smem.index(last), dk, is_async=True)
+    for i in range(n_blocks):
+        buf = i % NUM_BUF
+        m0 = lo + i * BLOCK_M
+        offs_m = m0 + offs_m0
+        mbarrier.wait(q_full.index(buf), (i // NUM_BUF) & 1)
+        st = warpgroup_mma(k_smem, q_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        dpt = warpgroup_mma(v_smem, do_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        masked = (m0 < full_lo) | (m0 >= full_hi)
+        row_ok = offs_m < seqlen_q
+        lse = gl.load(lse_base + offs_m, mask=row_ok, other=float("inf"))
+        delta = gl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+        # lse in log2 units; a query that saw no key (-inf) must give P = 0, so +inf
+        lse2 = gl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
+        st = warpgroup_mma_wait(1, deps=[st])
+        # queries past seqlen_q need no mask: their lse2 is +inf, so P^T is 0 there
+        if masked:
+            s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
+                           window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+        else:
+            s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
+                           window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, False)
+        pt = gl.exp2(s - lse2[None, :])
+        dpt = warpgroup_mma_wait(0, deps=[dpt])
+        dst = pt * (dpt - delta[None, :])
+        pt_a = gl.convert_layout(pt.to(dtype), a_layout)
+        dst_a = gl.convert_layout(dst.to(dtype), a_layout)
+        dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
+        dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
         dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
-        mbarrier.arrive(q_empty.index(last), count=1)
+        mbarrier.arrive(q_empty.index(buf), count=1)
 
     # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
     rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))

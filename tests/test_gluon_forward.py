@@ -41,6 +41,24 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
     assert not _gluon_ok()                                  # no Gluon interpreter
 
 
+@pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
+def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
+    """fp8 (quantised e4m3fn q, k; v keys-contiguous, its rows 16-byte aligned for TMA): served
+    when asked for, never by default (switches), never in the fnuz format or with plain v."""
+    monkeypatch.setattr(configs, "INTERPRET", False)
+    f8 = torch.float8_e4m3fn
+    q = torch.randn(2, 64, 4, 128).to(f8)
+    v = tb._keys_contiguous(torch.randn(2, 64, 4, 128).to(f8))
+    out = torch.empty(2, 64, 4, 128, dtype=torch.bfloat16)
+    assert tb._gluon_ok(q, q, v, out, _params(fp8=True))
+    assert not tb._gluon_ok(q, q, q, out, _params(fp8=True))                  # v not keys-contiguous
+    v_odd = tb._keys_contiguous(torch.randn(2, 40, 4, 128).to(f8))           # rows of 40 bytes
+    assert not tb._gluon_ok(q[:, :40], q[:, :40], v_odd, out[:, :40], _params(fp8=True))
+    fnuz = torch.float8_e4m3fnuz
+    assert not tb._gluon_ok(q.to(fnuz), q.to(fnuz), v.to(fnuz), out, _params(fp8=True))
+    assert not configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]
+
+
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
     assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300)
     assert not configs.gluon_wins("fwd", 64, 4096) and configs.gluon_wins("fwd", 64, 16384)   # short d64: forward.py
@@ -188,3 +206,37 @@ def test_gluon_forward_pingpong(gluon_calls, monkeypatch, case):
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 2, 128, dtype=torch.float16,
                  device="cuda", causal=True, grads=False)
     assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [
+    (2, 1024, 1024, 4, 2, 128), (1, 2000, 2048, 2, 2, 64), (2, 777, 1536, 4, 4, 96), (1, 1, 512, 2, 1, 128),
+    (1, 300, 16, 2, 2, 64), (2, 130, 256, 2, 1, 32),
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_fp8_forward(gluon_calls, shape, causal):
+    """The fp8 forward in Gluon (asked for): against the float64 reference (fp8's own error) and
+    against the torch emulation of the fp8 scheme with the kernel's 128-key blocks."""
+    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
+    from attn_check import assert_close
+    from fa_ck import reference
+    b, sq, sk, hq, hkv, d = shape
+    q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
+    assert gluon_calls
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
+    assert_close("out vs float64", out, ref, FWD_BOUND)
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    emu, emu_lse = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128)
+    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16])
+    assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
+
+
+@gpu
+@pytest.mark.gpu
+def test_gluon_fp8_forward_leaves_unaligned_v_to_forward_py(gluon_calls):
+    q, k, v = (torch.randn(1, 1000, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    fa_ck.flash_attn_fp8_func(q, k, v, backend="triton")      # v's keys-contiguous rows: 1000 bytes
+    assert not gluon_calls

@@ -150,7 +150,8 @@ def gluon_kernels():
     from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
     pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "DO", "DK", "DV", "DQ")}
-    pointers.update(LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", scale="fp32", scale_log2="fp32")
+    pointers.update(LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
+                    scale="fp32", scale_log2="fp32")
     bf16 = torch.bfloat16
     for d in (64, 128):
         bd = configs.block_d(d)
@@ -158,10 +159,20 @@ def gluon_kernels():
             mode = "causal" if causal else "full"
             masks = dict(VARLEN=False, MASK_LEFT=False, MASK_RIGHT=causal)
             cfg = configs.default("fwd", "cuda:sm90", d, bf16, gluon=True)
+            kv = tb._smem_layout(cfg["BLOCK_N"], bd, bf16)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
-                          SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16),
-                          PINGPONG=False, num_warps=cfg["num_warps"])
+                          SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
+                          SMEM_P=tb._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
+                          PINGPONG=False, FP8=False, P_SCALE=1.0, num_warps=cfg["num_warps"])
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, pointers), \
+                consts, cfg
+            # fp8 (e4m3fn, keys-contiguous v): on request only, same kernel body
+            f8 = torch.float8_e4m3fn
+            consts = dict(consts, SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, f8), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, f8),
+                          SMEM_V=tb._smem_layout(bd, cfg["BLOCK_N"], f8),
+                          SMEM_P=tb._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], f8), FP8=True, P_SCALE=448.0)
+            fp8_ptrs = dict(pointers, Q="*fp8e4nv", K="*fp8e4nv", V="*fp8e4nv")
+            yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, fp8_ptrs), \
                 consts, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,

@@ -333,7 +333,8 @@ def _forward(q, k, v, p: AttnParams):
 
     def run(cfg):
         if cfg.get("GLUON"):
-            return _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p, cfg, sq, sk, hq, hkv, b, d, scal)
+            return _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, cfg, sq, sk, hq, hkv, b, d, scal,
+                                  fp8["P_SCALE"])
         if p.fp8:
             cfg = configs.for_fp8(cfg)
         if cfg["TMA"]:
@@ -354,12 +355,14 @@ def _forward(q, k, v, p: AttnParams):
 
 
 def _gluon_ok(q, k, v, out, p: AttnParams) -> bool:
-    """Whether the Gluon kernels serve this call: fp16/bf16 without softcap, ALiBi, dropout or
-    fp8 (masks, windows and varlen they have; GQA the forward), tensors TMA can address (see
-    _tma_ok; `out` is dO for the backward)."""
-    return (not _GLUON_ERROR and not configs.INTERPRET and q.dtype in (torch.float16, torch.bfloat16)
-            and not p.fp8 and p.softcap == 0 and p.alibi_slopes is None and p.dropout_p == 0
-            and _tma_ok(q, k, v, out))
+    """Whether the Gluon kernels serve this call: fp16/bf16 (the forward: also quantised e4m3fn
+    q, k, v with keys-contiguous v) without softcap, ALiBi or dropout (masks, windows and
+    varlen they have; GQA the forward and dQ), tensors TMA can address (see _tma_ok; `out` is
+    dO for the backward)."""
+    dtype_ok = q.dtype in (torch.float16, torch.bfloat16) or (p.fp8 and q.dtype == torch.float8_e4m3fn)
+    return (not _GLUON_ERROR and not configs.INTERPRET and dtype_ok and p.softcap == 0
+            and p.alibi_slopes is None and p.dropout_p == 0
+            and _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None))
 
 
 _SMEM_LAYOUTS: dict = {}
@@ -369,24 +372,30 @@ def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
     """The swizzled shared-memory layout TMA writes and wgmma reads, for (rows, cols) tiles."""
     key = (rows, cols, dtype)
     if key not in _SMEM_LAYOUTS:
-        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for(
-            [rows, cols], gl.float16 if dtype == torch.float16 else gl.bfloat16)
+        gl_dtype = {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}.get(dtype, gl.bfloat16)
+        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for([rows, cols], gl_dtype)
     return _SMEM_LAYOUTS[key]
 
 
-def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
-    """Launch forward_gluon.py into out and lse (its descriptors are built on the device)."""
+def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal,
+                   p_scale):
+    """Launch forward_gluon.py into out and lse (its descriptors are built on the device).
+    fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales."""
     _tma_allocator()
-    bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
     fwd_gluon_kernel[(triton.cdiv(sq, bm), hq, b)](
-        q, k, v, out, lse, cu_q, cu_k,
-        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(out, p.varlen),
-        *_lse_strides(lse, p.varlen), sq, sk, hq // hkv, d, scal["scale_log2"],
+        q, k, v, out, lse, cu_q, cu_k, qd, kd, vd,
+        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
+        *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
+        qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, hq // hkv, d, scal["scale_log2"],
         scal["window_left"], scal["window_right"],
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
-        PINGPONG=bool(cfg.get("PINGPONG")), num_warps=cfg["num_warps"])
+        SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
+        SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
+        PINGPONG=bool(cfg.get("PINGPONG")), FP8=p.fp8, P_SCALE=p_scale, num_warps=cfg["num_warps"])
 
 
 def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):

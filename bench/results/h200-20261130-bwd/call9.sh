@@ -5,7 +5,7 @@
 set -uo pipefail
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"
-timeout 150 python3 -m pytest tests/test_gluon_forward.py -m gpu -q -rf -x -p no:cacheprovider -n 8 \
+timeout 130 python3 -m pytest tests/test_gluon_forward.py -m gpu -q -rf -x -p no:cacheprovider -n 8 \
     > "$OUT/pytest.log" 2>&1
 echo "gluon forward tests rc=$?"; grep -E "FAILED|Error|passed|failed" "$OUT/pytest.log" | tail -12
-timeout 120 python3 bench/results/h200-20261130-bwd/call9_fp8.py 2>&1 | grep -v Warn | tee "$OUT/fp8.txt"
+timeout 110 python3 bench/results/h200-20261130-bwd/call9_fp8.py 2>&1 | grep -v Warn | tee "$OUT/fp8.txt"

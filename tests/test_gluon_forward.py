@@ -44,7 +44,8 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
 @pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
 def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     """fp8 (quantised e4m3fn q, k; v keys-contiguous, its rows 16-byte aligned for TMA): served
-    when asked for, never by default (switches), never in the fnuz format or with plain v."""
+    at d65-128 by default (it lost to forward.py's fp8 kernel at d64), never in the fnuz format
+    or with plain v."""
     monkeypatch.setattr(configs, "INTERPRET", False)
     f8 = torch.float8_e4m3fn
     q = torch.randn(2, 64, 4, 128).to(f8)
@@ -56,7 +57,9 @@ def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     assert not tb._gluon_ok(q[:, :40], q[:, :40], v_odd, out[:, :40], _params(fp8=True))
     fnuz = torch.float8_e4m3fnuz
     assert not tb._gluon_ok(q.to(fnuz), q.to(fnuz), v.to(fnuz), out, _params(fp8=True))
-    assert not configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]
+    assert configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]
+    assert configs.switches("fwd", "cuda:sm90", 96, True)["GLUON"]
+    assert not configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]
 
 
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
@@ -76,7 +79,7 @@ def test_gluon_switch_only_on_sm90():
     assert configs.switches("fwd", "cuda:sm90", 128, False)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 64, False)["GLUON"]
     assert not configs.switches("fwd", "cuda:sm90", 256, False)["GLUON"]
-    assert not configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]       # fp8
+    assert not configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]        # fp8 at d64: forward.py
     for arch in ("cuda:sm80", "cuda:sm100", "hip:gfx942", "interpreter"):
         assert not configs.switches("fwd", arch, 128, False)["GLUON"]
 
@@ -230,7 +233,10 @@ def test_gluon_fp8_forward(gluon_calls, shape, causal):
     assert_close("out vs float64", out, ref, FWD_BOUND)
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
     emu, emu_lse = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128)
-    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16])
+    # with a handful of rows the statistic spreads: at one query row both fp8 kernels (this and
+    # forward.py's) reached 0.0074-0.0077 over ten seeds, median 0.004 (h200-20261130-bwd call 10)
+    few_rows = b * sq * hq < 16
+    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16] * (2 if few_rows else 1))
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
 

@@ -179,7 +179,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     with 3. The launcher also needs tensors TMA can address and, for dk/dv, one q head per kv
     head (see backward()).
     GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
-    the PV multiply; sm90 at head dims up to 128, for the calls it serves (see
+    the PV multiply; sm90 at head dims up to 128 (fp8: 65-128), for the calls it serves (see
     triton._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's.
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
@@ -193,7 +193,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         return {"GLUON": sm == 90 and d <= 128}
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
-        out["GLUON"] = sm == 90 and d <= 128 and not fp8
+        # fp8 (h200-20261130-bwd call 9): +5-22 % over forward.py's fp8 kernel at d128, -9 % at d64
+        out["GLUON"] = sm == 90 and d <= 128 and (not fp8 or d > 64)
         out["PINGPONG"] = False
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False

@@ -31,7 +31,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 from .common import query_blocks
-from .forward_gluon import _key_blocks, _rows, _scores, _sequence, _stream_kv
+from .forward_gluon import _invalidate_rings, _key_blocks, _ring_barriers, _rows, _scores, _sequence, _stream_kv
 
 # the query-block bounds are backward.py's, compiled again as Gluon (the score mask and the
 # sequence bounds come through forward_gluon, as does the descriptor helper)
@@ -333,16 +333,8 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    v_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    k_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
     mbarrier.init(q_bar, count=1)
-    for i in gl.static_range(NUM_BUF):
-        mbarrier.init(k_full.index(i), count=1)
-        mbarrier.init(v_full.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)    # one arrival per consumer warpgroup
-        mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
         (_dq_consumer, (q_smem.slice(0, HALF), do_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full,
@@ -358,8 +350,4 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(q_bar)
-    for i in gl.static_range(NUM_BUF):
-        mbarrier.invalidate(k_full.index(i))
-        mbarrier.invalidate(v_full.index(i))
-        mbarrier.invalidate(k_empty.index(i))
-        mbarrier.invalidate(v_empty.index(i))
+    _invalidate_rings(k_full, v_full, k_empty, v_empty)

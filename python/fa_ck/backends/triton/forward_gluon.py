@@ -108,6 +108,32 @@ def _pass_turn(other_turn, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
+def _ring_barriers(NUM_BUF: gl.constexpr):
+    """The K and V rings' mbarriers, initialised: (k_full, v_full, k_empty, v_empty). A full
+    barrier completes on its tile's TMA bytes, an empty one on both consumer warpgroups' arrivals."""
+    k_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    v_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_BUF):
+        mbarrier.init(k_full.index(i), count=1)
+        mbarrier.init(v_full.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=2)
+    return k_full, v_full, k_empty, v_empty
+
+
+@gluon.jit
+def _invalidate_rings(k_full, v_full, k_empty, v_empty):
+    NUM_BUF: gl.constexpr = k_full.shape[0]
+    for i in gl.static_range(NUM_BUF):
+        mbarrier.invalidate(k_full.index(i))
+        mbarrier.invalidate(v_full.index(i))
+        mbarrier.invalidate(k_empty.index(i))
+        mbarrier.invalidate(v_empty.index(i))
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
               m0, lo, n_blocks, V_KEYS_MAJOR: gl.constexpr):
     """One warp: Q once, then K_j and V_j into buffer j % NUM_BUF once the consumers freed it."""
@@ -321,19 +347,11 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
         p_smem0 = q_smem                     # stand-ins: P stays in registers
         p_smem1 = q_smem
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    v_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    k_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
-    for i in gl.static_range(NUM_BUF):
-        mbarrier.init(k_full.index(i), count=1)
-        mbarrier.init(v_full.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)    # one arrival per consumer warpgroup
-        mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
         (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, q_bar, k_full, v_full, k_empty, v_empty,
@@ -351,8 +369,4 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
     mbarrier.invalidate(q_bar)
     mbarrier.invalidate(turn.index(0))
     mbarrier.invalidate(turn.index(1))
-    for i in gl.static_range(NUM_BUF):
-        mbarrier.invalidate(k_full.index(i))
-        mbarrier.invalidate(v_full.index(i))
-        mbarrier.invalidate(k_empty.index(i))
-        mbarrier.invalidate(v_empty.index(i))
+    _invalidate_rings(k_full, v_full, k_empty, v_empty)

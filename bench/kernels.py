@@ -24,7 +24,8 @@ Each point times every backend `--rounds` times (default 3), interleaved, and ke
 
 `--variant NAME=JSON` adds a backend fa_ck-triton-NAME: fa_ck-triton (autotune off) with
 FA_CK_TRITON_CONFIG=JSON, {kernel: {key: value}} merged over the chosen config of the kernels
-fwd, bwd_dkdv and bwd_dq. fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
+fwd, bwd_dkdv and bwd_dq; a NAME starting with "fp8" runs the fp8 path (as fa_ck-fp8) and is
+left out of issue 6's bf16 targets. fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
 request: it changes the backward alone, so its forward is skipped). The other fa_ck backends
 run with FA_CK_TRITON_CONFIG cleared, so an exported value never shifts the baseline. fwd+bwd
 rows also carry the relative errors of dq, dk and dv against the same float64 slice.
@@ -128,8 +129,14 @@ def sweep_shapes(dtypes, hdims, seqlens, causals, nanogpt=True, tokens=TOKENS, h
 
 
 def is_ours(name: str) -> bool:
-    """Our Triton backends, --variant ones included: the candidates for issue 6's targets."""
+    """Our Triton backends, --variant ones included (the fp8 ones too: see is_fp8)."""
     return name in OURS or (name.startswith(VARIANT_PREFIX) and name not in ALL_BACKENDS)
+
+
+def is_fp8(name: str) -> bool:
+    """fa_ck-fp8 and the --variant backends whose NAME starts with "fp8": not candidates for
+    issue 6's targets, which are bf16 attention."""
+    return name == "fa_ck-fp8" or name.startswith(VARIANT_PREFIX + "fp8")
 
 
 def naive_bytes(shape: Shape) -> float:
@@ -315,7 +322,8 @@ def make_backends(names: list[str], explicit: bool = False,
                     FaCk(n, fa_ck, backend="triton", autotune=False) if n == "fa_ck-triton" else
                     FaCk(n, fa_ck, backend="triton", autotune=True) if n == "fa_ck-triton-autotune" else
                     FaCk(n, fa_ck, backend="triton", autotune=False, deterministic=True) if n == "fa_ck-triton-det" else
-                    FaCk(n, fa_ck, backend="triton", autotune=False, config=variants[n]) if n in variants else
+                    FaCk(n, fa_ck, backend="triton", autotune=False, config=variants[n], fp8=is_fp8(n))
+                    if n in variants else
                     FaCk(n, fa_ck, fp8=True) if n == "fa_ck-fp8" else
                     FaCk(n, fa_ck, backend="reference"))
             elif n in sdpa:
@@ -439,7 +447,7 @@ def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, devic
     except Exception as e:
         msg = f"{type(e).__name__}: {e}".strip().splitlines()
         msg = " ".join(msg)[:300]
-        unsupported = isinstance(e, NotImplementedError) or (backend.name == "fa_ck-fp8" and isinstance(e, TypeError))
+        unsupported = isinstance(e, NotImplementedError) or (is_fp8(backend.name) and isinstance(e, TypeError))
         row["skipped" if unsupported else "error"] = msg
         if any(f in msg for f in FATAL_CUDA):
             row["fatal"] = True
@@ -538,11 +546,11 @@ def markdown_table(rows: list[dict], mode: str, value=_cell) -> str:
 
 
 def target_lines(rows: list[dict]) -> list[str]:
-    """Issue 6's targets, for the best of our Triton backends (autotune off or on, deterministic,
-    --variant ones) per point; each line names the backend of its worst point."""
+    """Issue 6's targets, for the best of our bf16 Triton backends (autotune off or on,
+    deterministic, --variant ones but fp8) per point; each line names the backend of its worst point."""
     best = {}
     for r in rows:
-        if is_ours(r["backend"]) and r.get("ratio_cudnn"):
+        if is_ours(r["backend"]) and not is_fp8(r["backend"]) and r.get("ratio_cudnn"):
             k = (r["point"], r["mode"])
             if k not in best or r["ratio_cudnn"] > best[k]["ratio_cudnn"]:
                 best[k] = r

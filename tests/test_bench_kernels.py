@@ -295,6 +295,20 @@ def test_variant_and_det_backends(K, monkeypatch):
     assert all(K.is_ours(b.name) for b in backends) and not K.is_ours("sdpa-cudnn")
 
 
+def test_fp8_variants_run_fp8_and_stay_out_of_the_bf16_targets(K, monkeypatch):
+    fake = FakeFaCk(raise_on_fp8=TypeError("fp8 refused here"))
+    monkeypatch.setattr(K, "_import_fa_ck", lambda: (fake, None))
+    backends, _ = K.make_backends(["fa_ck-triton"], variants={"fa_ck-triton-fp8nogl": '{"fwd": {"GLUON": false}}'})
+    assert [(b.name, b.fp8) for b in backends] == [("fa_ck-triton", False), ("fa_ck-triton-fp8nogl", True)]
+    assert "fp8 refused" in _measure(K, backends[1], "fwd")["skipped"]       # as fa_ck-fp8: skipped, not an error
+    assert K.is_fp8("fa_ck-fp8") and K.is_fp8("fa_ck-triton-fp8nogl") and not K.is_fp8("fa_ck-triton-dq3")
+    rows = [_row("bf16 d128 S4096 full B4xH16", "fwd", b, t)
+            for b, t in (("sdpa-cudnn", 600.0), ("fa_ck-triton", 540.0), ("fa_ck-triton-fp8nogl", 900.0))]
+    K.add_ratios(rows)
+    text = "\n".join(K.target_lines(rows))
+    assert "forward: min 0.900x" in text and "fp8nogl" not in text
+
+
 def test_variants_in_tables_and_targets(K):
     rows = []
     for b, t in (("sdpa-cudnn", 600.0), ("fa_ck-triton", 570.0), ("fa_ck-triton-dq3", 690.0),

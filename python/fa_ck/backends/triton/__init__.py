@@ -478,14 +478,15 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
             *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
 
-    gluon_dkdv = hq == hkv and _gluon_ok(q, k, v, do, p)      # one q head per kv head (see backward_gluon)
+    gluon_ok = _gluon_ok(q, k, v, do, p)
+    gluon_dkdv = hq == hkv and gluon_ok      # one q head per kv head (see backward_gluon)
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
         dq.copy_(dq_acc.mul_(p.scale))
     else:
         run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq),
-                       gluon_possible=_gluon_ok(q, k, v, do, p)))
+                       gluon_possible=gluon_ok))
     if _canaries:
         _check_canaries("backward")
         dq, dk, dv = dq.clone(), dk.clone(), dv.clone()

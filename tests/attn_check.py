@@ -171,13 +171,13 @@ def default_scale(d):
 
 
 def count_calls(monkeypatch, owner, name: str) -> list:
-    """Wrap owner.name so each call appends to the returned list (tests that must prove a call
-    went to a given kernel launcher)."""
+    """Wrap owner.name so each call appends its (args, kwargs) to the returned list (tests that
+    must prove a call went to a given kernel launcher, and with what)."""
     calls = []
     real = getattr(owner, name)
 
     def counting(*args, **kwargs):
-        calls.append(1)
+        calls.append((args, kwargs))
         return real(*args, **kwargs)
     monkeypatch.setattr(owner, name, counting)
     return calls

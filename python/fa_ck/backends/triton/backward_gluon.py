@@ -28,7 +28,8 @@ delta comes from bwd_preprocess (minus dlse when lse has a gradient), as for bac
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                               warpgroup_mma_wait)
 
 from .common import query_blocks
 from .forward_gluon import _invalidate_rings, _key_blocks, _ring_barriers, _rows, _scores, _sequence, _stream_kv
@@ -58,11 +59,23 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
 
 
 @gluon.jit
-def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, lse_base, delta_base,
-                  dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo, full_hi, n_blocks,
+def _query_stats(lse_base, delta_base, m0, seqlen_q, scale, BLOCK_M: gl.constexpr, layout: gl.constexpr):
+    """lse / scale and delta of queries [m0, m0 + BLOCK_M). A query that saw no key (lse -inf) or
+    lies past seqlen_q gets +inf, so its P^T = exp2(scale_log2 * (S^T - lse / scale)) is 0."""
+    offs_m = m0 + gl.arange(0, BLOCK_M, layout=layout)
+    row_ok = offs_m < seqlen_q
+    lse = gl.load(lse_base + offs_m, mask=row_ok, other=float("inf"))
+    delta = gl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+    return gl.where(lse == float("-inf"), float("inf"), lse / scale), delta
+
+
+@gluon.jit
+def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, pt_smem, dst_smem, kv_bar, q_full, q_empty, lse_base,
+                  delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo, full_hi, n_blocks,
                   seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """One warpgroup: keys [n0, n0 + 64) against the query blocks, then their dK and dV."""
+                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr):
+    """One warpgroup: keys [n0, n0 + 64) against the query blocks, then their dK and dV.
+    STAGE_P: P^T and dS^T go to pt_smem / dst_smem (this warpgroup's) for their multiplies."""
     ROWS: gl.constexpr = k_smem.shape[0]
     BLOCK_D: gl.constexpr = k_smem.shape[1]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -76,40 +89,51 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, lse_
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
 
     offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
-    offs_m0 = gl.arange(0, BLOCK_M, layout=col_s)
     s_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, s_layout)
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
+    lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s)
     mbarrier.wait(kv_bar, 0)
     for i in range(n_blocks):
         buf = i % NUM_BUF
         m0 = lo + i * BLOCK_M
-        offs_m = m0 + offs_m0
         mbarrier.wait(q_full.index(buf), (i // NUM_BUF) & 1)
-        st = warpgroup_mma(k_smem, q_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        dpt = warpgroup_mma(v_smem, do_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        masked = (m0 < full_lo) | (m0 >= full_hi)
-        row_ok = offs_m < seqlen_q
-        lse = gl.load(lse_base + offs_m, mask=row_ok, other=float("inf"))
-        delta = gl.load(delta_base + offs_m, mask=row_ok, other=0.0)
-        # lse in log2 units; a query that saw no key (-inf) must give P = 0, so +inf
-        lse2 = gl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
+        # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
+        # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
+        # registers at the step's peak. (Keys past seqlen_k start at -inf too: besides being
+        # right, it makes every start value its own register; repeated ones cost copies between
+        # the multiplies, and ptxas then serialises them.)
+        key_ok = offs_n[:, None] < seqlen_k
+        st0 = gl.where(key_ok, s_zero - lse_s[None, :], float("-inf"))
+        if (m0 < full_lo) | (m0 >= full_hi):
+            offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
+            st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
+                             window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+        st = warpgroup_mma(k_smem, q_smem.index(buf).permute((1, 0)), st0, is_async=True)
+        dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
+        dpt = warpgroup_mma(v_smem, do_smem.index(buf).permute((1, 0)), dpt0, is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
-        # queries past seqlen_q need no mask: their lse2 is +inf, so P^T is 0 there
-        if masked:
-            s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
-                           window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+        pt = gl.exp2(st * scale_log2)
+        if STAGE_P:
+            # P^T and dS^T through shared memory: no bf16 operand tiles in registers, so 64 queries
+            # per step fit at d128; dV's multiply starts before dP^T is waited for
+            pt_smem.store(pt.to(dtype))
+            fence_async_shared()              # the generic-proxy store before wgmma's async read
+            dv = warpgroup_mma(pt_smem, do_smem.index(buf), dv, is_async=True)
+            dpt = warpgroup_mma_wait(1, deps=[dpt])
+            dst_smem.store((pt * dpt).to(dtype))
+            fence_async_shared()
+            dk = warpgroup_mma(dst_smem, q_smem.index(buf), dk, is_async=True)
+            lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
+            dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
         else:
-            s, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
-                           window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, False)
-        pt = gl.exp2(s - lse2[None, :])
-        dpt = warpgroup_mma_wait(0, deps=[dpt])
-        dst = pt * (dpt - delta[None, :])
-        pt_a = gl.convert_layout(pt.to(dtype), a_layout)
-        dst_a = gl.convert_layout(dst.to(dtype), a_layout)
-        dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
-        dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
-        dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
+            dpt = warpgroup_mma_wait(0, deps=[dpt])
+            pt_a = gl.convert_layout(pt.to(dtype), a_layout)
+            dst_a = gl.convert_layout((pt * dpt).to(dtype), a_layout)
+            dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
+            dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
+            lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
+            dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
         mbarrier.arrive(q_empty.index(buf), count=1)
 
     # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
@@ -131,8 +155,10 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, CU_Q, CU_K,
                           window_left, window_right,
                           BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                          SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, num_warps: gl.constexpr):
-    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers."""
+                          SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
+                          num_warps: gl.constexpr):
+    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
+    STAGE_P: P^T and dS^T through shared memory (SMEM_P: their (64, BLOCK_M) tiles' layout)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
     pid_n = gl.program_id(0)
@@ -166,6 +192,11 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, CU_Q, CU_K,
     v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_D], SMEM_KV)
     q_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
     do_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
+    if STAGE_P:
+        p_smem = gl.allocate_shared_memory(dtype, [4, HALF, BLOCK_M], SMEM_P)   # P^T, dS^T per warpgroup
+        p0, ds0, p1, ds1 = p_smem.index(0), p_smem.index(1), p_smem.index(2), p_smem.index(3)
+    else:
+        p0, ds0, p1, ds1 = q_smem, q_smem, q_smem, q_smem     # stand-ins: operands stay in registers
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
@@ -175,14 +206,14 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, CU_Q, CU_K,
         mbarrier.init(q_empty.index(i), count=2)    # one arrival per consumer warpgroup
 
     gl.warp_specialize([
-        (_bwd_consumer, (k_smem.slice(0, HALF), v_smem.slice(0, HALF), q_smem, do_smem, kv_bar, q_full, q_empty,
-                         lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo, full_hi,
-                         n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                         MASK_LEFT, MASK_RIGHT)),
-        (_bwd_consumer, (k_smem.slice(HALF, HALF), v_smem.slice(HALF, HALF), q_smem, do_smem, kv_bar, q_full,
-                         q_empty, lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0 + HALF, lo,
-                         full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                         window_right, MASK_LEFT, MASK_RIGHT)),
+        (_bwd_consumer, (k_smem.slice(0, HALF), v_smem.slice(0, HALF), q_smem, do_smem, p0, ds0, kv_bar, q_full,
+                         q_empty, lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo,
+                         full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                         window_right, MASK_LEFT, MASK_RIGHT, STAGE_P)),
+        (_bwd_consumer, (k_smem.slice(HALF, HALF), v_smem.slice(HALF, HALF), q_smem, do_smem, p1, ds1, kv_bar,
+                         q_full, q_empty, lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0 + HALF,
+                         lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
                          n0, lo, n_blocks)),
     ], [4, 1], [240, 24])
@@ -220,8 +251,12 @@ def _dq_probs(st, lse2, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
 @gluon.jit
 def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, lse_base, delta_base,
                  dq_base, stride_dqs, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale,
-                 scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their dQ."""
+                 scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                 QDO_REGS: gl.constexpr):
+    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their dQ. QDO_REGS: Q and dO
+    are loaded into registers once and feed the S and dP multiplies from there, so those read only
+    K or V from shared memory (two operands from shared memory at 64 keys per block keep its
+    bandwidth saturated)."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -244,13 +279,20 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
     # lse in log2 units; a query that saw no key (-inf) must give P = 0, so +inf (as for dK/dV)
     lse2 = gl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
     mbarrier.wait(q_bar, 0)
+    if QDO_REGS:
+        s_a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2)
+        q_op = q_smem.load(s_a_layout)
+        do_op = do_smem.load(s_a_layout)
+    else:
+        q_op = q_smem
+        do_op = do_smem
 
     if n_blocks > 0:
         # Block 0: S_0, dP_0 and dS_0; no dQ multiply to overlap yet.
         mbarrier.wait(k_full.index(0), 0)
-        st = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        st = warpgroup_mma(q_op, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         mbarrier.wait(v_full.index(0), 0)
-        dp = warpgroup_mma(do_smem, v_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        dp = warpgroup_mma(do_op, v_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
         p = _dq_probs(st, lse2, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
                       window_left, window_right, MASK_LEFT, MASK_RIGHT)
@@ -262,9 +304,9 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
             buf = j % NUM_BUF
             prev = (j - 1) % NUM_BUF
             mbarrier.wait(k_full.index(buf), (j // NUM_BUF) & 1)
-            st = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            st = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             mbarrier.wait(v_full.index(buf), (j // NUM_BUF) & 1)
-            dp = warpgroup_mma(do_smem, v_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            dp = warpgroup_mma(do_op, v_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             dq = warpgroup_mma(ds, k_smem.index(prev), dq, is_async=True)
             st = warpgroup_mma_wait(2, deps=[st])            # S_j done; dP_j and dQ may still run
             p = _dq_probs(st, lse2, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
@@ -296,7 +338,7 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
                         seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, window_left, window_right,
                         BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                         MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                        SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, num_warps: gl.constexpr):
+                        SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, QDO_REGS: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
@@ -340,11 +382,11 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
         (_dq_consumer, (q_smem.slice(0, HALF), do_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, lse_base, delta_base, dq_base, stride_dqs, m0, lo, full_lo, full_hi,
                         n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                        MASK_LEFT, MASK_RIGHT)),
+                        MASK_LEFT, MASK_RIGHT, QDO_REGS)),
         (_dq_consumer, (q_smem.slice(HALF, HALF), do_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, lse_base, delta_base, dq_base, stride_dqs, m0 + HALF, lo, full_lo, full_hi,
                         n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                        MASK_LEFT, MASK_RIGHT)),
+                        MASK_LEFT, MASK_RIGHT, QDO_REGS)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, m0, lo, n_blocks)),
     ], [4, 1], [240, 24])

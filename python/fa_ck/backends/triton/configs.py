@@ -80,9 +80,12 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # 3-deep K/V rings: +3-9% over 2 at d128 (h200-20261130-bwd call 6).
         return _cfg(GLUON_BLOCK_M, 64 if d > 64 else 128, GLUON_WARPS, 3)
     if gluon:
-        # backward_gluon.py: 128 keys fixed (two warpgroups of 64); 64 queries per step spill at
-        # d128 (dK, dV, S^T, dP^T live at once: ~270 registers > the consumers' 240), 32 do not.
-        return _cfg(64 if d <= 64 else 32, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2)
+        # backward_gluon.py: 128 keys fixed (two warpgroups of 64), 64 queries per step. At d128
+        # with P^T and dS^T staged through shared memory (STAGE_P): in registers beside dK, dV,
+        # S^T and dP^T they spill, and 32 queries per step were 2-8 % slower fwd+bwd
+        # (h200-20261130-sixth call 2); at d64 staging was 4-9 % slower. (Causal d128 still
+        # spills 32 bytes; measured faster all the same.)
+        return dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=d > 64)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
@@ -144,13 +147,15 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     bwd_dq (h200-20261130-bwd, call 6, fwd+bwd with 3-deep rings): d128 +7-24% at every length;
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
     bwd_dkdv (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
-    (32 queries per step there: 64 spill) and S1024 -3 to -10%."""
+    (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
+    at d128 (h200-20261130-sixth call 2): d128 full +3-4 % over Triton's dK/dV from S4k (-5 % at
+    S1024), causal +8 % at S1024 too."""
     d = block_d(head_dim)
     if kernel == "fwd":
         return d > 64 or seqlen_k >= 16384
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
-    return seqlen_k >= 4096 and (d <= 64 or masked)
+    return seqlen_k >= 4096 or (d > 64 and masked)
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
@@ -212,7 +217,10 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     if gluon and kernel == "bwd_dq":
         return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in ((64, 128) if d <= 64 else (64,)) for st in (2, 3)]
     if gluon:
-        return [_cfg(bm, GLUON_BLOCK_N_BWD, GLUON_WARPS, st) for bm in ((64, 32) if d <= 64 else (32,)) for st in (2, 3)]
+        if d <= 64:
+            return [_cfg(bm, GLUON_BLOCK_N_BWD, GLUON_WARPS, st) for bm in (64, 32) for st in (2, 3)]
+        return [dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=True),
+                *(dict(_cfg(32, GLUON_BLOCK_N_BWD, GLUON_WARPS, st), STAGE_P=False) for st in (2, 3))]
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":
@@ -239,8 +247,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG"),
-    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON"),
-    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
+    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P"),
+    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "QDO_REGS"),
 }
 
 

@@ -34,11 +34,10 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
         assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm90", 256, False)["GLUON"]
         assert not _config(monkeypatch, kernel=kernel, possible=False, causal=True, window_right=0)["GLUON"]
-    assert _config(monkeypatch)["GLUON"] and not _config(monkeypatch, seqlen=2048)["GLUON"]   # d128 full: from 4k
-    assert _config(monkeypatch, causal=True, window_right=0, seqlen=1024)["GLUON"]    # d128 masked: always
-    assert _config(monkeypatch, window_left=100, seqlen=1024)["GLUON"]                # a window masks too
-    assert _config(monkeypatch, head_dim=64)["GLUON"] and not _config(monkeypatch, head_dim=64, seqlen=2048)["GLUON"]
-    assert not _config(monkeypatch, head_dim=64, seqlen=2048, causal=True, window_right=0)["GLUON"]
+    for d in (64, 128):                                                       # dK/dV: from 4k keys
+        assert _config(monkeypatch, head_dim=d)["GLUON"] and _config(monkeypatch, head_dim=d, window_left=100)["GLUON"]
+        assert not _config(monkeypatch, head_dim=d, seqlen=2048)["GLUON"]
+        assert not _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", seqlen=128)["GLUON"]
     assert not _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", head_dim=64)["GLUON"]
@@ -89,13 +88,11 @@ def test_gluon_dq_tiles(monkeypatch):
 gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
 
 
-# Each GPU test runs both ways of feeding each kernel's multiplies. dK/dV: P^T and dS^T in
-# registers (32 queries per step) or staged through shared memory (64). dQ: Q and dO read from
-# shared memory by every S / dP multiply, or loaded into registers once (QDO_REGS).
+# Each dK/dV GPU test runs both ways of feeding the dV and dK multiplies: P^T and dS^T in
+# registers (32 queries per step at d128) or staged through shared memory (64; the default at d128).
 DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false}}',
              "staged": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true}}'}
-DQ_ASKS = {"smem": '{"bwd_dq": {"GLUON": true, "QDO_REGS": false}}',
-           "qdo-registers": '{"bwd_dq": {"GLUON": true, "QDO_REGS": true, "BLOCK_N": 64}}'}
+
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
@@ -130,13 +127,11 @@ def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window):
     assert gluon_dkdv_calls
 
 
-@pytest.fixture(params=sorted(DQ_ASKS))
-def gluon_dq_calls(request, monkeypatch):
-    """Asks for the Gluon dQ kernel (one way of staging dS) and counts its launches."""
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", DQ_ASKS[request.param])
-    calls = count_calls(monkeypatch, tb, "_dq_gluon")
-    yield calls
-    assert all(bool(args[10].get("QDO_REGS")) == (request.param == "qdo-registers") for args, _ in calls)   # args[10]: cfg
+@pytest.fixture
+def gluon_dq_calls(monkeypatch):
+    """Asks for the Gluon dQ kernel and counts its launches."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK_DQ)
+    return count_calls(monkeypatch, tb, "_dq_gluon")
 
 
 @gpu
@@ -155,13 +150,13 @@ def test_gluon_dq_matches_reference(gluon_dq_calls, dtype, shape, causal):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("window", [(64, 0), (200, 37), (5, -1)])
-def test_gluon_dq_windows_varlen_and_both_kernels(request, monkeypatch, gluon_dq_calls, window):
+@pytest.mark.parametrize("dkdv", sorted(DKDV_ASKS))
+def test_gluon_dq_windows_varlen_and_both_kernels(monkeypatch, gluon_dq_calls, window, dkdv):
     check(2, 900, 1100, 4, 2, 128, dtype=torch.bfloat16, device="cuda", window_size=window, same_precision=True)
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 2, 2, 128, dtype=torch.bfloat16,
                  device="cuda", window_size=window, same_precision=True)
     assert gluon_dq_calls
-    variant = request.node.callspec.params["gluon_dq_calls"]       # both kernels: dK/dV staged
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(DKDV_ASKS["staged"]), **json.loads(DQ_ASKS[variant])}))
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(DKDV_ASKS[dkdv]), **json.loads(ASK_DQ)}))
     dkdv_calls, before = count_calls(monkeypatch, tb, "_dkdv_gluon"), len(gluon_dq_calls)
     check(2, 1000, 1000, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     assert dkdv_calls and len(gluon_dq_calls) > before

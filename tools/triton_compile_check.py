@@ -184,7 +184,7 @@ def gluon_kernels():
             cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16),
-                          QDO_REGS=bool(cfg.get("QDO_REGS")), num_warps=cfg["num_warps"])
+                          num_warps=cfg["num_warps"])
             yield f"bwd_dq gluon bf16 d{d} {mode}", bwd_dq_gluon_kernel, \
                 _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
 

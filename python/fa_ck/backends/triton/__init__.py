@@ -424,8 +424,7 @@ def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, s
         p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"],
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), QDO_REGS=bool(cfg.get("QDO_REGS")),
-        num_warps=cfg["num_warps"])
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"])
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

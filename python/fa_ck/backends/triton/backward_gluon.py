@@ -251,12 +251,8 @@ def _dq_probs(st, lse2, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
 @gluon.jit
 def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, lse_base, delta_base,
                  dq_base, stride_dqs, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale,
-                 scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                 QDO_REGS: gl.constexpr):
-    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their dQ. QDO_REGS: Q and dO
-    are loaded into registers once and feed the S and dP multiplies from there, so those read only
-    K or V from shared memory (two operands from shared memory at 64 keys per block keep its
-    bandwidth saturated)."""
+                 scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
+    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their dQ."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -279,20 +275,13 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
     # lse in log2 units; a query that saw no key (-inf) must give P = 0, so +inf (as for dK/dV)
     lse2 = gl.where(lse == float("-inf"), float("inf"), lse * 1.4426950408889634)
     mbarrier.wait(q_bar, 0)
-    if QDO_REGS:
-        s_a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2)
-        q_op = q_smem.load(s_a_layout)
-        do_op = do_smem.load(s_a_layout)
-    else:
-        q_op = q_smem
-        do_op = do_smem
 
     if n_blocks > 0:
         # Block 0: S_0, dP_0 and dS_0; no dQ multiply to overlap yet.
         mbarrier.wait(k_full.index(0), 0)
-        st = warpgroup_mma(q_op, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        st = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         mbarrier.wait(v_full.index(0), 0)
-        dp = warpgroup_mma(do_op, v_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        dp = warpgroup_mma(do_smem, v_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
         p = _dq_probs(st, lse2, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
                       window_left, window_right, MASK_LEFT, MASK_RIGHT)
@@ -304,9 +293,9 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
             buf = j % NUM_BUF
             prev = (j - 1) % NUM_BUF
             mbarrier.wait(k_full.index(buf), (j // NUM_BUF) & 1)
-            st = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            st = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             mbarrier.wait(v_full.index(buf), (j // NUM_BUF) & 1)
-            dp = warpgroup_mma(do_op, v_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            dp = warpgroup_mma(do_smem, v_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             dq = warpgroup_mma(ds, k_smem.index(prev), dq, is_async=True)
             st = warpgroup_mma_wait(2, deps=[st])            # S_j done; dP_j and dQ may still run
             p = _dq_probs(st, lse2, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
@@ -338,7 +327,7 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
                         seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, window_left, window_right,
                         BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                         MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                        SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, QDO_REGS: gl.constexpr, num_warps: gl.constexpr):
+                        SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
@@ -382,11 +371,11 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
         (_dq_consumer, (q_smem.slice(0, HALF), do_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, lse_base, delta_base, dq_base, stride_dqs, m0, lo, full_lo, full_hi,
                         n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                        MASK_LEFT, MASK_RIGHT, QDO_REGS)),
+                        MASK_LEFT, MASK_RIGHT)),
         (_dq_consumer, (q_smem.slice(HALF, HALF), do_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, lse_base, delta_base, dq_base, stride_dqs, m0 + HALF, lo, full_lo, full_hi,
                         n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                        MASK_LEFT, MASK_RIGHT, QDO_REGS)),
+                        MASK_LEFT, MASK_RIGHT)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, m0, lo, n_blocks)),
     ], [4, 1], [240, 24])

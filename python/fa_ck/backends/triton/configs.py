@@ -148,14 +148,15 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
     bwd_dkdv (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
     (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
-    at d128 (h200-20261130-sixth call 2): d128 full +3-4 % over Triton's dK/dV from S4k (-5 % at
-    S1024), causal +8 % at S1024 too."""
+    at d128 (h200-20261130-sixth calls 2-3): +3-6 % fwd+bwd over those choices from S4k, causal
+    or not; at S1024 -5 % full, and causal +8 % in one run, -11 % in the next (that point swings
+    between runs), so from 4k keys only, as at d64."""
     d = block_d(head_dim)
     if kernel == "fwd":
         return d > 64 or seqlen_k >= 16384
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
-    return seqlen_k >= 4096 or (d > 64 and masked)
+    return seqlen_k >= 4096
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
@@ -248,7 +249,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P"),
-    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "QDO_REGS"),
+    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 
 

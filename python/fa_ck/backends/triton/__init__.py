@@ -12,7 +12,8 @@ import os
 import torch
 
 from ...params import FP8_DTYPES, AttnParams
-from . import configs
+from . import configs, tuning
+from .launch import launch
 
 NAME = "triton"
 MAX_HEAD_DIM = 256
@@ -91,9 +92,9 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
             x = x.contiguous()
         block_s = 16 if configs.INTERPRET else 64
         emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
-        quantize_kernel[(triton.cdiv(s, block_s), h, b)](
-            x, out, scale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax,
-            BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d), ROUND_EMIN=emin)
+        launch(quantize_kernel, (_cdiv(s, block_s), h, b),
+               (x, out, scale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax),
+               dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d), ROUND_EMIN=emin))
     if out is not x8:
         x8.copy_(out)
     return x8, 1.0 / scale
@@ -183,7 +184,8 @@ def _shape(q, k, p: AttnParams):
 
 def _strides(t, varlen: bool):
     """(batch, seq, head) strides; a packed varlen tensor has no batch stride."""
-    return (0, t.stride(0), t.stride(1)) if varlen else (t.stride(0), t.stride(1), t.stride(2))
+    st = t.stride()
+    return (0, st[0], st[1]) if varlen else st[:3]
 
 
 def _lse_strides(lse, varlen: bool):
@@ -215,12 +217,31 @@ def _extras(q, p: AttnParams):
     return slopes, slope_stride, rng, cu_q, cu_k
 
 
+_CONFIGS: dict = {}
+
+
 def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
             bench=None, gluon_possible: bool = False) -> dict:
     """The kernel's switches (defaults, then FA_CK_TRITON_CONFIG; TMA only where `tma_possible`,
     the Gluon forward only where `gluon_possible`, no one pass for deterministic calls), then
     tiles: the heuristic for those switches, or autotuned when switched on, with any
-    FA_CK_TRITON_CONFIG tiles on top."""
+    FA_CK_TRITON_CONFIG tiles on top.
+    Without autotune the answer is remembered per everything it reads: working it out took
+    ~25 us of host time per kernel and call (h200-20261130-sixth call 1)."""
+    autotune = bench is not None and tuning.autotune_enabled()
+    key = None if autotune else (kernel, q.device, q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
+                                 configs.gluon_wins(kernel, head_dim, sk, p.has_window), tma_possible,
+                                 gluon_possible, os.environ.get("FA_CK_TRITON_CONFIG", ""))
+    if key not in _CONFIGS:
+        cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible)
+        if key is None:
+            return cfg
+        _CONFIGS[key] = cfg
+    return _CONFIGS[key]
+
+
+def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
+                     bench, gluon_possible: bool) -> dict:
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
     tma_asked = "TMA" in over
@@ -237,7 +258,6 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     gluon = sw.get("GLUON", False)
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
     if bench is not None and arch != "interpreter":
-        from . import tuning
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
                                   "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
@@ -264,13 +284,14 @@ def _tma_ok(*tensors, keys_contiguous=None) -> bool:
     head dim; the keys for `keys_contiguous`, fp8's v), 16-byte aligned base and other strides
     (a head's tile may start at any row)."""
     for t in tensors:
-        if t.shape[-1] > 128:
+        if t.shape[-1] > 128 or t.data_ptr() % 16:
             return False
-        inner = 1 if t is keys_contiguous else t.dim() - 1
-        if t.stride(inner) != 1 or t.data_ptr() % 16:
-            return False
-        if any(st * t.element_size() % 16 for i, st in enumerate(t.stride()) if i != inner):
-            return False
+        strides = t.stride()
+        inner = 1 if t is keys_contiguous else len(strides) - 1
+        size = t.element_size()
+        for i, st in enumerate(strides):
+            if (st != 1) if i == inner else (st * size) % 16:
+                return False
     return True
 
 
@@ -287,8 +308,26 @@ def _tma_allocator():
         triton.set_allocator(_scratch)
 
 
+_SCRATCH: dict = {}
+
+
 def _scratch(size: int, alignment: int, stream):
-    return torch.empty(size, dtype=torch.int8, device="cpu" if configs.INTERPRET else "cuda")
+    """Global scratch for a launch's device-side TMA descriptors: one buffer per stream, grown
+    as needed and reused (the launches of a stream run in order, and each needs it only while it
+    runs), instead of an allocation per launch on the host's critical path."""
+    if configs.INTERPRET or torch.cuda.is_current_stream_capturing():
+        # (a CUDA graph keeps the addresses it captured: a buffer regrown later would be freed)
+        return torch.empty(size, dtype=torch.int8, device="cpu" if configs.INTERPRET else "cuda")
+    key = (torch.cuda.current_device(), stream)
+    buf = _SCRATCH.get(key)
+    if buf is None or buf.numel() < size:
+        buf = _SCRATCH[key] = torch.empty(max(size, 1 << 20), dtype=torch.int8, device="cuda")
+    return buf
+
+
+def _cdiv(a: int, b: int) -> int:
+    """Grid sizes; triton.cdiv is a constexpr_function in Triton 3.7, ~7 us of host time a call."""
+    return -(-a // b)
 
 
 def _launch_cfg(cfg: dict) -> dict:
@@ -339,13 +378,14 @@ def _forward(q, k, v, p: AttnParams):
             cfg = configs.for_fp8(cfg)
         if cfg["TMA"]:
             _tma_allocator()
-        grid = (triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)
-        fwd_kernel[grid](q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
-                         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
-                         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
-                         sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
-                         scal["window_left"], scal["window_right"], scal["dropout_p"], sk,
-                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **fp8, **_launch_cfg(cfg))
+        grid = (_cdiv(sq, cfg["BLOCK_M"]), hq, b)
+        launch(fwd_kernel, grid,
+               (q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
+                *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
+                *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
+                sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
+                scal["window_left"], scal["window_right"], scal["dropout_p"], sk),
+               dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **fp8, **_launch_cfg(cfg)))
 
     run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible))
     if _canaries:
@@ -384,47 +424,47 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     _tma_allocator()
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
-    fwd_gluon_kernel[(triton.cdiv(sq, bm), hq, b)](
+    launch(fwd_gluon_kernel, (_cdiv(sq, bm), hq, b), (
         q, k, v, out, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
         qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, hq // hkv, d, scal["scale_log2"],
-        scal["window_left"], scal["window_right"],
+        scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
-        PINGPONG=bool(cfg.get("PINGPONG")), FP8=p.fp8, P_SCALE=p_scale, num_warps=cfg["num_warps"])
+        PINGPONG=bool(cfg.get("PINGPONG")), FP8=p.fp8, P_SCALE=p_scale, num_warps=cfg["num_warps"]))
 
 
 def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
     """Launch backward_gluon.py into dk and dv (experimental: FA_CK_TRITON_CONFIG bwd_dkdv GLUON)."""
     _tma_allocator()
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
-    bwd_dkdv_gluon_kernel[(triton.cdiv(sk, bn), hkv, b)](
+    launch(bwd_dkdv_gluon_kernel, (_cdiv(sk, bn), hkv, b), (
         q, k, v, do, lse, delta, dk, dv, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_lse_strides(lse, p.varlen), sq, sk, d,
-        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"],
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
         BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
-        STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), num_warps=cfg["num_warps"])
+        STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
     """Launch backward_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON)."""
     _tma_allocator()
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
-    bwd_dq_gluon_kernel[(triton.cdiv(sq, bm), hq, b)](
+    launch(bwd_dq_gluon_kernel, (_cdiv(sq, bm), hq, b), (
         q, k, v, do, lse, delta, dq, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), sq, sk, hq // hkv, d,
-        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"],
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"])
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"]))
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
@@ -441,9 +481,9 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     bd = flags["BLOCK_D"]
 
     pre_bm = 64 if configs.arch(q.device) != "interpreter" else 32
-    bwd_preprocess[(triton.cdiv(sq, pre_bm), hq, b)](
-        out, do, delta, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen),
-        sq, d, cu_q, BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen)
+    launch(bwd_preprocess, (_cdiv(sq, pre_bm), hq, b),
+           (out, do, delta, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen), sq, d, cu_q),
+           dict(BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen))
 
     if dlse is not None:
         # d lse / d S = P, so a gradient on lse enters as dS = P * (dP - (delta - dlse))
@@ -465,19 +505,21 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         if cfg["TMA"]:
             _tma_allocator()
-        bwd_dkdv_kernel[(triton.cdiv(sk, cfg["BLOCK_N"]), hkv, b)](
-            q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
-            *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0),
-            *_lse_strides(lse, p.varlen), slope_stride, *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-            ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags, **_launch_cfg(cfg))
+        launch(bwd_dkdv_kernel, (_cdiv(sk, cfg["BLOCK_N"]), hkv, b),
+               (q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
+                *_strides(dk, p.varlen), *_strides(dv, p.varlen),
+                *(_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0)), *_lse_strides(lse, p.varlen),
+                slope_stride, *tail),
+               dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags,
+                    **_launch_cfg(cfg)))
 
     def run_dq(cfg):
         if cfg.get("GLUON"):
             return _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p, cfg, sq, sk, hq, hkv, b, d, scal)
-        bwd_dq_kernel[(triton.cdiv(sq, cfg["BLOCK_M"]), hq, b)](
-            q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
-            *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride,
-            *tail, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg))
+        launch(bwd_dq_kernel, (_cdiv(sq, cfg["BLOCK_M"]), hq, b),
+               (q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
+                *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *tail),
+               dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg)))
 
     gluon_ok = _gluon_ok(q, k, v, do, p)
     gluon_dkdv = hq == hkv and gluon_ok      # one q head per kv head (see backward_gluon)
@@ -509,7 +551,7 @@ def dropout_mask(rng, batch: int, heads: int, seqlen_q: int, seqlen_k: int, drop
     from .forward import dropout_mask_kernel
     keep = torch.empty((batch, heads, seqlen_q, seqlen_k), dtype=torch.int8, device=rng.device)
     bm, bn = 32, 32
-    grid = (triton.cdiv(seqlen_q, bm), heads, batch)
+    grid = (_cdiv(seqlen_q, bm), heads, batch)
     dropout_mask_kernel[grid](keep, rng, seqlen_q, seqlen_k, seqlen_k, dropout_p,
                               BLOCK_M=bm, BLOCK_N=bn)
     return keep.bool()

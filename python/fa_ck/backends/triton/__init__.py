@@ -229,7 +229,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     Without autotune the answer is remembered per everything it reads: working it out took
     ~25 us of host time per kernel and call (h200-20261130-sixth call 1)."""
     autotune = bench is not None and tuning.autotune_enabled()
-    key = None if autotune else (kernel, q.device, q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
+    key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window), tma_possible,
                                  gluon_possible, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
@@ -237,7 +237,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
         if key is None:
             return cfg
         _CONFIGS[key] = cfg
-    return _CONFIGS[key]
+    return dict(_CONFIGS[key])                # a copy: callers may not change the remembered one
 
 
 def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,

@@ -17,7 +17,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import fa_ck
 
 tb = importlib.import_module("fa_ck.backends.triton")
-FAST = (tb.launch, tb._CONFIGS, tb._SCRATCH)
+FAST = (tb.launch, tb._config, tb._SCRATCH)
 
 
 class Forgetful(dict):
@@ -28,9 +28,11 @@ class Forgetful(dict):
 def use(kind):
     if kind == "slow":
         tb.launch = lambda kernel, grid, args, constexprs: kernel[grid](*args, **constexprs)
-        tb._CONFIGS, tb._SCRATCH = Forgetful(), Forgetful()
+        tb._config = (lambda kernel, q, head_dim, p, sq, sk, tma_possible, bench=None, gluon_possible=False:
+                      tb._work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible))
+        tb._SCRATCH = Forgetful()              # (_scratch then allocates afresh for every launch)
     else:
-        tb.launch, tb._CONFIGS, tb._SCRATCH = FAST
+        tb.launch, tb._config, tb._SCRATCH = FAST
 
 
 def sdpa(be, causal):

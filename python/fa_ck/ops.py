@@ -143,7 +143,9 @@ class _Eager(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         _trainable(q)
         # fp8 or not, the regular backward kernels over the high-precision inputs (as fa_ck::bwd)
-        p = dataclasses.replace(ctx.p, fp8=False, q_descale=None, k_descale=None, v_descale=None, out_dtype=None)
+        p = ctx.p
+        if p.fp8:
+            p = dataclasses.replace(p, fp8=False, q_descale=None, k_descale=None, v_descale=None, out_dtype=None)
         if dout is None:                      # only lse was used
             dout = torch.zeros_like(out)
         return (*_grads(dout, q, k, v, out, lse, dlse, p, ctx.backend), None, None)

@@ -135,11 +135,15 @@ _GUARD = 4096          # elements of NaN canary on each side of a poisoned buffe
 _canaries: list = []
 
 
-def _empty(shape, dtype, device):
-    """Output buffers. FA_CK_POISON=1 (tests) fills them with NaN and surrounds them with NaN
-    canaries: an element the kernels never write cannot pass for a right answer, and a write
-    past either end is caught by _check_canaries()."""
-    if os.environ.get("FA_CK_POISON") != "1":
+def _poisoning() -> bool:
+    return os.environ.get("FA_CK_POISON") == "1"
+
+
+def _empty(shape, dtype, device, poison: bool):
+    """Output buffers. poison (FA_CK_POISON=1, tests; read once per call by _poisoning) fills them
+    with NaN and surrounds them with NaN canaries: an element the kernels never write cannot pass
+    for a right answer, and a write past either end is caught by _check_canaries()."""
+    if not poison:
         return torch.empty(shape, dtype=dtype, device=device)
     n = math.prod(shape)
     buf = torch.full((n + 2 * _GUARD,), float("nan"), dtype=dtype, device=device)
@@ -359,10 +363,11 @@ def _forward(q, k, v, p: AttnParams):
         q, k, v, qd, kd, vd, out_dtype = _fp8_inputs(q, k, v, p)
         fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(v.dtype).max))
     else:
-        qd = kd = vd = q.new_empty(0, dtype=torch.float32)
+        qd = kd = vd = _placeholders(q.device)[1]          # no descales (an empty float32 stand-in)
         fp8 = dict(FP8=False, P_SCALE=1.0)
-    out = _empty(q.shape, out_dtype, q.device)
-    lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device)
+    poison = _poisoning()
+    out = _empty(q.shape, out_dtype, q.device, poison)
+    lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device, poison)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
@@ -472,10 +477,11 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     lse = lse.contiguous()                   # delta below shares lse's strides
     if do.stride(-1) != 1:
         do = do.contiguous()
-    dq = _empty(q.shape, q.dtype, q.device)
-    dk = _empty(k.shape, k.dtype, k.device)
-    dv = _empty(v.shape, v.dtype, v.device)
-    delta = _empty(lse.shape, torch.float32, lse.device)
+    poison = _poisoning()
+    dq = _empty(q.shape, q.dtype, q.device, poison)
+    dk = _empty(k.shape, k.dtype, k.device, poison)
+    dv = _empty(v.shape, v.dtype, v.device, poison)
+    delta = _empty(lse.shape, torch.float32, lse.device, poison)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
     bd = flags["BLOCK_D"]
@@ -492,7 +498,7 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     tail = (sq, sk, hq // hkv, d, p.scale, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
             scal["window_left"], scal["window_right"], scal["dropout_p"], sk)
 
-    dq_acc = q.new_empty(0, dtype=torch.float32)
+    dq_acc = _placeholders(q.device)[1]     # ONE_PASS's fp32 dq, made below when it runs
     # dk/dv builds its q and dO descriptors inside the loop over a kv head's q heads, which Triton
     # 3.6's pipeliner cannot always handle: TMA only without GQA (group 1 compiles the loop away).
     tma_dkdv = hq == hkv and _tma_ok(q, do)

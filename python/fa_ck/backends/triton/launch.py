@@ -24,19 +24,15 @@ _COMPILED: dict = {}
 _MAX_ENTRIES = 4096           # a model has a few shapes; a sweep over many may refill it
 
 
-def _key_of(arg):
-    if isinstance(arg, torch.Tensor):
-        return arg.dtype, arg.get_device(), arg.data_ptr() % 16 == 0
-    return type(arg), arg                     # (1, 1.0 and True hash alike; Triton types them apart)
-
-
 def launch(kernel, grid: tuple, args: tuple, constexprs: dict) -> None:
     """kernel[grid](*args, **constexprs); `args` are the leading parameters, positionally,
     `constexprs` the rest by name (and launch options such as num_warps)."""
     if INTERPRET:
         kernel[grid](*args, **constexprs)
         return
-    key = (kernel, *map(_key_of, args), *constexprs.items())
+    # (type and value, not value alone: 1, 1.0 and True hash alike, and Triton types them apart)
+    key = (kernel, *[(a.dtype, a.get_device(), a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
+                     else (type(a), a) for a in args], *constexprs.items())
     compiled = _COMPILED.get(key)
     if compiled is None:
         compiled = kernel[grid](*args, **constexprs)

@@ -72,11 +72,12 @@ def test_gpu_unequal(sq, sk):
 def test_poison_mode_catches_writes_past_an_output():
     """The NaN canaries around outputs (FA_CK_POISON=1, set by conftest) are checked: a write one
     element past the end is reported."""
-    from fa_ck.backends.triton import _check_canaries, _empty
-    out = _empty((4, 8), torch.float32, DEVICE)
+    from fa_ck.backends.triton import _check_canaries, _empty, _poisoning
+    assert _poisoning()
+    out = _empty((4, 8), torch.float32, DEVICE, _poisoning())
     out.fill_(1.0)
     _check_canaries("clean")                                     # inside the buffer: fine
-    out = _empty((4, 8), torch.float32, DEVICE)
+    out = _empty((4, 8), torch.float32, DEVICE, _poisoning())
     out.view(-1)[:32].fill_(1.0)
     out.view(-1).as_strided((1,), (1,), out.storage_offset() + 32).fill_(2.0)   # one past the end
     with pytest.raises(RuntimeError, match="outside its output buffer"):

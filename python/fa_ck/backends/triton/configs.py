@@ -148,7 +148,7 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
     bwd_dkdv (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
     (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
-    at d128 (h200-20261130-sixth calls 2-3): +3-6 % fwd+bwd over those choices from S4k, causal
+    at d128 (h200-20261130-sixth calls 2-3): +3-7 % fwd+bwd over those choices from S4k, causal
     or not; at S1024 -5 % full, and causal +8 % in one run, -11 % in the next (that point swings
     between runs), so from 4k keys only, as at d64."""
     d = block_d(head_dim)

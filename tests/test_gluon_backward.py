@@ -27,8 +27,8 @@ def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=
 
 
 def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
-    """configs.gluon_wins (h200-20261130-bwd): dK/dV from 4k keys at d64, and at d128 when masked;
-    dQ at d128 always, at d64 from 4k keys. Only sm90, only calls the kernels serve."""
+    """configs.gluon_wins (h200-20261130-bwd, -sixth): dK/dV from 4k keys; dQ at d128 always, at
+    d64 from 4k keys. Only sm90, only calls the kernels serve."""
     for kernel in ("bwd_dkdv", "bwd_dq"):
         assert configs.switches(kernel, "cuda:sm90", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
@@ -53,6 +53,25 @@ def test_gluon_dkdv_when_asked(monkeypatch):
     assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["STAGE_P"]) == (64, 128, 4, True)   # d128: staged
     assert not _config(monkeypatch, head_dim=64)["STAGE_P"]
     assert not _config(monkeypatch, possible=False)["GLUON"]                  # GQA, fp32, softcap, ...
+
+
+def test_gluon_dkdv_only_with_a_positive_scale(monkeypatch):
+    """The dK/dV kernel starts its multiplies from -lse / scale: a zero or negative scale goes to
+    backward.py (the call itself runs in the interpreter here, on Triton's kernels)."""
+    from attn_check import rand
+    from fa_ck import interface
+    asked = []
+    real = tb._config
+    monkeypatch.setattr(tb, "_gluon_ok", lambda *args: True)
+    monkeypatch.setattr(tb, "_config", lambda kernel, *a, gluon_possible=False, **kw: (
+        asked.append((kernel, gluon_possible)), real(kernel, *a, gluon_possible=False, **kw))[1])
+    q, k, v = (rand(1, 16, 2, 32, dtype=torch.float32, device="cpu", requires_grad=False) for _ in range(3))
+    for scale in (0.2, 0.0, -0.2):
+        p = interface._params(q, k, batch=1, causal=True, scale=scale, window_size=(-1, -1), alibi_slopes=None,
+                              softcap=0.0, dropout_p=0.0, deterministic=False, fp8=False)
+        out, lse = tb.forward(q, k, v, p)
+        tb.backward(torch.randn_like(out), q, k, v, out, lse, p)
+    assert [g for kernel, g in asked if kernel == "bwd_dkdv"] == [True, False, False]
 
 
 def test_gluon_dkdv_checks_its_fixed_tile(monkeypatch):

@@ -39,10 +39,15 @@ class FakeKernel:
         return go
 
 
+CURRENT = {"device": 0}
+
+
 @pytest.fixture
 def kernel(monkeypatch):
     monkeypatch.setattr(launch_mod, "INTERPRET", False)
-    active = types.SimpleNamespace(get_current_device=lambda: 0, get_current_stream=lambda device: "stream7")
+    CURRENT["device"] = 0
+    active = types.SimpleNamespace(get_current_device=lambda: CURRENT["device"],
+                                   get_current_stream=lambda device: "stream7")
     monkeypatch.setattr(launch_mod, "driver", types.SimpleNamespace(active=active))
     monkeypatch.setattr(launch_mod, "_COMPILED", {})
     return FakeKernel()
@@ -57,7 +62,8 @@ def test_repeated_launch_goes_straight_to_the_compiled_kernel(kernel):
     assert kernel.compiled.runs == [((4, 2, 1), (x2, 128, 0.5, 32))]
 
 
-@pytest.mark.parametrize("change", ["int", "float", "constexpr", "option", "dtype", "alignment"])
+@pytest.mark.parametrize("change", ["int", "float", "constexpr", "constexpr type", "option", "dtype",
+                                    "alignment", "current device"])
 def test_anything_triton_specialises_on_takes_tritons_path(kernel, change):
     x = torch.zeros(64)
     args, consts = (x, 128, 0.5), dict(BLOCK=32, num_warps=4)
@@ -68,6 +74,10 @@ def test_anything_triton_specialises_on_takes_tritons_path(kernel, change):
         args = (x, 128, 0.25)
     elif change == "constexpr":
         consts = dict(BLOCK=64, num_warps=4)
+    elif change == "constexpr type":
+        consts = dict(BLOCK=32.0, num_warps=4)
+    elif change == "current device":
+        CURRENT["device"] = 1
     elif change == "option":
         consts = dict(BLOCK=32, num_warps=8)
     elif change == "dtype":
@@ -77,6 +87,42 @@ def test_anything_triton_specialises_on_takes_tritons_path(kernel, change):
         assert args[0].data_ptr() % 16 and x.data_ptr() % 16 == 0
     launch_mod.launch(kernel, (1, 1, 1), args, consts)
     assert len(kernel.jit_launches) == 2 and not kernel.compiled.runs
+
+
+def test_rocm_keys_whether_storage_lies_within_2gib(kernel, monkeypatch):
+    """Triton on AMD compiles 32-bit buffer offsets for storage of at most 2 GiB: a call past it
+    must not reuse the kernel of a smaller one (a 100-byte limit stands in for 2 GiB)."""
+    monkeypatch.setattr(launch_mod, "_HIP", True)
+    monkeypatch.setattr(launch_mod, "_MAX_INT32", 100)
+    small, large = torch.zeros(16), torch.zeros(64)          # 64 and 256 bytes
+    for x in (small, torch.ones(16), large):
+        launch_mod.launch(kernel, (1, 1, 1), (x, 16, 0.5), dict(BLOCK=16))
+    assert len(kernel.jit_launches) == 2 and len(kernel.compiled.runs) == 1
+
+
+def test_a_kernel_left_to_its_constexpr_defaults_always_takes_tritons_path(kernel):
+    for _ in range(2):
+        launch_mod.launch(kernel, (1, 1, 1), (torch.zeros(4), 4, 1.0), {})      # BLOCK: Triton's default
+    assert len(kernel.jit_launches) == 2 and not kernel.compiled.runs
+
+
+def test_every_launch_site_passes_every_constexpr(monkeypatch):
+    """The launchers in backends/triton hand every parameter over (else the direct path could
+    not rebuild the arguments and would never be taken): forward, backward and fp8 quantisation,
+    run in the interpreter here; the Gluon launchers on the GPU (test below)."""
+    from attn_check import rand
+    import fa_ck
+    tb = importlib.import_module("fa_ck.backends.triton")
+    seen = []
+
+    def recording(kernel, grid, args, constexprs):
+        seen.append((getattr(kernel, "__name__", kernel), set(kernel.arg_names[len(args):]) - set(constexprs)))
+        return launch_mod.launch(kernel, grid, args, constexprs)
+    monkeypatch.setattr(tb, "launch", recording)
+    q, k, v = (rand(1, 20, 2, 32, dtype=torch.float32, device="cpu") for _ in range(3))
+    fa_ck.flash_attn_func(q, k, v, causal=True).sum().backward()
+    fa_ck.flash_attn_fp8_func(q.detach(), k.detach(), v.detach(), causal=True)
+    assert len(seen) >= 6 and all(not missing for _, missing in seen), seen
 
 
 def test_the_interpreter_always_takes_tritons_path(kernel, monkeypatch):
@@ -90,7 +136,9 @@ def test_ints_floats_and_bools_that_compare_equal_stay_apart(kernel):
     x = torch.zeros(4)
     for n in (1, 1.0, True):
         launch_mod.launch(kernel, (1, 1, 1), (x, n, 0.5), dict(BLOCK=16))
-    assert len(kernel.jit_launches) == 3
+    for block in (16.0, True):               # constexprs too: 16 above
+        launch_mod.launch(kernel, (1, 1, 1), (x, 1, 0.5), dict(BLOCK=block))
+    assert len(kernel.jit_launches) == 5 and not kernel.compiled.runs
 
 
 # ---------------------------------------------------------------------------- on a GPU
@@ -104,10 +152,12 @@ def test_repeated_calls_take_the_direct_path_and_stay_right(monkeypatch, d):
     storage: Triton's path (its pointers are not 16-byte aligned), right too."""
     from attn_check import check
     from fa_ck import reference
-    direct = []
+    tb = importlib.import_module("fa_ck.backends.triton")
+    monkeypatch.setattr(launch_mod, "_COMPILED", {})
+    direct, total = [], []
     real = launch_mod.driver
 
-    class Counting:                           # the direct path asks the driver for the stream
+    class Counting:                           # only the direct path asks launch.py's driver for the stream
         class active:
             get_current_device = staticmethod(real.active.get_current_device)
 
@@ -116,9 +166,12 @@ def test_repeated_calls_take_the_direct_path_and_stay_right(monkeypatch, d):
                 direct.append(device)
                 return real.active.get_current_stream(device)
     monkeypatch.setattr(launch_mod, "driver", Counting)
+    monkeypatch.setattr(tb, "launch", lambda *a: (total.append(1), launch_mod.launch(*a))[1])
     for i in range(3):
+        before = len(direct), len(total)
         check(2, 300, 333, 4, 2, d, dtype=torch.bfloat16, device="cuda", causal=True)
-        assert bool(direct) == (i > 0)
+        launched, went_direct = len(total) - before[1], len(direct) - before[0]
+        assert launched >= 4 and went_direct == (0 if i == 0 else launched), (i, launched, went_direct)
     import fa_ck
     x = torch.randn(3 * 2 * 300 * 4 * d + 1, device="cuda").to(torch.bfloat16)
     q, k, v = (x[1 + i * 2 * 300 * 4 * d:][:2 * 300 * 4 * d].view(2, 300, 4, d) for i in range(3))

@@ -528,7 +528,9 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
                dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg)))
 
     gluon_ok = _gluon_ok(q, k, v, do, p)
-    gluon_dkdv = hq == hkv and gluon_ok      # one q head per kv head (see backward_gluon)
+    # one q head per kv head (see backward_gluon); a positive scale: its multiplies start from
+    # -lse / scale, which a zero or negative scale would turn into NaN or +inf
+    gluon_dkdv = hq == hkv and gluon_ok and p.scale > 0
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv

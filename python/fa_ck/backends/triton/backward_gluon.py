@@ -9,9 +9,14 @@ partitions) and one producer warp that loads K and V once, then streams the quer
 dO through NUM_BUF-deep rings by TMA (full/empty mbarriers, as in the forward). Per query block,
 each consumer computes, with keys along the rows (FlashAttention-2's transposed tiles):
 
-    S^T = K Q^T,  dP^T = V dO^T           (both issued async; the exp2 of P^T runs under dP^T)
-    P^T = exp2(S^T * scale_log2 - lse),  dS^T = P^T * (dP^T - delta)
-    dV += P^T dO,  dK += dS^T Q            (P^T and dS^T from registers)
+    A = K Q^T - lse / scale,  B = V dO^T - delta
+                                   (both issued async from those start values, -inf where masked;
+                                    the exp2 of P^T runs under the second)
+    P^T = exp2(A * scale_log2),  dS^T = P^T * B       (= exp(scale S^T - lse), P^T (dP^T - delta))
+    dV += P^T dO,  dK += dS^T Q    (P^T and dS^T from registers, or through shared memory with
+                                    STAGE_P: then 64 queries per step fit at d128)
+
+The start values need scale > 0 (the launcher sends other scales to backward.py).
 
 Plain calls only (fp16/bf16, head dim up to 128, causal and windows, varlen) without GQA: one q
 head per kv head, so one Q and one dO descriptor per program.

@@ -7,10 +7,16 @@ H200's host, ~110 us from autograd's backward thread (bench/results/h200-2026113
 `launch` does that once per argument key and then hands the arguments straight to the compiled
 kernel, the way Triton's own launch ends.
 
-The key holds every argument by type and value except tensors, which enter as (dtype, device,
-16-byte alignment): all that Triton specialises a pointer on. Ints, floats, bools, constexprs
-and launch options enter by value, so any change to them takes Triton's path again (and Triton
-compiles or reuses as it would). The interpreter always takes Triton's path.
+The key holds the current device and every argument by type and value except tensors, which
+enter as what Triton specialises a pointer on: dtype, device, 16-byte alignment and, on ROCm,
+whether the storage lies within 2 GiB (Triton's 32-bit buffer offsets). Ints, floats, bools,
+constexprs and launch options enter by type and value, so any change to them takes Triton's
+path again (and Triton compiles or reuses as it would). The interpreter always takes Triton's
+path, as does a kernel launched without all its constexprs (their defaults are Triton's to fill).
+
+Not seen on the direct path: Triton knobs changed after a key's first launch (TRITON_DEBUG,
+instrumentation) and a kernel's pre-run hooks; our kernels have none, and a new process or a
+new key picks the knobs up.
 """
 from __future__ import annotations
 
@@ -22,6 +28,14 @@ from .configs import INTERPRET
 
 _COMPILED: dict = {}
 _MAX_ENTRIES = 4096           # a model has a few shapes; a sweep over many may refill it
+_HIP = torch.version.hip is not None
+_MAX_INT32 = 2**31 - 1
+
+
+def _tensor_key(t: torch.Tensor):
+    if _HIP:                                  # Triton's "S" specialisation on AMD (buffer ops)
+        return t.dtype, t.get_device(), t.data_ptr() % 16 == 0, t.untyped_storage().size() <= _MAX_INT32
+    return t.dtype, t.get_device(), t.data_ptr() % 16 == 0
 
 
 def launch(kernel, grid: tuple, args: tuple, constexprs: dict) -> None:
@@ -30,19 +44,20 @@ def launch(kernel, grid: tuple, args: tuple, constexprs: dict) -> None:
     if INTERPRET:
         kernel[grid](*args, **constexprs)
         return
+    device = driver.active.get_current_device()
     # (type and value, not value alone: 1, 1.0 and True hash alike, and Triton types them apart)
-    key = (kernel, *[(a.dtype, a.get_device(), a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
-                     else (type(a), a) for a in args], *constexprs.items())
+    key = (kernel, device, *[_tensor_key(a) if isinstance(a, torch.Tensor) else (type(a), a) for a in args],
+           *[(name, type(value), value) for name, value in constexprs.items()])
     compiled = _COMPILED.get(key)
     if compiled is None:
         compiled = kernel[grid](*args, **constexprs)
-        if len(_COMPILED) >= _MAX_ENTRIES:
-            _COMPILED.clear()
-        _COMPILED[key] = compiled
+        if all(name in constexprs for name in kernel.arg_names[len(args):]):
+            if len(_COMPILED) >= _MAX_ENTRIES:
+                _COMPILED.clear()
+            _COMPILED[key] = compiled
         return
     # every parameter in signature order, as Triton passes its bound arguments
     values = (*args, *(constexprs[name] for name in kernel.arg_names[len(args):]))
-    device = driver.active.get_current_device()
     stream = driver.active.get_current_stream(device)
     meta = compiled.launch_metadata(grid, stream, *values)
     compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, meta,

@@ -166,6 +166,20 @@ def test_eager_calls_skip_the_custom_ops_and_match_them():
         assert torch.equal(g, r), f"d{name} through lse alone"
 
 
+def test_calls_without_a_graph_skip_autograd_function(monkeypatch):
+    """Under no_grad, or with no input that requires grad, the forward runs without
+    autograd.Function's machinery (host time) and gives the same out and lse."""
+    from fa_ck import ops
+    q, k, v = (rand(2, 20, 2, 16, dtype=torch.float32, device=DEVICE) for _ in range(3))
+    want_out, want_lse = fa_ck.flash_attn_func(q, k, v, causal=True, return_attn_probs=True)[:2]
+    monkeypatch.setattr(ops._Eager, "apply", lambda *a: pytest.fail("autograd.Function used without a graph"))
+    with torch.no_grad():
+        out, lse = fa_ck.flash_attn_func(q, k, v, causal=True, return_attn_probs=True)[:2]
+    assert out.grad_fn is None and torch.equal(out, want_out) and torch.equal(lse, want_lse)
+    out = fa_ck.flash_attn_func(q.detach(), k.detach(), v.detach(), causal=True)
+    assert out.grad_fn is None and torch.equal(out, want_out)
+
+
 def test_eager_path_refuses_double_backward():
     q, k, v = (rand(1, 8, 1, 16, dtype=torch.float32, device=DEVICE) for _ in range(3))
     (gq,) = torch.autograd.grad(fa_ck.flash_attn_func(q, k, v).sum(), q, create_graph=True)

@@ -62,7 +62,7 @@ def test_gluon_dkdv_only_with_a_positive_scale(monkeypatch):
     from fa_ck import interface
     asked = []
     real = tb._config
-    monkeypatch.setattr(tb, "_gluon_ok", lambda *args: True)
+    monkeypatch.setattr(tb, "_gluon_ok", lambda *args, **kwargs: True)
     monkeypatch.setattr(tb, "_config", lambda kernel, *a, gluon_possible=False, **kw: (
         asked.append((kernel, gluon_possible)), real(kernel, *a, gluon_possible=False, **kw))[1])
     q, k, v = (rand(1, 16, 2, 32, dtype=torch.float32, device="cpu", requires_grad=False) for _ in range(3))

@@ -189,6 +189,13 @@ def gluon_kernels():
                 _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
 
 
+# Gluon defaults allowed to spill, in bytes of stack at most: each measured faster on the H200
+# than the configuration that does not spill. bwd_dkdv at d128 causal: 64 queries per step with
+# P^T / dS^T staged (32 bytes under Triton 3.7.1) beat 32 queries per step in registers by 3-5 %
+# fwd+bwd at S4k-16k (bench/results/h200-20261130-sixth, call 3).
+GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32}
+
+
 def _gluon_sig(fn, consts: dict, types: dict) -> dict:
     return {n: "constexpr" if n in consts else types.get(n, "i32") for n in fn.arg_names}
 
@@ -270,7 +277,7 @@ def main(argv=None) -> int:
             rows.append((target, name, cfg_s, st))
             if not st.get("matrix_ops"):
                 failures.append(f"{target} {name}: no wgmma instructions")
-            if st.get("stack"):
+            if st.get("stack", 0) > GLUON_SPILLS_MEASURED.get(name, 0):
                 failures.append(f"{target} {name}: spills ({st['stack']} bytes of stack) with the default config")
         for name, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
             st = _compile(failures, target, name, quantize_kernel, sig, consts, 4, 1)

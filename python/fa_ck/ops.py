@@ -162,7 +162,10 @@ def attention(q, k, v, p: AttnParams, backend: str | None = "auto"):
     """-> (out, lse, backend name). Layout as in backends/__init__.py."""
     name, _ = dispatch.choose(q, k, v, p, backend)
     if _eager(q):
-        out, lse = _Eager.apply(q, k, v, p, name)
+        if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+            out, lse = _Eager.apply(q, k, v, p, name)
+        else:                                 # no graph to record: skip autograd.Function's machinery
+            out, lse = _forward(q, k, v, p, name)
         return out, lse, name
     out, lse = fwd(q, k, v, p.cu_seqlens_q, p.cu_seqlens_k, p.max_seqlen_q, p.max_seqlen_k, p.scale,
                    p.causal, p.window_left, p.window_right, p.alibi_slopes, p.softcap, p.dropout_p,

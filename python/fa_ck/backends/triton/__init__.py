@@ -373,7 +373,7 @@ def _forward(q, k, v, p: AttnParams):
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
     tma_possible = _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
-    gluon_possible = _gluon_ok(q, k, v, out, p)
+    gluon_possible = _gluon_ok(q, k, v, out, p, kv_tma_ok=tma_possible)
 
     def run(cfg):
         if cfg.get("GLUON"):
@@ -399,15 +399,18 @@ def _forward(q, k, v, p: AttnParams):
     return out, lse
 
 
-def _gluon_ok(q, k, v, out, p: AttnParams) -> bool:
+def _gluon_ok(q, k, v, out, p: AttnParams, kv_tma_ok: bool | None = None) -> bool:
     """Whether the Gluon kernels serve this call: fp16/bf16 (the forward: also quantised e4m3fn
     q, k, v with keys-contiguous v) without softcap, ALiBi or dropout (masks, windows and
     varlen they have; GQA the forward and dQ), tensors TMA can address (see _tma_ok; `out` is
-    dO for the backward)."""
+    dO for the backward). kv_tma_ok: _tma_ok of k and v when the caller has it already."""
     dtype_ok = q.dtype in (torch.float16, torch.bfloat16) or (p.fp8 and q.dtype == torch.float8_e4m3fn)
-    return (not _GLUON_ERROR and not configs.INTERPRET and dtype_ok and p.softcap == 0
-            and p.alibi_slopes is None and p.dropout_p == 0
-            and _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None))
+    if _GLUON_ERROR or configs.INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None \
+            or p.dropout_p != 0:
+        return False
+    if kv_tma_ok is None:
+        return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None)
+    return kv_tma_ok and _tma_ok(q, out)
 
 
 _SMEM_LAYOUTS: dict = {}

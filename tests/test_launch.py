@@ -2,10 +2,13 @@
 specialises on has changed. A stand-in kernel records which path each launch took (runs on the
 CPU; the GPU suites run the real kernels through it, each shape more than once)."""
 import importlib
+import inspect
 import types
 
 import pytest
 import torch
+from triton.backends.compiler import GPUTarget
+from triton.compiler.compiler import make_backend
 
 launch_mod = importlib.import_module("fa_ck.backends.triton.launch")
 
@@ -24,11 +27,18 @@ class FakeCompiled:
         self.runs.append(((g0, g1, g2), args))
 
 
+def _param(name, constexpr=False, do_not_specialize=False):
+    return types.SimpleNamespace(name=name, is_constexpr=constexpr, annotation_type="", is_const=False,
+                                 do_not_specialize=do_not_specialize, do_not_specialize_on_alignment=False)
+
+
 class FakeKernel:
-    """Parameters x, n, scale (runtime), BLOCK (constexpr); num_warps is a launch option."""
+    """Parameters x, n, scale (runtime), BLOCK (constexpr); num_warps is a launch option.
+    n_plain: n is do_not_specialize (Triton keys only its width)."""
     arg_names = ["x", "n", "scale", "BLOCK"]
 
-    def __init__(self):
+    def __init__(self, n_plain=False):
+        self.params = [_param("x"), _param("n", do_not_specialize=n_plain), _param("scale"), _param("BLOCK", True)]
         self.jit_launches = []
         self.compiled = FakeCompiled()
 
@@ -50,6 +60,8 @@ def kernel(monkeypatch):
                                    get_current_stream=lambda device: "stream7")
     monkeypatch.setattr(launch_mod, "driver", types.SimpleNamespace(active=active))
     monkeypatch.setattr(launch_mod, "_COMPILED", {})
+    monkeypatch.setattr(launch_mod, "_FLAGS", {})
+    monkeypatch.setattr(launch_mod, "_backend", lambda device: make_backend(GPUTarget("cuda", 90, 32)))
     return FakeKernel()
 
 
@@ -62,39 +74,57 @@ def test_repeated_launch_goes_straight_to_the_compiled_kernel(kernel):
     assert kernel.compiled.runs == [((4, 2, 1), (x2, 128, 0.5, 32))]
 
 
-@pytest.mark.parametrize("change", ["int", "float", "constexpr", "constexpr type", "option", "dtype",
-                                    "alignment", "current device"])
+@pytest.mark.parametrize("change", ["int multiple of 16", "int one", "int width", "constexpr", "constexpr type",
+                                    "option", "dtype", "alignment", "current device"])
 def test_anything_triton_specialises_on_takes_tritons_path(kernel, change):
     x = torch.zeros(64)
     args, consts = (x, 128, 0.5), dict(BLOCK=32, num_warps=4)
     launch_mod.launch(kernel, (1, 1, 1), args, consts)
-    if change == "int":
+    if change == "int multiple of 16":
         args = (x, 129, 0.5)
-    elif change == "float":
-        args = (x, 128, 0.25)
+    elif change == "int one":
+        args = (x, 1, 0.5)
+    elif change == "int width":
+        args = (x, 2**32, 0.5)
     elif change == "constexpr":
         consts = dict(BLOCK=64, num_warps=4)
     elif change == "constexpr type":
         consts = dict(BLOCK=32.0, num_warps=4)
-    elif change == "current device":
-        CURRENT["device"] = 1
     elif change == "option":
         consts = dict(BLOCK=32, num_warps=8)
     elif change == "dtype":
         args = (x.double(), 128, 0.5)
-    else:                                     # 4 bytes past a 16-byte boundary
+    elif change == "alignment":              # 4 bytes past a 16-byte boundary
         args = (x[1:], 128, 0.5)
         assert args[0].data_ptr() % 16 and x.data_ptr() % 16 == 0
+    else:
+        CURRENT["device"] = 1
     launch_mod.launch(kernel, (1, 1, 1), args, consts)
     assert len(kernel.jit_launches) == 2 and not kernel.compiled.runs
 
 
+def test_what_triton_does_not_specialise_on_shares_the_kernel(kernel, monkeypatch):
+    """A float, an int that stays a multiple of 16 (or not), a do_not_specialize int: the compiled
+    kernel is reused, with this call's values."""
+    x = torch.zeros(64)
+    launch_mod.launch(kernel, (1, 1, 1), (x, 128, 0.5), dict(BLOCK=32))
+    launch_mod.launch(kernel, (1, 1, 1), (x, 144, 0.25), dict(BLOCK=32))
+    launch_mod.launch(kernel, (1, 1, 1), (x, 17, 0.25), dict(BLOCK=32))      # not a multiple of 16: Triton's path
+    launch_mod.launch(kernel, (1, 1, 1), (x, 33, 0.25), dict(BLOCK=32))
+    assert len(kernel.jit_launches) == 2
+    assert kernel.compiled.runs == [((1, 1, 1), (x, 144, 0.25, 32)), ((1, 1, 1), (x, 33, 0.25, 32))]
+    plain = FakeKernel(n_plain=True)
+    for n in (16, 17, 1):
+        launch_mod.launch(plain, (1, 1, 1), (x, n, 0.5), dict(BLOCK=32))
+    assert len(plain.jit_launches) == 1 and [args[1] for _, args in plain.compiled.runs] == [17, 1]
+
+
 def test_rocm_keys_whether_storage_lies_within_2gib(kernel, monkeypatch):
     """Triton on AMD compiles 32-bit buffer offsets for storage of at most 2 GiB: a call past it
-    must not reuse the kernel of a smaller one (a 100-byte limit stands in for 2 GiB)."""
-    monkeypatch.setattr(launch_mod, "_HIP", True)
-    monkeypatch.setattr(launch_mod, "_MAX_INT32", 100)
-    small, large = torch.zeros(16), torch.zeros(64)          # 64 and 256 bytes
+    must not reuse the kernel of a smaller one (the key takes the HIP backend's specialisation;
+    meta tensors stand in for the large one)."""
+    monkeypatch.setattr(launch_mod, "_backend", lambda device: make_backend(GPUTarget("hip", "gfx942", 64)))
+    small, large = torch.zeros(16), torch.empty(2**31 + 64, dtype=torch.int8, device="meta").view(torch.float32)
     for x in (small, torch.ones(16), large):
         launch_mod.launch(kernel, (1, 1, 1), (x, 16, 0.5), dict(BLOCK=16))
     assert len(kernel.jit_launches) == 2 and len(kernel.compiled.runs) == 1
@@ -107,22 +137,40 @@ def test_a_kernel_left_to_its_constexpr_defaults_always_takes_tritons_path(kerne
 
 
 def test_every_launch_site_passes_every_constexpr(monkeypatch):
-    """The launchers in backends/triton hand every parameter over (else the direct path could
-    not rebuild the arguments and would never be taken): forward, backward and fp8 quantisation,
-    run in the interpreter here; the Gluon launchers on the GPU (test below)."""
+    """The launchers in backends/triton hand every parameter over, runtime ones positionally (else
+    the direct path could not key or rebuild the arguments and would never be taken): forward,
+    backward and fp8 quantisation, run in the interpreter here; the Gluon launchers on the GPU
+    (test below)."""
     from attn_check import rand
     import fa_ck
     tb = importlib.import_module("fa_ck.backends.triton")
     seen = []
 
     def recording(kernel, grid, args, constexprs):
-        seen.append((getattr(kernel, "__name__", kernel), set(kernel.arg_names[len(args):]) - set(constexprs)))
+        missing = set(kernel.arg_names[len(args):]) - set(constexprs)
+        lead = list(inspect.signature(kernel.fn).parameters.values())[:len(args)]
+        if len(lead) < len(args) or any(p.annotation is not inspect.Parameter.empty for p in lead):
+            # (what launch._param_flags asks of a compiled kernel's params: no constexpr, no annotation)
+            missing.add("(a constexpr or annotated leading parameter)")
+        seen.append((getattr(kernel, "__name__", kernel), missing))
         return launch_mod.launch(kernel, grid, args, constexprs)
     monkeypatch.setattr(tb, "launch", recording)
     q, k, v = (rand(1, 20, 2, 32, dtype=torch.float32, device="cpu") for _ in range(3))
     fa_ck.flash_attn_func(q, k, v, causal=True).sum().backward()
     fa_ck.flash_attn_fp8_func(q.detach(), k.detach(), v.detach(), causal=True)
     assert len(seen) >= 6 and all(not missing for _, missing in seen), seen
+
+
+def test_gluon_kernels_can_take_the_direct_path():
+    """Gluon kernels compile even under the interpreter: their runtime parameters all come
+    first and are plain (no constexpr or annotation among them), as launch._param_flags needs."""
+    tb = importlib.import_module("fa_ck.backends.triton")
+    if tb._GLUON_ERROR:
+        pytest.skip(f"no Gluon in this Triton: {tb._GLUON_ERROR}")
+    for kernel in (tb.fwd_gluon_kernel, tb.bwd_dkdv_gluon_kernel, tb.bwd_dq_gluon_kernel):
+        n = sum(not p.is_constexpr for p in kernel.params)
+        assert all(p.is_constexpr for p in kernel.params[n:]), kernel
+        assert launch_mod._param_flags(kernel, n) is not None, kernel
 
 
 def test_the_interpreter_always_takes_tritons_path(kernel, monkeypatch):

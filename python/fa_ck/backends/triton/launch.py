@@ -7,51 +7,72 @@ H200's host, ~110 us from autograd's backward thread (bench/results/h200-2026113
 `launch` does that once per argument key and then hands the arguments straight to the compiled
 kernel, the way Triton's own launch ends.
 
-The key holds the current device and every argument by type and value except tensors, which
-enter as what Triton specialises a pointer on: dtype, device, 16-byte alignment and, on ROCm,
-whether the storage lies within 2 GiB (Triton's 32-bit buffer offsets). Ints, floats, bools,
-constexprs and launch options enter by type and value, so any change to them takes Triton's
-path again (and Triton compiles or reuses as it would). The interpreter always takes Triton's
-path, as does a kernel launched without all its constexprs (their defaults are Triton's to fill).
+The key is what Triton's own cache key is made of: each argument's specialisation by Triton's
+own function (`native_specialize_impl`, with the device's backend and each parameter's flags:
+dtype and 16-byte alignment of a pointer, on ROCm whether its storage lies within 2 GiB; an
+int's width, == 1 and multiple of 16 unless `do_not_specialize`; a float's type), the current
+device, and the constexprs and launch options by type and value. Calls that differ only in what
+Triton does not specialise on (a sequence length that stays a multiple of 16, the softmax scale)
+share the compiled kernel, as under Triton's path, and pass their own values.
 
-Not seen on the direct path: Triton knobs changed after a key's first launch (TRITON_DEBUG,
-instrumentation) and a kernel's pre-run hooks; our kernels have none, and a new process or a
-new key picks the knobs up.
+Triton's path is taken for the first launch of a key, always in the interpreter, for a kernel
+launched without all its constexprs (their defaults are Triton's to fill) or with annotated or
+constexpr leading parameters, and where this Triton lacks `native_specialize_impl`. Not seen on
+the direct path: Triton knobs changed after a key's first launch (TRITON_DEBUG,
+instrumentation) and pre-run hooks; our kernels have none.
 """
 from __future__ import annotations
 
-import torch
 from triton import knobs
 from triton.runtime import driver
 
 from .configs import INTERPRET
 
+try:      # Triton's argument specialisation (C++), the one its launch path keys kernels by
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.jit import native_specialize_impl
+except ImportError:                           # another Triton: every launch takes Triton's path
+    native_specialize_impl = None
+
 _COMPILED: dict = {}
 _MAX_ENTRIES = 4096           # a model has a few shapes; a sweep over many may refill it
-_HIP = torch.version.hip is not None
-_MAX_INT32 = 2**31 - 1
+_FLAGS: dict = {}
+_BACKENDS: dict = {}
 
 
-def _tensor_key(t: torch.Tensor):
-    if _HIP:                                  # Triton's "S" specialisation on AMD (buffer ops)
-        return t.dtype, t.get_device(), t.data_ptr() % 16 == 0, t.untyped_storage().size() <= _MAX_INT32
-    return t.dtype, t.get_device(), t.data_ptr() % 16 == 0
+def _param_flags(kernel, n: int):
+    """(is_const, specialize, align) of the first n parameters, as Triton's binder passes them
+    to native_specialize_impl; None when one is a constexpr or annotated (Triton's path then).
+    Kernels are keyed by id (a JITFunction hashes its source on every hash) and kept alive by
+    the entry, so an id cannot come back for another kernel."""
+    entry = _FLAGS.get((id(kernel), n))
+    if entry is None:
+        params = kernel.params[:n]
+        plain = len(params) == n and not any(p.is_constexpr or p.annotation_type for p in params)
+        flags = tuple((p.is_const, not p.do_not_specialize, not p.do_not_specialize_on_alignment)
+                      for p in params) if plain else None
+        entry = _FLAGS[(id(kernel), n)] = (kernel, flags)
+    return entry[1]
+
+
+def _backend(device):
+    if device not in _BACKENDS:
+        _BACKENDS[device] = make_backend(driver.active.get_current_target())
+    return _BACKENDS[device]
 
 
 def launch(kernel, grid: tuple, args: tuple, constexprs: dict) -> None:
     """kernel[grid](*args, **constexprs); `args` are the leading parameters, positionally,
     `constexprs` the rest by name (and launch options such as num_warps)."""
-    if INTERPRET:
+    flags = None if INTERPRET or native_specialize_impl is None else _param_flags(kernel, len(args))
+    if flags is None:
         kernel[grid](*args, **constexprs)
         return
     device = driver.active.get_current_device()
-    # (type and value, not value alone: 1, 1.0 and True hash alike, and Triton types them apart)
-    if _HIP:
-        tensors = [_tensor_key(a) if isinstance(a, torch.Tensor) else (type(a), a) for a in args]
-    else:                                     # _tensor_key inline: a call per argument costs ~0.1 us
-        tensors = [(a.dtype, a.get_device(), a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
-                   else (type(a), a) for a in args]
-    key = (kernel, device, *tensors, *[(name, type(value), value) for name, value in constexprs.items()])
+    backend = _backend(device)
+    # constexprs by type and value: 1, 1.0 and True hash alike, and Triton types them apart
+    key = (id(kernel), device, *[native_specialize_impl(backend, a, c, s, al) for a, (c, s, al) in zip(args, flags)],
+           *[(name, type(value), value) for name, value in constexprs.items()])
     compiled = _COMPILED.get(key)
     if compiled is None:
         compiled = kernel[grid](*args, **constexprs)

@@ -27,17 +27,17 @@ def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=
 
 
 def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
-    """configs.gluon_wins (h200-20261130-bwd, -sixth): dK/dV from 4k keys; dQ at d128 always, at
-    d64 from 4k keys. Only sm90, only calls the kernels serve."""
+    """configs.gluon_wins (h200-20261130-bwd, -sixth, -seventh): dK/dV at d128 always, at d64 from
+    4k keys; dQ at d128 always, at d64 from 4k keys. Only sm90, only calls the kernels serve."""
     for kernel in ("bwd_dkdv", "bwd_dq"):
         assert configs.switches(kernel, "cuda:sm90", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm90", 256, False)["GLUON"]
         assert not _config(monkeypatch, kernel=kernel, possible=False, causal=True, window_right=0)["GLUON"]
-    for d in (64, 128):                                                       # dK/dV: from 4k keys
+    for d in (64, 128):
         assert _config(monkeypatch, head_dim=d)["GLUON"] and _config(monkeypatch, head_dim=d, window_left=100)["GLUON"]
-        assert not _config(monkeypatch, head_dim=d, seqlen=2048)["GLUON"]
-        assert not _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["GLUON"]
+        short = _config(monkeypatch, head_dim=d, seqlen=2048)["GLUON"]
+        assert short == (d == 128) == _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", seqlen=128)["GLUON"]
     assert not _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", head_dim=64)["GLUON"]
@@ -49,12 +49,27 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
 def test_gluon_dkdv_when_asked(monkeypatch):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK)
     cfg = _config(monkeypatch)
-    assert cfg["GLUON"] and not cfg["ONE_PASS"]
-    assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["STAGE_P"]) == (64, 128, 4, True)   # d128: staged
-    assert not _config(monkeypatch, head_dim=64)["STAGE_P"]
+    assert cfg["GLUON"] and cfg["ONE_PASS"]                                   # d128: dQ in the same kernel
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["STAGE_P"]) == (64, 128, 4, False)
     assert not _config(monkeypatch, possible=False)["GLUON"]                  # GQA, fp32, softcap, ...
 
 
+def test_one_pass_by_default_where_it_measured_faster(monkeypatch):
+    """configs.one_pass_wins (h200-20261130-seventh call 5): with the Gluon dK/dV kernel, at d128
+    always, at d64 on masked calls from 4k keys; never for deterministic calls, never with
+    backward.py's kernel unless asked."""
+    assert _config(monkeypatch, seqlen=1024)["ONE_PASS"] and _config(monkeypatch, seqlen=1024, causal=True,
+                                                                   window_right=0)["ONE_PASS"]
+    assert _config(monkeypatch, head_dim=64, causal=True, window_right=0)["ONE_PASS"]
+    assert not _config(monkeypatch, head_dim=64)["ONE_PASS"]                              # d64 full
+    assert not _config(monkeypatch, head_dim=64, seqlen=2048, causal=True, window_right=0)["ONE_PASS"]
+    assert not _config(monkeypatch, deterministic=True)["ONE_PASS"]
+    assert not _config(monkeypatch, possible=False)["ONE_PASS"]              # backward.py's kernel
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"ONE_PASS": false}}')
+    assert _config(monkeypatch)["GLUON"] and not _config(monkeypatch)["ONE_PASS"]
+
+
+@pytest.mark.skipif(not configs.INTERPRET, reason="runs the call in the interpreter (CPU tensors)")
 def test_gluon_dkdv_only_with_a_positive_scale(monkeypatch):
     """The dK/dV kernel starts its multiplies from -lse / scale: a zero or negative scale goes to
     backward.py (the call itself runs in the interpreter here, on Triton's kernels)."""
@@ -79,12 +94,13 @@ def test_gluon_dkdv_checks_its_fixed_tile(monkeypatch):
     with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_N 128 and num_warps 4"):
         _config(monkeypatch)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "ONE_PASS": true}}')
-    assert not _config(monkeypatch)["ONE_PASS"]                               # no atomics in the Gluon kernel
-    assert configs.default("bwd_dkdv", "cuda:sm90", 64, torch.bfloat16, gluon=True)["BLOCK_M"] == 64
+    assert _config(monkeypatch)["ONE_PASS"]                                   # dQ by TMA reduce-adds
+    assert not _config(monkeypatch, deterministic=True)["ONE_PASS"]          # they add in any order
+    for d in (64, 128):
+        assert configs.default("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True)["BLOCK_M"] == 64
     for d in (64, 128):
         for c in configs.candidates("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True):
-            # at d128, 64 queries per step only with P^T / dS^T staged (in registers they spill)
-            assert (c["BLOCK_N"], c["num_warps"]) == (128, 4) and (d <= 64 or c["BLOCK_M"] == 32 or c["STAGE_P"])
+            assert (c["BLOCK_N"], c["num_warps"]) == (128, 4) and c["BLOCK_M"] in (32, 64)
 
 
 def test_gluon_dq_tiles(monkeypatch):
@@ -107,11 +123,13 @@ def test_gluon_dq_tiles(monkeypatch):
 gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
 
 
-# Each dK/dV GPU test runs both ways of feeding the dV and dK multiplies: P^T and dS^T in
-# registers (32 queries per step at d128) or staged through shared memory (64; the default at d128).
-DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false}}',
-             "staged": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true}}'}
-
+# Each dK/dV GPU test runs every way of feeding the dV and dK multiplies: P^T and dS^T in
+# registers (32 queries per step at d128), staged through shared memory (64; the default at
+# d128), and both with dQ added in the same kernel by TMA reduce-adds (one pass: no dQ kernel).
+DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false}}',
+             "staged": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": false}}',
+             "one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": true}}',
+             "one_pass_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true}}'}
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
@@ -119,8 +137,13 @@ def gluon_dkdv_calls(request, monkeypatch):
     """Asks for the Gluon dK/dV kernel (one way of staging its operands) and counts its launches."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", DKDV_ASKS[request.param])
     calls = count_calls(monkeypatch, tb, "_dkdv_gluon")
+    dq_calls = count_calls(monkeypatch, tb, "_dq_gluon")
     yield calls
-    assert all(bool(args[11].get("STAGE_P")) == (request.param == "staged") for args, _ in calls)   # args[11]: cfg
+    cfgs = [args[12] for args, _ in calls]                    # _dkdv_gluon's cfg
+    asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
+    assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] for c in cfgs)
+    if asked["ONE_PASS"]:
+        assert not dq_calls                                   # dQ came from the dK/dV kernel
 
 
 @gpu
@@ -148,8 +171,9 @@ def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window):
 
 @pytest.fixture
 def gluon_dq_calls(monkeypatch):
-    """Asks for the Gluon dQ kernel and counts its launches."""
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK_DQ)
+    """Asks for the Gluon dQ kernel (and two passes, where the dK/dV kernel would add dQ itself)
+    and counts its launches."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(ASK_DQ), "bwd_dkdv": {"ONE_PASS": False}}))
     return count_calls(monkeypatch, tb, "_dq_gluon")
 
 
@@ -178,4 +202,4 @@ def test_gluon_dq_windows_varlen_and_both_kernels(monkeypatch, gluon_dq_calls, w
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(DKDV_ASKS[dkdv]), **json.loads(ASK_DQ)}))
     dkdv_calls, before = count_calls(monkeypatch, tb, "_dkdv_gluon"), len(gluon_dq_calls)
     check(2, 1000, 1000, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
-    assert dkdv_calls and len(gluon_dq_calls) > before
+    assert dkdv_calls and (len(gluon_dq_calls) > before) == (not dkdv.startswith("one_pass"))   # else no dQ kernel

@@ -7,6 +7,7 @@ import types
 
 import pytest
 import torch
+from conftest import GPU
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
@@ -139,8 +140,8 @@ def test_a_kernel_left_to_its_constexpr_defaults_always_takes_tritons_path(kerne
 def test_every_launch_site_passes_every_constexpr(monkeypatch):
     """The launchers in backends/triton hand every parameter over, runtime ones positionally (else
     the direct path could not key or rebuild the arguments and would never be taken): forward,
-    backward and fp8 quantisation, run in the interpreter here; the Gluon launchers on the GPU
-    (test below)."""
+    backward and fp8 quantisation, in the interpreter on the CPU, compiled on a GPU; the Gluon
+    launchers on the GPU (test below)."""
     from attn_check import rand
     import fa_ck
     tb = importlib.import_module("fa_ck.backends.triton")
@@ -155,7 +156,9 @@ def test_every_launch_site_passes_every_constexpr(monkeypatch):
         seen.append((getattr(kernel, "__name__", kernel), missing))
         return launch_mod.launch(kernel, grid, args, constexprs)
     monkeypatch.setattr(tb, "launch", recording)
-    q, k, v = (rand(1, 20, 2, 32, dtype=torch.float32, device="cpu") for _ in range(3))
+    # the interpreter on the CPU; on a GPU compiled kernels (CPU tensors cannot reach them)
+    device, dtype = ("cuda", torch.bfloat16) if GPU else ("cpu", torch.float32)
+    q, k, v = (rand(1, 20, 2, 32, dtype=dtype, device=device) for _ in range(3))
     fa_ck.flash_attn_func(q, k, v, causal=True).sum().backward()
     fa_ck.flash_attn_fp8_func(q.detach(), k.detach(), v.detach(), causal=True)
     assert len(seen) >= 6 and all(not missing for _, missing in seen), seen

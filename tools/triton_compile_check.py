@@ -150,7 +150,7 @@ def gluon_kernels():
     from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
     pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "DO", "DK", "DV", "DQ")}
-    pointers.update(LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
+    pointers.update(DQ_ACC="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
                     scale="fp32", scale_log2="fp32")
     bf16 = torch.bfloat16
     for d in (64, 128):
@@ -178,9 +178,14 @@ def gluon_kernels():
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16),
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=tb._smem_layout(64, cfg["BLOCK_M"], bf16),
-                          num_warps=cfg["num_warps"])
+                          ONE_PASS=configs.one_pass_wins(d, 4096, causal),
+                          SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
+            if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
+                consts = dict(consts, ONE_PASS=False)
+                yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+                    _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
             cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16),
@@ -189,11 +194,13 @@ def gluon_kernels():
                 _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
 
 
-# Gluon defaults allowed to spill, in bytes of stack at most: each measured faster on the H200
-# than the configuration that does not spill. bwd_dkdv at d128 causal: 64 queries per step with
-# P^T / dS^T staged (32 bytes under Triton 3.7.1) beat 32 queries per step in registers by 3-5 %
-# fwd+bwd at S4k-16k (bench/results/h200-20261130-sixth, call 3).
-GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32}
+# Gluon defaults allowed to spill, in bytes of stack at most (Triton 3.7.1): each measured faster
+# on the H200 than the configurations that do not spill. bwd_dkdv at d128: 64 queries per step
+# with P^T / dS^T as register operands, with and without dQ in the kernel, beat staging them
+# through shared memory (no spills) by 0-8 % fwd+bwd (bench/results/h200-20261130-seventh, calls
+# 3-5; call 5: one pass with register operands fastest at every d128 point).
+GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
+                         "bwd_dkdv gluon two-pass bf16 d128 full": 8}
 
 
 def _gluon_sig(fn, consts: dict, types: dict) -> dict:

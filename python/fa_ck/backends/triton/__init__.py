@@ -234,7 +234,8 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     ~25 us of host time per kernel and call (h200-20261130-sixth call 1)."""
     autotune = bench is not None and tuning.autotune_enabled()
     key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
-                                 configs.gluon_wins(kernel, head_dim, sk, p.has_window), tma_possible,
+                                 configs.gluon_wins(kernel, head_dim, sk, p.has_window),
+                                 configs.one_pass_wins(head_dim, sk, p.has_window), tma_possible,
                                  gluon_possible, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible)
@@ -256,8 +257,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if "GLUON" in sw:                        # asked for, or by default where it measured faster
         sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
             "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window))
-    if (p.deterministic or sw.get("GLUON")) and "ONE_PASS" in sw:
-        sw["ONE_PASS"] = False               # atomics add in a different order every run; Gluon has none
+    if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel
+        sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.one_pass_wins(head_dim, sk, p.has_window)
+    if p.deterministic and "ONE_PASS" in sw:
+        sw["ONE_PASS"] = False               # atomics add in a different order every run
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)
     gluon = sw.get("GLUON", False)
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
@@ -420,7 +423,8 @@ def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
     """The swizzled shared-memory layout TMA writes and wgmma reads, for (rows, cols) tiles."""
     key = (rows, cols, dtype)
     if key not in _SMEM_LAYOUTS:
-        gl_dtype = {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}.get(dtype, gl.bfloat16)
+        gl_dtype = {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv,
+                    torch.float32: gl.float32}.get(dtype, gl.bfloat16)
         _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for([rows, cols], gl_dtype)
     return _SMEM_LAYOUTS[key]
 
@@ -446,19 +450,23 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         PINGPONG=bool(cfg.get("PINGPONG")), FP8=p.fp8, P_SCALE=p_scale, num_warps=cfg["num_warps"]))
 
 
-def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
-    """Launch backward_gluon.py into dk and dv (experimental: FA_CK_TRITON_CONFIG bwd_dkdv GLUON)."""
+def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
+    """Launch backward_gluon.py into dk and dv, and with ONE_PASS dQ / scale into dq_acc (fp32 zeros)."""
     _tma_allocator()
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    one_pass = bool(cfg["ONE_PASS"])
     launch(bwd_dkdv_gluon_kernel, (_cdiv(sk, bn), hkv, b), (
-        q, k, v, do, lse, delta, dk, dv, cu_q, cu_k,
+        q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
-        *_strides(dk, p.varlen), *_strides(dv, p.varlen), *_lse_strides(lse, p.varlen), sq, sk, d,
+        *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
+        *_lse_strides(lse, p.varlen), sq, sk, d,
         p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
         BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
-        STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), num_warps=cfg["num_warps"]))
+        STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
+        SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32),
+        num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
@@ -508,10 +516,10 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
 
     def run_dkdv(cfg):
         nonlocal dq_acc
-        if cfg.get("GLUON"):
-            return _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
         if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
             dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        if cfg.get("GLUON"):
+            return _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
         if cfg["TMA"]:
             _tma_allocator()
         launch(bwd_dkdv_kernel, (_cdiv(sk, cfg["BLOCK_N"]), hkv, b),
@@ -537,7 +545,7 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
-        dq.copy_(dq_acc.mul_(p.scale))
+        torch.mul(dq_acc, p.scale, out=dq)
     else:
         run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq),
                        gluon_possible=gluon_ok))

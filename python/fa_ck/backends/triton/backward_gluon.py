@@ -31,17 +31,32 @@ rings (forward_gluon._stream_kv). Per key block j, software-pipelined across blo
 
 delta comes from bwd_preprocess (minus dlse when lse has a gradient), as for backward.py.
 """
+from triton._C.libtriton import ir
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language._core import builtin
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
 from .common import query_blocks
 from .forward_gluon import _invalidate_rings, _key_blocks, _ring_barriers, _rows, _scores, _sequence, _stream_kv
 
+# a barrier among one partition's threads: gl.barrier in Triton 3.7, gl.thread_barrier in 3.6
+_partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+
 # the query-block bounds are backward.py's, compiled again as Gluon (the score mask and the
 # sequence bounds come through forward_gluon, as does the descriptor helper)
 _query_blocks = gluon.jit(query_blocks.fn)
+
+
+@builtin
+def _tma_add(desc, coord, src, _semantic=None):
+    """The tile in shared memory `src` added into desc's tile at coord by the TMA unit
+    (cp.reduce.async.bulk.tensor: whole lines reduced in L2; rows and columns past the
+    descriptor's bounds skipped), asynchronously: tma.store_wait before src is written again.
+    Gluon's hopper.tma wraps the copies but not this op, which its builder has."""
+    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
+    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, desc.handle, coord, src.handle)
 
 
 @gluon.jit
@@ -51,8 +66,8 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
     mbarrier.expect(kv_bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(k_desc, [n0, 0], kv_bar, k_smem)
-    tma.async_copy_global_to_shared(v_desc, [n0, 0], kv_bar, v_smem)
+    tma.async_copy_global_to_shared(k_desc, [n0, 0], kv_bar, k_smem.index(0))
+    tma.async_copy_global_to_shared(v_desc, [n0, 0], kv_bar, v_smem.index(0))
     for i in range(n_blocks):
         buf = i % NUM_BUF
         mbarrier.wait(q_empty.index(buf), ((i // NUM_BUF) & 1) ^ 1, pred=i >= NUM_BUF)
@@ -75,14 +90,24 @@ def _query_stats(lse_base, delta_base, m0, seqlen_q, scale, BLOCK_M: gl.constexp
 
 
 @gluon.jit
-def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, pt_smem, dst_smem, kv_bar, q_full, q_empty, lse_base,
-                  delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo, full_hi, n_blocks,
-                  seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr):
-    """One warpgroup: keys [n0, n0 + 64) against the query blocks, then their dK and dV.
-    STAGE_P: P^T and dS^T go to pt_smem / dst_smem (this warpgroup's) for their multiplies."""
-    ROWS: gl.constexpr = k_smem.shape[0]
-    BLOCK_D: gl.constexpr = k_smem.shape[1]
+def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+                  lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
+                  full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
+                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
+                  WG: gl.constexpr):
+    """Warpgroup WG (0 or 1): keys [n0, n0 + 64) (rows 64 * WG of k_smem, v_smem) against the
+    query blocks, then their dK and dV.
+    STAGE_P: P^T goes through p_smem[WG], dS^T through this warpgroup's rows of ds_smem, for the
+    dV and dK multiplies (else they take them from registers). ONE_PASS: once both warpgroups'
+    dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
+    128 keys) are added to dQ by a TMA reduce-add through dq_desc; ds_full / ds_free hand ds_smem
+    between the two warpgroups.
+    Each tile that never moves (K, V, P^T, dS^T) comes through a leading axis indexed by `zero`,
+    0 but not provably so: with a constant address the multiplies' wgmma descriptors were
+    hoisted out of the loop, where they held registers for all of it (at d128 the staged causal
+    kernel spilled 32 bytes, one pass 140+)."""
+    ROWS: gl.constexpr = 64
+    BLOCK_D: gl.constexpr = k_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
@@ -92,9 +117,15 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, pt_smem, dst_smem, kv_bar, q_
                                                        instr_shape=[16, BLOCK_D, 16])
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
+    ROW0: gl.constexpr = WG * ROWS
+    HALF_D: gl.constexpr = BLOCK_D // 2
+    D0: gl.constexpr = WG * HALF_D
+    q_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HALF_D, 16])
 
     offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     s_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, s_layout)
+    dq_zero = gl.zeros([BLOCK_M, HALF_D], gl.float32, q_layout)
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s)
@@ -113,32 +144,65 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, pt_smem, dst_smem, kv_bar, q_
             offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
             st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
                              window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
-        st = warpgroup_mma(k_smem, q_smem.index(buf).permute((1, 0)), st0, is_async=True)
+        zero = (m0 < 0).to(gl.int32)
+        st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
+                           is_async=True)
         dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-        dpt = warpgroup_mma(v_smem, do_smem.index(buf).permute((1, 0)), dpt0, is_async=True)
+        dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
+                            is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
         pt = gl.exp2(st * scale_log2)
         if STAGE_P:
-            # P^T and dS^T through shared memory: no bf16 operand tiles in registers, so 64 queries
-            # per step fit at d128; dV's multiply starts before dP^T is waited for
+            # P^T through shared memory: no bf16 operand tiles in registers (64 queries per step fit
+            # at d128); dV's multiply starts before dP^T is waited for
+            pt_smem = p_smem.index(WG + zero)
             pt_smem.store(pt.to(dtype))
             fence_async_shared()              # the generic-proxy store before wgmma's async read
             dv = warpgroup_mma(pt_smem, do_smem.index(buf), dv, is_async=True)
             dpt = warpgroup_mma_wait(1, deps=[dpt])
-            dst_smem.store((pt * dpt).to(dtype))
-            fence_async_shared()
-            dk = warpgroup_mma(dst_smem, q_smem.index(buf), dk, is_async=True)
-            lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
-            dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
         else:
             dpt = warpgroup_mma_wait(0, deps=[dpt])
+        dst = (pt * dpt).to(dtype)
+        if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
+            if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
+                mbarrier.wait(ds_free, (i & 1) ^ 1, pred=i > 0)
+            dst_smem = ds_smem.index(zero).slice(ROW0, ROWS)
+            dst_smem.store(dst)
+            fence_async_shared()
+        if STAGE_P:
+            dk = warpgroup_mma(dst_smem, q_smem.index(buf), dk, is_async=True)
+        else:
             pt_a = gl.convert_layout(pt.to(dtype), a_layout)
-            dst_a = gl.convert_layout((pt * dpt).to(dtype), a_layout)
+            dst_a = gl.convert_layout(dst, a_layout)
             dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
             dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
-            lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
+        if ONE_PASS:
+            mbarrier.arrive(ds_full, count=1)
+            mbarrier.wait(ds_full, i & 1)     # the other warpgroup's dS^T rows are in too
+            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(zero).slice(D0, HALF_D, dim=1),
+                               dq_zero, use_acc=False, is_async=True)
+        lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
+        if ONE_PASS and STAGE_P:
+            dv, dk, dq = warpgroup_mma_wait(0, deps=[dv, dk, dq])
+        elif ONE_PASS:
+            dv, dk, dq, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_a, dst_a])
+        elif STAGE_P:
+            dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
+        else:
             dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
         mbarrier.arrive(q_empty.index(buf), count=1)
+        if ONE_PASS:
+            mbarrier.arrive(ds_free, count=1)
+            # dQ's columns through shared memory to a TMA reduce-add, not waited for here: the
+            # next block's waits only until this one has read its tile
+            dq_tile = dq_smem.index(WG)
+            tma.store_wait(0)
+            dq_tile.store(dq)
+            fence_async_shared()
+            _partition_barrier()              # the whole tile written before one thread issues the add
+            _tma_add(dq_desc, [m0, D0], dq_tile)
+    if ONE_PASS:
+        tma.store_wait(0)
 
     # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
     rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
@@ -151,18 +215,22 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, pt_smem, dst_smem, kv_bar, q_
 
 
 @gluon.jit
-def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, CU_Q, CU_K,
+def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                           stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
                           stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
+                          stride_dqb, stride_dqs, stride_dqh,
                           stride_lb, stride_lh, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
                           window_left, window_right,
                           BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
-                          num_warps: gl.constexpr):
+                          ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
-    STAGE_P: P^T and dS^T through shared memory (SMEM_P: their (64, BLOCK_M) tiles' layout)."""
+    STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS (with
+    STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
+    added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
+    tiles (SMEM_DQ: their layout)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
     pid_n = gl.program_id(0)
@@ -186,43 +254,58 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, CU_Q, CU_K,
     delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
     dk_base = DK + b64 * stride_dkb + h64 * stride_dkh + k_start * stride_dks
     dv_base = DV + b64 * stride_dvb + h64 * stride_dvh + k_start * stride_dvs
+    if ONE_PASS:
+        dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim, BLOCK_M,
+                        BLOCK_D // 2, SMEM_DQ)
+    else:
+        dq_desc = k_desc                                      # stand-in, never used
 
     lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
                                              MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
 
     dtype: gl.constexpr = Q.dtype.element_ty
-    k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_D], SMEM_KV)
-    v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_D], SMEM_KV)
+    # K, V and dS^T with a leading axis of 1: see _bwd_consumer
+    k_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_D], SMEM_KV)
+    v_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_D], SMEM_KV)
     q_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
     do_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
+    p_smem, ds_smem = q_smem, q_smem                          # stand-ins where operands stay in registers
     if STAGE_P:
-        p_smem = gl.allocate_shared_memory(dtype, [4, HALF, BLOCK_M], SMEM_P)   # P^T, dS^T per warpgroup
-        p0, ds0, p1, ds1 = p_smem.index(0), p_smem.index(1), p_smem.index(2), p_smem.index(3)
-    else:
-        p0, ds0, p1, ds1 = q_smem, q_smem, q_smem, q_smem     # stand-ins: operands stay in registers
+        p_smem = gl.allocate_shared_memory(dtype, [2, HALF, BLOCK_M], SMEM_P)      # P^T per warpgroup
+    if STAGE_P or ONE_PASS:
+        ds_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_M], SMEM_P)  # dS^T, 64 rows per warpgroup
+    dq_smem = q_smem
+    if ONE_PASS:   # each warpgroup's dQ columns on their way to the TMA reduce-add
+        dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, BLOCK_D // 2], SMEM_DQ)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    ds_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ds_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
+    mbarrier.init(ds_full, count=2)                 # one arrival per consumer warpgroup
+    mbarrier.init(ds_free, count=2)
     for i in gl.static_range(NUM_BUF):
         mbarrier.init(q_full.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=2)    # one arrival per consumer warpgroup
 
     gl.warp_specialize([
-        (_bwd_consumer, (k_smem.slice(0, HALF), v_smem.slice(0, HALF), q_smem, do_smem, p0, ds0, kv_bar, q_full,
-                         q_empty, lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0, lo, full_lo,
-                         full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                         window_right, MASK_LEFT, MASK_RIGHT, STAGE_P)),
-        (_bwd_consumer, (k_smem.slice(HALF, HALF), v_smem.slice(HALF, HALF), q_smem, do_smem, p1, ds1, kv_bar,
-                         q_full, q_empty, lse_base, delta_base, dk_base, dv_base, stride_dks, stride_dvs, n0 + HALF,
-                         lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+                         lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
+                         n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 0)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+                         lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
+                         n0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 1)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
                          n0, lo, n_blocks)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(kv_bar)
+    mbarrier.invalidate(ds_full)
+    mbarrier.invalidate(ds_free)
     for i in gl.static_range(NUM_BUF):
         mbarrier.invalidate(q_full.index(i))
         mbarrier.invalidate(q_empty.index(i))

@@ -80,12 +80,13 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # 3-deep K/V rings: +3-9% over 2 at d128 (h200-20261130-bwd call 6).
         return _cfg(GLUON_BLOCK_M, 64 if d > 64 else 128, GLUON_WARPS, 3)
     if gluon:
-        # backward_gluon.py: 128 keys fixed (two warpgroups of 64), 64 queries per step. At d128
-        # with P^T and dS^T staged through shared memory (STAGE_P): in registers beside dK, dV,
-        # S^T and dP^T they spill, and 32 queries per step were 2-8 % slower fwd+bwd
-        # (h200-20261130-sixth call 2); at d64 staging was 4-9 % slower. (Causal d128 still
-        # spills 32 bytes; measured faster all the same.)
-        return dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=d > 64)
+        # backward_gluon.py: 128 keys fixed (two warpgroups of 64), 64 queries per step, P^T and
+        # dS^T as register operands. At d128 that spilled until the kernel stopped its loop-
+        # invariant wgmma descriptors being hoisted (h200-20261130-seventh); since then it is as
+        # fast as staging them through shared memory (STAGE_P) or faster: same run, fwd+bwd +0-8 %
+        # (calls 3-5), and with ONE_PASS +1-2 % (call 5). At d64 staging was 4-9 % slower
+        # (h200-20261130-sixth call 2).
+        return dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=False)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
@@ -146,7 +147,9 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     a 64-wide head do not amortise the descriptors, warp specialisation and pipeline fill).
     bwd_dq (h200-20261130-bwd, call 6, fwd+bwd with 3-deep rings): d128 +7-24% at every length;
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
-    bwd_dkdv (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
+    bwd_dkdv, since it adds dQ itself (one_pass_wins; h200-20261130-seventh call 5): at head dims
+    65-128 everywhere (S1024 +5-12 % over backward.py's dK/dV and the Gluon dQ); at d64 from S4k.
+    Before that (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
     (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
     at d128 (h200-20261130-sixth calls 2-3): +3-7 % fwd+bwd over those choices from S4k, causal
     or not; at S1024 -5 % full, and causal +8 % in one run, -11 % in the next (that point swings
@@ -156,7 +159,16 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
         return d > 64 or seqlen_k >= 16384
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
-    return seqlen_k >= 4096
+    return d > 64 or seqlen_k >= 4096
+
+def one_pass_wins(head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
+    """Where the Gluon dK/dV kernel with dQ added in it (ONE_PASS: TMA reduce-adds, no dQ kernel)
+    beat the Gluon dK/dV + dQ pair on the H200 (bf16, same run, h200-20261130-seventh call 5):
+    at head dims 65-128 everywhere (fwd+bwd d128 S>=4k +8-16 %, S1024 +5-12 %); at d64 on masked
+    calls from 4k keys (+6-7 %; full calls -1 to -2 %, S1024 causal -6 to +6 %). Never with
+    deterministic=True (the adds land in any order)."""
+    return block_d(head_dim) > 64 or (masked and seqlen_k >= 4096)
+
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
@@ -190,9 +202,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     take turns to issue their multiplies, so one's softmax runs under the other's.
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
-    ONE_PASS (bwd_dkdv): dq accumulated with fp32 atomics inside the dk/dv kernel (never with
-    deterministic=True). Off: on the H200 it lost to the two-pass backward except at d128
-    causal S >= 4k (call1)."""
+    ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
+    the Gluon kernel's TMA reduce-adds, on by default where one_pass_wins (the launcher decides,
+    once it knows whether the Gluon kernel serves the call); by backward.py's fp32 atomics only
+    when asked (on the H200 that lost to two passes except at d128 causal S >= 4k, call1)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -220,8 +233,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     if gluon:
         if d <= 64:
             return [_cfg(bm, GLUON_BLOCK_N_BWD, GLUON_WARPS, st) for bm in (64, 32) for st in (2, 3)]
-        return [dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=True),
-                *(dict(_cfg(32, GLUON_BLOCK_N_BWD, GLUON_WARPS, st), STAGE_P=False) for st in (2, 3))]
+        return [dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=stage) for stage in (False, True)] + \
+            [dict(_cfg(32, GLUON_BLOCK_N_BWD, GLUON_WARPS, st), STAGE_P=False) for st in (2, 3)]
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":

@@ -1,6 +1,8 @@
 """The backward for Hopper (sm90) in Gluon, warp-specialised like forward_gluon.py: a dK/dV kernel
-and a dQ kernel. Both are off unless FA_CK_TRITON_CONFIG asks for them ('{"bwd_dkdv": {"GLUON":
-true}}', '{"bwd_dq": {"GLUON": true}}'): see configs.switches for where they measured faster.
+that can add dQ itself (ONE_PASS), and a dQ kernel for the calls it does not (GQA,
+deterministic=True). Where each is the default: configs.gluon_wins and configs.one_pass_wins;
+FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}',
+'{"bwd_dq": {"GLUON": ...}}').
 
 dK and dV:
 
@@ -14,7 +16,12 @@ each consumer computes, with keys along the rows (FlashAttention-2's transposed 
                                     the exp2 of P^T runs under the second)
     P^T = exp2(A * scale_log2),  dS^T = P^T * B       (= exp(scale S^T - lse), P^T (dP^T - delta))
     dV += P^T dO,  dK += dS^T Q    (P^T and dS^T from registers, or through shared memory with
-                                    STAGE_P: then 64 queries per step fit at d128)
+                                    STAGE_P)
+    ONE_PASS: dS^T to shared memory; once both warpgroups' rows are there, each multiplies half
+    of dQ's columns, dS K over all 128 keys, and hands the tile to the TMA unit as a reduce-add
+    into DQ_ACC (fp32; the launcher scales it into dq). The add is waited for one block later,
+    just before its tile is written again: waiting at once left the tensor cores idle and the
+    fused kernel slower than the two it replaces (bench/results/h200-20261130-seventh, call 4).
 
 The start values need scale > 0 (the launcher sends other scales to backward.py).
 

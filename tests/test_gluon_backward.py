@@ -151,7 +151,7 @@ def gluon_dkdv_calls(request, monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape", [
     (2, 1000, 1000, 4, 4, 128), (1, 2048, 2048, 2, 2, 64), (2, 777, 1531, 2, 2, 96), (3, 1531, 129, 2, 2, 128),
-    (2, 1, 300, 2, 2, 128), (1, 300, 1, 2, 2, 64), (1, 130, 257, 2, 2, 32),
+    (2, 1, 300, 2, 2, 128), (1, 300, 1, 2, 2, 64), (1, 130, 257, 2, 2, 32), (2, 300, 513, 2, 2, 16),
 ])
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_dkdv_matches_reference(gluon_dkdv_calls, dtype, shape, causal):

@@ -161,6 +161,7 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
         return d > 64 or seqlen_k >= 4096
     return d > 64 or seqlen_k >= 4096
 
+
 def one_pass_wins(head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
     """Where the Gluon dK/dV kernel with dQ added in it (ONE_PASS: TMA reduce-adds, no dQ kernel)
     beat the Gluon dK/dV + dQ pair on the H200 (bf16, same run, h200-20261130-seventh call 5):

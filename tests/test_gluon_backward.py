@@ -28,7 +28,8 @@ def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=
 
 def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
     """configs.gluon_wins (h200-20261130-bwd, -sixth, -seventh): dK/dV at d128 always, at d64 from
-    4k keys; dQ at d128 always, at d64 from 4k keys. Only sm90, only calls the kernels serve."""
+    4k keys or masked; dQ at d128 always, at d64 from 4k keys. Only sm90, only calls the kernels
+    serve."""
     for kernel in ("bwd_dkdv", "bwd_dq"):
         assert configs.switches(kernel, "cuda:sm90", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
@@ -36,8 +37,8 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
         assert not _config(monkeypatch, kernel=kernel, possible=False, causal=True, window_right=0)["GLUON"]
     for d in (64, 128):
         assert _config(monkeypatch, head_dim=d)["GLUON"] and _config(monkeypatch, head_dim=d, window_left=100)["GLUON"]
-        short = _config(monkeypatch, head_dim=d, seqlen=2048)["GLUON"]
-        assert short == (d == 128) == _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["GLUON"]
+        assert _config(monkeypatch, head_dim=d, seqlen=2048)["GLUON"] == (d == 128)
+        assert _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", seqlen=128)["GLUON"]
     assert not _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", head_dim=64)["GLUON"]
@@ -55,14 +56,15 @@ def test_gluon_dkdv_when_asked(monkeypatch):
 
 
 def test_one_pass_by_default_where_it_measured_faster(monkeypatch):
-    """configs.one_pass_wins (h200-20261130-seventh call 5): with the Gluon dK/dV kernel, at d128
-    always, at d64 on masked calls from 4k keys; never for deterministic calls, never with
-    backward.py's kernel unless asked."""
+    """configs.one_pass_wins (h200-20261130-seventh calls 5, 9): with the Gluon dK/dV kernel, at
+    d128 always, at d64 on masked calls; never for deterministic calls, never with backward.py's
+    kernel unless asked."""
     assert _config(monkeypatch, seqlen=1024)["ONE_PASS"] and _config(monkeypatch, seqlen=1024, causal=True,
                                                                    window_right=0)["ONE_PASS"]
-    assert _config(monkeypatch, head_dim=64, causal=True, window_right=0)["ONE_PASS"]
-    assert not _config(monkeypatch, head_dim=64)["ONE_PASS"]                              # d64 full
-    assert not _config(monkeypatch, head_dim=64, seqlen=2048, causal=True, window_right=0)["ONE_PASS"]
+    for seqlen in (1024, 4096):
+        assert _config(monkeypatch, head_dim=64, seqlen=seqlen, causal=True, window_right=0)["ONE_PASS"]
+        assert _config(monkeypatch, head_dim=64, seqlen=seqlen, window_left=100)["ONE_PASS"]
+        assert not _config(monkeypatch, head_dim=64, seqlen=seqlen)["ONE_PASS"]          # d64 full
     assert not _config(monkeypatch, deterministic=True)["ONE_PASS"]
     assert not _config(monkeypatch, possible=False)["ONE_PASS"]              # backward.py's kernel
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"ONE_PASS": false}}')

@@ -147,8 +147,9 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     a 64-wide head do not amortise the descriptors, warp specialisation and pipeline fill).
     bwd_dq (h200-20261130-bwd, call 6, fwd+bwd with 3-deep rings): d128 +7-24% at every length;
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
-    bwd_dkdv, since it adds dQ itself (one_pass_wins; h200-20261130-seventh call 5): at head dims
-    65-128 everywhere (S1024 +5-12 % over backward.py's dK/dV and the Gluon dQ); at d64 from S4k.
+    bwd_dkdv, since it adds dQ itself (one_pass_wins; h200-20261130-seventh calls 5, 9): at head
+    dims 65-128 everywhere (S1024 +5-12 % over backward.py's dK/dV and the Gluon dQ); at d64 from
+    S4k, and on masked calls at any length (the nanoGPT shape +6 %, twice).
     Before that (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
     (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
     at d128 (h200-20261130-sixth calls 2-3): +3-7 % fwd+bwd over those choices from S4k, causal
@@ -159,16 +160,17 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
         return d > 64 or seqlen_k >= 16384
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
-    return d > 64 or seqlen_k >= 4096
+    return d > 64 or seqlen_k >= 4096 or masked
 
 
 def one_pass_wins(head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
     """Where the Gluon dK/dV kernel with dQ added in it (ONE_PASS: TMA reduce-adds, no dQ kernel)
     beat the Gluon dK/dV + dQ pair on the H200 (bf16, same run, h200-20261130-seventh call 5):
     at head dims 65-128 everywhere (fwd+bwd d128 S>=4k +8-16 %, S1024 +5-12 %); at d64 on masked
-    calls from 4k keys (+6-7 %; full calls -1 to -2 %, S1024 causal -6 to +6 %). Never with
+    calls (from 4k keys +6-7 %; full calls -1 to -2 %). At d64 S1024 causal, against backward.py's
+    kernels there: the nanoGPT shape +6 % in calls 5 and 9, B16xH32 -6 % and 0 %. Never with
     deterministic=True (the adds land in any order)."""
-    return block_d(head_dim) > 64 or (masked and seqlen_k >= 4096)
+    return block_d(head_dim) > 64 or masked
 
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)

@@ -3,6 +3,7 @@ configuration checks (CPU), and its results against the float64 reference on an 
 Gluon has no interpreter: on the CPU the kernel is only compiled for sm90
 (test_triton_kernels.py::test_sm90_compiles_the_edge_shapes runs it through the scan)."""
 import importlib
+import json
 
 import pytest
 import torch
@@ -110,11 +111,29 @@ def test_gluon_config_and_its_checks(monkeypatch):
 gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
 
 
+SCHEDULES = {"per-tile": (False, None), "persistent": (True, None), "persistent-3": (True, 3)}
+
+
+@pytest.fixture(params=list(SCHEDULES))
+def schedule(request, monkeypatch):
+    """The kernel's schedules: a program per tile, or PERSISTENT programs (one per SM, or on 3
+    programs, so each carries its rings and barriers through many tiles)."""
+    persistent, programs = SCHEDULES[request.param]
+    if programs:
+        monkeypatch.setattr(tb, "_sm_count", lambda device: programs)
+    return persistent
+
+
+def ask(persistent, **switches):
+    """FA_CK_TRITON_CONFIG sending the forward to the Gluon kernel with these switches."""
+    return json.dumps({"fwd": {"GLUON": True, "PERSISTENT": persistent, **switches}})
+
+
 @pytest.fixture
-def gluon_calls(monkeypatch):
-    """Sends every call it can serve to the Gluon forward (not only where it is the default) and
-    counts the launches: each test asserts its calls went there."""
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true}}')
+def gluon_calls(monkeypatch, schedule):
+    """Sends every call it can serve to the Gluon forward (not only where it is the default), in
+    each schedule, and counts the launches: each test asserts its calls went there."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule))
     return count_calls(monkeypatch, tb, "_forward_gluon")
 
 
@@ -136,9 +155,8 @@ def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):
 @pytest.mark.gpu
 @pytest.mark.parametrize("num_stages", [2, 3])
 @pytest.mark.parametrize("block_n", [128, 64])
-def test_gluon_forward_every_candidate(gluon_calls, monkeypatch, num_stages, block_n):
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG",
-                       f'{{"fwd": {{"GLUON": true, "BLOCK_N": {block_n}, "num_stages": {num_stages}}}}}')
+def test_gluon_forward_every_candidate(gluon_calls, schedule, monkeypatch, num_stages, block_n):
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, BLOCK_N=block_n, num_stages=num_stages))
     check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
     check(1, 700, 640, 2, 2, 64, dtype=torch.bfloat16, device="cuda", grads=False)
     assert gluon_calls
@@ -201,9 +219,10 @@ def test_gluon_forward_past_2_31_elements(gluon_calls):
     dict(shape=(2, 1, 300, 4, 1, 128)), dict(shape=(1, 300, 1, 2, 2, 64), causal=True),
     dict(shape=(3, 1531, 129, 6, 3, 96), window_size=(200, 37)), dict(shape=(2, 130, 257, 2, 1, 16)),
 ])
-def test_gluon_forward_pingpong(gluon_calls, monkeypatch, case):
-    # the warpgroups' turn-taking: any miscount of turns deadlocks or races (0, 1, 2+ key blocks)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true, "PINGPONG": true}}')
+def test_gluon_forward_pingpong(gluon_calls, schedule, monkeypatch, case):
+    # the warpgroups' turn-taking: any miscount of turns deadlocks or races (0, 1, 2+ key blocks,
+    # and persistent programs carry the count from tile to tile)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, PINGPONG=True))
     case = dict(case)
     check(*case.pop("shape"), dtype=torch.bfloat16, device="cuda", **case)
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 2, 128, dtype=torch.float16,

@@ -163,7 +163,7 @@ def gluon_kernels():
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
                           SMEM_P=tb._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
-                          PINGPONG=False, FP8=False, P_SCALE=1.0, num_warps=cfg["num_warps"])
+                          PINGPONG=False, PERSISTENT=False, FP8=False, P_SCALE=1.0, num_warps=cfg["num_warps"])
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, pointers), \
                 consts, cfg
             # fp8 (e4m3fn, keys-contiguous v): on request only, same kernel body

@@ -436,18 +436,33 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     _tma_allocator()
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
-    launch(fwd_gluon_kernel, (_cdiv(sq, bm), hq, b), (
+    persistent = bool(cfg.get("PERSISTENT"))
+    units = b * hq * (_cdiv(_cdiv(sq, bm), 2) if persistent else _cdiv(sq, bm))     # forward_gluon._tile
+    grid = max(1, min(units, _sm_count(q.device)) if persistent else units)
+    launch(fwd_gluon_kernel, (grid, 1, 1), (
         q, k, v, out, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
-        qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, hq // hkv, d, scal["scale_log2"],
+        qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, b, hq, hq // hkv, d, scal["scale_log2"],
         scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
-        PINGPONG=bool(cfg.get("PINGPONG")), FP8=p.fp8, P_SCALE=p_scale, num_warps=cfg["num_warps"]))
+        PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale,
+        num_warps=cfg["num_warps"]))
+
+
+_SM_COUNTS: dict = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of the device: a persistent kernel's program count."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SM_COUNTS:
+        _SM_COUNTS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SM_COUNTS[index]
 
 
 def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):

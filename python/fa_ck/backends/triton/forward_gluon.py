@@ -134,25 +134,19 @@ def _invalidate_rings(k_full, v_full, k_empty, v_empty):
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
-              m0, lo, n_blocks, V_KEYS_MAJOR: gl.constexpr):
-    """One warp: Q once, then K_j and V_j into buffer j % NUM_BUF once the consumers freed it."""
-    _load(q_desc, m0, q_bar, q_smem, q_desc.block_type.nbytes, True)
-    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, V_KEYS_MAJOR)
-
-
-@gluon.jit
 def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks,
-               V_KEYS_MAJOR: gl.constexpr = False):
+               V_KEYS_MAJOR: gl.constexpr = False, start=0):
     """K_j and V_j from key lo + j * BLOCK_N into buffer j % NUM_BUF of their rings, each once
     both consumers released the buffer's previous tile (its empty barrier). V_KEYS_MAJOR: v's
-    descriptor is over (head_dim, keys) (fp8's keys-contiguous v)."""
+    descriptor is over (head_dim, keys) (fp8's keys-contiguous v). start: blocks this partition
+    streamed before (a persistent program's earlier tiles): ring positions continue from it."""
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     for j in range(n_blocks):
-        buf = j % NUM_BUF
-        reuse = j >= NUM_BUF                 # buffer's previous tile: block j - NUM_BUF
-        phase = ((j // NUM_BUF) & 1) ^ 1
+        it = start + j
+        buf = it % NUM_BUF
+        reuse = it >= NUM_BUF                # buffer's previous tile: block it - NUM_BUF
+        phase = ((it // NUM_BUF) & 1) ^ 1
         mbarrier.wait(k_empty.index(buf), phase, pred=reuse)
         _load(k_desc, lo + j * BLOCK_N, k_full.index(buf), k_smem.index(buf), k_desc.block_type.nbytes, True)
         mbarrier.wait(v_empty.index(buf), phase, pred=reuse)
@@ -198,21 +192,108 @@ def _pv_wait(acc, p, dtype: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, p_smem, q_bar, k_full, v_full, k_empty, v_empty, my_turn, other_turn,
-              o_base, lse_base, stride_os, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim,
-              scale_log2, out_scale, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-              PINGPONG: gl.constexpr, FIRST: gl.constexpr, P_SCALE: gl.constexpr, V_KEYS_MAJOR: gl.constexpr):
-    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their out and lse.
-    PINGPONG: the two warpgroups take turns to issue their multiplies (my_turn / other_turn
-    barriers), so one's softmax runs under the other's multiplies (FlashAttention-3's ping-pong);
-    FIRST starts. out_scale multiplies the output (fp8: v's descale / P_SCALE; else 1); p_smem
-    holds this warpgroup's P for fp8 (unused otherwise)."""
+def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
+          BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+          PERSISTENT: gl.constexpr):
+    """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
+    seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is one query block of
+    a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
+    of them, the k-th heaviest and the k-th lightest, so every unit of a causal call weighs the
+    same and programs that take units in turn finish together. active: the tile holds queries."""
+    n_m = gl.cdiv(seqlen_q, 128)               # query blocks per head (seqlen_q: the longest)
+    if PERSISTENT:
+        per_head = (n_m + 1) // 2
+    else:
+        per_head = n_m
+    bh = u // per_head
+    k = u % per_head
+    pid_m = n_m - 1 - k
+    active = second == 0
+    if second == 1:
+        pid_m = k
+        active = k < n_m - 1 - k
+    h = bh % num_heads
+    b = bh // num_heads
+    m0 = pid_m * 128
+    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
+    active = active & (m0 < seqlen_q)
+    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, 128, BLOCK_N,
+                                           MASK_LEFT, MASK_RIGHT)
+    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+    if not active:
+        n_blocks = 0
+    return b, h, m0, q_start, k_start, seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active
+
+
+@gluon.jit
+def _units(seqlen_q, batch, num_heads, PERSISTENT: gl.constexpr):
+    """How many work units the call has (see _tile)."""
+    n_m = gl.cdiv(seqlen_q, 128)
+    if PERSISTENT:
+        n_m = (n_m + 1) // 2
+    return batch * num_heads * n_m
+
+
+@gluon.jit
+def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+              stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
+              window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
+              SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
+              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr):
+    """One warp: per tile, its descriptors (built here, on the device: varlen bounds come free),
+    Q once both consumers have done their last QK^T of the tile before, then K_j and V_j through
+    the rings. A persistent program so loads the next tile's first blocks under this one's tail."""
+    BLOCK_M: gl.constexpr = q_smem.shape[0]
+    BLOCK_D: gl.constexpr = q_smem.shape[1]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    NUM_BUF: gl.constexpr = k_smem.shape[0]
+    TILES: gl.constexpr = 2 if PERSISTENT else 1
+    n_q = 0                                    # Q tiles loaded
+    it = 0                                     # K/V blocks streamed
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, PERSISTENT), gl.num_programs(0)):
+        for second in range(TILES):
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
+                MASK_LEFT, MASK_RIGHT, PERSISTENT)
+            if n_blocks > 0:
+                if n_q > 0:
+                    # The descriptors are rewritten in place: first the last tile's Q consumed and its
+                    # last K and V landed (the TMA unit reads a descriptor while it copies).
+                    mbarrier.wait(q_empty, (n_q - 1) & 1)
+                    last = (it - 1) % NUM_BUF
+                    mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
+                    mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
+                b64 = b.to(gl.int64)
+                hk = (h // group).to(gl.int64)
+                q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
+                               BLOCK_M, BLOCK_D, SMEM_Q)
+                k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
+                               BLOCK_D, SMEM_KV)
+                v_head = V + b64 * stride_vb + hk * stride_vh
+                if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
+                    v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, sk], [stride_vd, 1],
+                                                        [BLOCK_D, BLOCK_N], SMEM_V)
+                else:
+                    v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
+                _load(q_desc, m0, q_full, q_smem, q_desc.block_type.nbytes, True)
+                _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
+                n_q += 1
+                it += n_blocks
+
+
+@gluon.jit
+def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
+            full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
+            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
+            V_KEYS_MAJOR: gl.constexpr):
+    """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
+    position `it`: (acc, row max, row sum in log2 units, rows laid out as acc's). Arrives on
+    q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    out_dtype: gl.constexpr = o_base.dtype.element_ty
     # wgmma's K per instruction: 32 bytes (16 halves, 32 fp8 values)
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 256 // dtype.primitive_bitwidth])
@@ -230,110 +311,137 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, q_bar, k_full, v_full, k_empty, v_
     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
     l_i = gl.zeros([ROWS], gl.float32, row_s)
-    mbarrier.wait(q_bar, 0)
-    if PINGPONG and not FIRST:
-        mbarrier.arrive(other_turn, count=1)
 
-    if n_blocks > 0:
-        # Block 0: S_0 and its softmax; nothing to multiply with V yet.
-        mbarrier.wait(k_full.index(0), 0)
-        _take_turn(my_turn, 0, PINGPONG)
-        qk = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    # Block 0: S_0 and its softmax; nothing to multiply with V yet.
+    buf = it % NUM_BUF
+    mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
+    _take_turn(my_turn, turns & 1, PINGPONG)
+    qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    _pass_turn(other_turn, PINGPONG)
+    qk = warpgroup_mma_wait(0, deps=[qk])
+    mbarrier.arrive(k_empty.index(buf), count=1)
+    p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)
+    p = _p_operand(p, p_smem, P_SCALE, dtype, p_layout)
+
+    for j in range(1, n_blocks):
+        buf = (it + j) % NUM_BUF
+        prev = (it + j - 1) % NUM_BUF
+        mbarrier.wait(k_full.index(buf), ((it + j) // NUM_BUF) & 1)
+        mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
+        _take_turn(my_turn, (turns + j) & 1, PINGPONG)
+        qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR)
         _pass_turn(other_turn, PINGPONG)
-        qk = warpgroup_mma_wait(0, deps=[qk])
-        mbarrier.arrive(k_empty.index(0), count=1)
-        p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                                   scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)
-        p = _p_operand(p, p_smem, P_SCALE, dtype, p_layout)
-
-        for j in range(1, n_blocks):
-            buf = j % NUM_BUF
-            prev = (j - 1) % NUM_BUF
-            mbarrier.wait(k_full.index(buf), (j // NUM_BUF) & 1)
-            mbarrier.wait(v_full.index(prev), ((j - 1) // NUM_BUF) & 1)
-            _take_turn(my_turn, j & 1, PINGPONG)
-            qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR)
-            _pass_turn(other_turn, PINGPONG)
-            qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
-            mbarrier.arrive(k_empty.index(buf), count=1)
-            p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
-                                            seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                            MASK_LEFT, MASK_RIGHT)
-            acc, p = _pv_wait(acc, p, dtype)
-            mbarrier.arrive(v_empty.index(prev), count=1)
-            acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-            p = _p_operand(p_next, p_smem, P_SCALE, dtype, p_layout)
-
-        last = (n_blocks - 1) % NUM_BUF
-        mbarrier.wait(v_full.index(last), ((n_blocks - 1) // NUM_BUF) & 1)
-        _take_turn(my_turn, n_blocks & 1, PINGPONG)
-        acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR)
-        _pass_turn(other_turn, PINGPONG)
+        qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
+        mbarrier.arrive(k_empty.index(buf), count=1)
+        p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
+                                        seqlen_q, seqlen_k, scale_log2, window_left, window_right,
+                                        MASK_LEFT, MASK_RIGHT)
         acc, p = _pv_wait(acc, p, dtype)
+        mbarrier.arrive(v_empty.index(prev), count=1)
+        acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+        p = _p_operand(p_next, p_smem, P_SCALE, dtype, p_layout)
+    mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
 
-    empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
-    inv_l = gl.where(empty, 0.0, out_scale / gl.where(empty, 1.0, l_i))
-    out = acc * gl.convert_layout(inv_l, row_o)[:, None]
-    # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows * stride
-    # passes 2^31 in tensors of more than 2^31 elements)
+    last = (it + n_blocks - 1) % NUM_BUF
+    mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
+    _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
+    acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR)
+    _pass_turn(other_turn, PINGPONG)
+    acc, p = _pv_wait(acc, p, dtype)
+    mbarrier.arrive(v_empty.index(last), count=1)
+    return acc, gl.convert_layout(m_i, row_o), gl.convert_layout(l_i, row_o)
+
+
+@gluon.jit
+def _consumer(q_smem, k_smem, v_smem, p_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn,
+              O, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
+              stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
+              window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
+              MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
+              FP8: gl.constexpr):
+    """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
+    it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
+    under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
+    issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
+    multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
+    for fp8 (unused otherwise)."""
+    ROWS: gl.constexpr = q_smem.shape[0]
+    BLOCK_D: gl.constexpr = q_smem.shape[1]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    TILES: gl.constexpr = 2 if PERSISTENT else 1
+    dtype: gl.constexpr = q_smem.dtype
+    out_dtype: gl.constexpr = O.dtype.element_ty
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_D, 256 // dtype.primitive_bitwidth])
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     rows = gl.arange(0, ROWS, layout=row_o)
     cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
-    ok = (m0 + rows[:, None] < seqlen_q) & (cols[None, :] < head_dim)
-    o_rows = o_base + m0.to(gl.int64) * stride_os
-    gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
-    lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
-    gl.store(lse_base + offs_m, lse, mask=offs_m < seqlen_q)
+    if PINGPONG and row0 > 0:
+        mbarrier.arrive(other_turn, count=1)
+    n_q = 0                                    # Q tiles used
+    it = 0                                     # K/V blocks consumed
+    turns = 0
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, PERSISTENT), gl.num_programs(0)):
+        for second in range(TILES):
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
+                MASK_LEFT, MASK_RIGHT, PERSISTENT)
+            if active:
+                m0 = m0 + row0
+                b64 = b.to(gl.int64)
+                out_scale = 1.0
+                tile_scale_log2 = scale_log2
+                if FP8:     # descales folded as in forward.py
+                    hk = (h // group).to(gl.int64)
+                    tile_scale_log2 = scale_log2 * gl.load(QD + b64 * stride_qdb + h) * gl.load(KD + b64 * stride_kdb + hk)
+                    out_scale = gl.load(VD + b64 * stride_kdb + hk) / P_SCALE
+                if n_blocks > 0:
+                    mbarrier.wait(q_full, n_q & 1)
+                    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
+                                            my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
+                                            tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
+                                            PINGPONG, P_SCALE, FP8)
+                    n_q += 1
+                    it += n_blocks
+                    turns += n_blocks + 1
+                else:
+                    acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
+                    m_i = gl.full([ROWS], float("-inf"), gl.float32, row_o)
+                    l_i = gl.zeros([ROWS], gl.float32, row_o)
+                empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
+                inv_l = gl.where(empty, 0.0, out_scale / gl.where(empty, 1.0, l_i))
+                out = acc * inv_l[:, None]
+                # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows *
+                # stride passes 2^31 in tensors of more than 2^31 elements)
+                ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
+                o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
+                gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
+                lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+                lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
+                gl.store(lse_rows + rows, lse, mask=m0 + rows < sq)
 
 
 @gluon.jit
 def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, stride_ob, stride_os, stride_oh,
-                     stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, group, head_dim, scale_log2,
-                     window_left, window_right,
+                     stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group,
+                     head_dim, scale_log2, window_left, window_right,
                      BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
-                     PINGPONG: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr, num_warps: gl.constexpr):
-    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
-    FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd), descales QD
-    (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles for fp8),
-    SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only)."""
+                     PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
+                     num_warps: gl.constexpr):
+    """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
+    (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
+    tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
+    warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
+    descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
+    for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
-    # Last query blocks first: under a causal mask they carry the most keys.
-    pid_m = gl.num_programs(0) - 1 - gl.program_id(0)
-    h = gl.program_id(1)
-    b = gl.program_id(2)
-    m0 = pid_m * BLOCK_M
-    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
-    if m0 >= seqlen_q:
-        return
-    b64 = b.to(gl.int64)
-    hk = (h // group).to(gl.int64)
-    h64 = h.to(gl.int64)
-    q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M, BLOCK_D,
-                   SMEM_Q)
-    k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
-                   SMEM_KV)
-    v_head = V + b64 * stride_vb + hk * stride_vh
-    out_scale = 1.0
-    if FP8:
-        # (head_dim, keys) tiles of the keys-contiguous v; descales folded as in forward.py
-        v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, seqlen_k], [stride_vd, 1], [BLOCK_D, BLOCK_N],
-                                            SMEM_V)
-        scale_log2 = scale_log2 * gl.load(QD + b64 * stride_qdb + h) * gl.load(KD + b64 * stride_kdb + hk)
-        out_scale = gl.load(VD + b64 * stride_kdb + hk) / P_SCALE
-    else:
-        v_desc = _rows(v_head, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-    o_base = O + b64 * stride_ob + h64 * stride_oh + q_start * stride_os
-    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
-
-    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
-                                           MASK_LEFT, MASK_RIGHT)
-    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
-
     dtype: gl.constexpr = Q.dtype.element_ty
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
@@ -346,27 +454,34 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
         p_smem0 = q_smem                     # stand-ins: P stays in registers
         p_smem1 = q_smem
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
+    mbarrier.init(q_full, count=1)
+    mbarrier.init(q_empty, count=2)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
 
     gl.warp_specialize([
-        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, q_bar, k_full, v_full, k_empty, v_empty,
-                     turn.index(0), turn.index(1), o_base, lse_base, stride_os, m0, lo, full_lo, full_hi, n_blocks,
-                     seqlen_q, seqlen_k, head_dim, scale_log2, out_scale, window_left, window_right, MASK_LEFT,
-                     MASK_RIGHT, PINGPONG, True, P_SCALE, FP8)),
-        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, q_bar, k_full, v_full, k_empty, v_empty,
-                     turn.index(1), turn.index(0), o_base, lse_base, stride_os, m0 + HALF, lo, full_lo, full_hi,
-                     n_blocks, seqlen_q, seqlen_k, head_dim, scale_log2, out_scale, window_left, window_right,
-                     MASK_LEFT, MASK_RIGHT, PINGPONG, False, P_SCALE, FP8)),
-        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty,
-                     m0, lo, n_blocks, FP8)),
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, q_full, q_empty, k_full, v_full, k_empty, v_empty,
+                     turn.index(0), turn.index(1), O, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh,
+                     stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group,
+                     head_dim, scale_log2, window_left, window_right, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT,
+                     PINGPONG, P_SCALE, FP8)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, q_full, q_empty, k_full, v_full, k_empty,
+                     v_empty, turn.index(1), turn.index(0), O, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os,
+                     stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads,
+                     group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN, MASK_LEFT, MASK_RIGHT,
+                     PERSISTENT, PINGPONG, P_SCALE, FP8)),
+        (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+                     stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
+                     window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,
+                     v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8)),
     ], [4, 1], [240, 24])
 
-    mbarrier.invalidate(q_bar)
+    mbarrier.invalidate(q_full)
+    mbarrier.invalidate(q_empty)
     mbarrier.invalidate(turn.index(0))
     mbarrier.invalidate(turn.index(1))
     _invalidate_rings(k_full, v_full, k_empty, v_empty)

@@ -111,22 +111,25 @@ def test_gluon_config_and_its_checks(monkeypatch):
 gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
 
 
-SCHEDULES = {"per-tile": (False, None), "persistent": (True, None), "persistent-3": (True, 3)}
+# (switches, programs): a program per tile, or PERSISTENT programs (one per SM, or 3, so each
+# carries its rings and barriers through many tiles); q, k, v as host-made descriptors, or
+# (HOST_DESC false, as for every varlen call) descriptors built per tile on the device
+SCHEDULES = {"per-tile": ({}, None), "persistent": ({"PERSISTENT": True}, None),
+             "persistent-3": ({"PERSISTENT": True}, 3), "device-desc": ({"HOST_DESC": False}, None),
+             "device-desc-persistent-3": ({"HOST_DESC": False, "PERSISTENT": True}, 3)}
 
 
 @pytest.fixture(params=list(SCHEDULES))
 def schedule(request, monkeypatch):
-    """The kernel's schedules: a program per tile, or PERSISTENT programs (one per SM, or on 3
-    programs, so each carries its rings and barriers through many tiles)."""
-    persistent, programs = SCHEDULES[request.param]
+    switches, programs = SCHEDULES[request.param]
     if programs:
         monkeypatch.setattr(tb, "_sm_count", lambda device: programs)
-    return persistent
+    return switches
 
 
-def ask(persistent, **switches):
+def ask(schedule, **switches):
     """FA_CK_TRITON_CONFIG sending the forward to the Gluon kernel with these switches."""
-    return json.dumps({"fwd": {"GLUON": True, "PERSISTENT": persistent, **switches}})
+    return json.dumps({"fwd": {"GLUON": True, **schedule, **switches}})
 
 
 @pytest.fixture

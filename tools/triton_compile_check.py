@@ -104,7 +104,7 @@ def _switches(kernel: str, arch: str, d: int, fp8: bool) -> dict:
     """The kernel's constexpr switches. GLUON (and its PINGPONG) picks another kernel (forward_gluon.py, sm90 only),
     which tools/sm90_offline_compile.py --scan compiles; here forward.py is compiled, as it
     still serves every call the Gluon forward does not."""
-    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in ("GLUON", "PINGPONG")}
+    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in ("GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC")}
 
 
 def kernels(d: int, dtype, causal: bool, arch: str):
@@ -163,17 +163,21 @@ def gluon_kernels():
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
                           SMEM_P=tb._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
-                          PINGPONG=False, PERSISTENT=False, FP8=False, P_SCALE=1.0, num_warps=cfg["num_warps"])
-            yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, pointers), \
-                consts, cfg
-            # fp8 (e4m3fn, keys-contiguous v): on request only, same kernel body
+                          PINGPONG=False, PERSISTENT=False, FP8=False, P_SCALE=1.0, HOST_DESC=True,
+                          num_warps=cfg["num_warps"])
+            bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+            yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, \
+                _gluon_sig(fwd_gluon_kernel, consts, dict(pointers, **_descs(bf16, bm, bn, bd))), consts, cfg
+            # varlen: descriptors built per tile on the device
+            yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, dict(
+                consts, HOST_DESC=False, VARLEN=True), pointers), dict(consts, HOST_DESC=False, VARLEN=True), cfg
+            # fp8 (e4m3fn, keys-contiguous v), same kernel body
             f8 = torch.float8_e4m3fn
-            consts = dict(consts, SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, f8), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, f8),
-                          SMEM_V=tb._smem_layout(bd, cfg["BLOCK_N"], f8),
-                          SMEM_P=tb._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], f8), FP8=True, P_SCALE=448.0)
-            fp8_ptrs = dict(pointers, Q="*fp8e4nv", K="*fp8e4nv", V="*fp8e4nv")
-            yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, fp8_ptrs), \
-                consts, cfg
+            consts = dict(consts, SMEM_Q=tb._smem_layout(bm, bd, f8), SMEM_KV=tb._smem_layout(bn, bd, f8),
+                          SMEM_V=tb._smem_layout(bd, bn, f8), SMEM_P=tb._smem_layout(bm // 2, bn, f8), FP8=True,
+                          P_SCALE=448.0)
+            yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, \
+                _gluon_sig(fwd_gluon_kernel, consts, dict(pointers, **_descs(f8, bm, bn, bd))), consts, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16),
@@ -194,13 +198,27 @@ def gluon_kernels():
                 _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
 
 
-# Gluon defaults allowed to spill, in bytes of stack at most (Triton 3.7.1): each measured faster
+# Gluon defaults allowed to spill, in bytes of stack at most (Triton 3.7.1). bwd_dkdv: each measured faster
 # on the H200 than the configurations that do not spill. bwd_dkdv at d128: 64 queries per step
 # with P^T / dS^T as register operands, with and without dQ in the kernel, beat staging them
 # through shared memory (no spills) by 0-8 % fwd+bwd (bench/results/h200-20261130-seventh, calls
 # 3-5; call 5: one pass with register operands fastest at every d128 point).
+# The d128 forward (since its tile loop, h200-20261130-eighth): a tile's scalars (batch entry,
+# head, sequence bounds), stored once per tile before the key-block loop and loaded after it;
+# the loop itself has no local loads or stores (SASS read with nvdisasm).
 GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
-                         "bwd_dkdv gluon two-pass bf16 d128 full": 8}
+                         "bwd_dkdv gluon two-pass bf16 d128 full": 8,
+                         "fwd gluon bf16 d128 full": 48, "fwd gluon bf16 d128 causal": 48,
+                         "fwd gluon varlen bf16 d128 full": 48, "fwd gluon varlen bf16 d128 causal": 48}
+
+
+def _descs(dtype, bm: int, bn: int, bd: int) -> dict:
+    """The forward's q, k, v as the host-made 4-D TMA descriptors of its launcher (fp8 v: keys-major)."""
+    import importlib
+    tb = importlib.import_module("fa_ck.backends.triton")
+    ty = "fp8e4nv" if dtype == torch.float8_e4m3fn else "bf16"
+    blocks = dict(Q=[1, 1, bm, bd], K=[1, 1, bn, bd], V=[1, 1, bd, bn] if ty == "fp8e4nv" else [1, 1, bn, bd])
+    return {n: f"tensordesc<{ty}{blk},{tb._smem_layout4(blk, dtype)!r}>" for n, blk in blocks.items()}
 
 
 def _gluon_sig(fn, consts: dict, types: dict) -> dict:

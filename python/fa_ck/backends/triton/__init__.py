@@ -31,6 +31,7 @@ try:
     from .backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from .forward_gluon import fwd_gluon_kernel
     from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     _GLUON_ERROR = ""
 except Exception as e:  # a Triton without Gluon's Hopper API: forward.py serves every call
     _GLUON_ERROR = f"{type(e).__name__}: {e}"
@@ -419,28 +420,44 @@ def _gluon_ok(q, k, v, out, p: AttnParams, kv_tma_ok: bool | None = None) -> boo
 _SMEM_LAYOUTS: dict = {}
 
 
+def _gl_dtype(dtype: torch.dtype):
+    return {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv, torch.float32: gl.float32}.get(dtype, gl.bfloat16)
+
+
+def _smem_layout4(block: list, dtype: torch.dtype):
+    key = (*block, dtype)
+    if key not in _SMEM_LAYOUTS:
+        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for(block, _gl_dtype(dtype))
+    return _SMEM_LAYOUTS[key]
+
+
 def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
     """The swizzled shared-memory layout TMA writes and wgmma reads, for (rows, cols) tiles."""
     key = (rows, cols, dtype)
     if key not in _SMEM_LAYOUTS:
-        gl_dtype = {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv,
-                    torch.float32: gl.float32}.get(dtype, gl.bfloat16)
-        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for([rows, cols], gl_dtype)
+        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for([rows, cols], _gl_dtype(dtype))
     return _SMEM_LAYOUTS[key]
 
 
 def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal,
                    p_scale):
-    """Launch forward_gluon.py into out and lse (its descriptors are built on the device).
-    fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales."""
-    _tma_allocator()
+    """Launch forward_gluon.py into out and lse. q, k and v go as TMA descriptors made here
+    (HOST_DESC), or for varlen (and on request) as pointers, the kernel building each tile's
+    descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
+    host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and sq > 0 and sk > 0
+    if host_desc:
+        q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
+        v_arg = _desc4(v, bd, bn, keys_contiguous=True) if p.fp8 else _desc4(v, bn, bd)
+    else:
+        _tma_allocator()
+        q_arg, k_arg, v_arg = q, k, v
     persistent = bool(cfg.get("PERSISTENT"))
     units = b * hq * (_cdiv(_cdiv(sq, bm), 2) if persistent else _cdiv(sq, bm))     # forward_gluon._tile
     grid = max(1, min(units, _sm_count(q.device)) if persistent else units)
     launch(fwd_gluon_kernel, (grid, 1, 1), (
-        q, k, v, out, lse, cu_q, cu_k, qd, kd, vd,
+        q_arg, k_arg, v_arg, out, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
         qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, b, hq, hq // hkv, d, scal["scale_log2"],
@@ -450,8 +467,17 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
-        PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale,
+        PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         num_warps=cfg["num_warps"]))
+
+
+def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False):
+    """A host-made TMA descriptor for (rows, cols) tiles of t (B, S, H, D) taken as (B, H, S, D),
+    or with keys_contiguous (fp8's v) as (B, H, D, S): tiles of one (batch, head), rows and
+    columns past the tensor's arriving as zeros."""
+    t4 = t.permute(0, 2, 3, 1) if keys_contiguous else t.permute(0, 2, 1, 3)
+    block = [1, 1, rows, cols]
+    return TensorDescriptor(t4, list(t4.shape), list(t4.stride()), block, _smem_layout4(block, t.dtype))
 
 
 _SM_COUNTS: dict = {}

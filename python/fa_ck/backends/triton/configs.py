@@ -202,7 +202,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
     the PV multiply; sm90 at head dims up to 128 (fp8: 65-128), for the calls it serves (see
     triton._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
-    take turns to issue their multiplies, so one's softmax runs under the other's.
+    take turns to issue their multiplies, so one's softmax runs under the other's. PERSISTENT
+    (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
+    this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
+    (never for varlen), not built per tile on the device.
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
@@ -219,6 +222,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["GLUON"] = sm == 90 and d <= 128 and (not fp8 or d > 64)
         out["PINGPONG"] = False
         out["PERSISTENT"] = False
+        out["HOST_DESC"] = True
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
@@ -264,7 +268,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # Keys FA_CK_TRITON_CONFIG may set per kernel: tile sizes and launch settings, and the
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
-    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT"),
+    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }

@@ -90,9 +90,14 @@ def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
 
 
 @gluon.jit
-def _load(desc, row, bar, dst, nbytes: gl.constexpr, pred):
-    mbarrier.expect(bar, nbytes, pred=pred)
-    tma.async_copy_global_to_shared(desc, [row, 0], bar, dst, pred=pred)
+def _copy(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
+    """TMA of one (rows, cols) tile into dst, completing on bar. FOUR_D: desc is a host-made
+    descriptor over (batch, heads, rows, cols), the tile that of (b, h); else a per-head 2-D one."""
+    mbarrier.expect(bar, desc.block_type.nbytes)
+    if FOUR_D:
+        tma.async_copy_global_to_shared(desc, [b, h, row, col], bar, dst.reshape([1, 1, dst.shape[0], dst.shape[1]]))
+    else:
+        tma.async_copy_global_to_shared(desc, [row, col], bar, dst)
 
 
 @gluon.jit
@@ -135,11 +140,12 @@ def _invalidate_rings(k_full, v_full, k_empty, v_empty):
 
 @gluon.jit
 def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks,
-               V_KEYS_MAJOR: gl.constexpr = False, start=0):
+               V_KEYS_MAJOR: gl.constexpr = False, start=0, b=0, h=0, FOUR_D: gl.constexpr = False):
     """K_j and V_j from key lo + j * BLOCK_N into buffer j % NUM_BUF of their rings, each once
     both consumers released the buffer's previous tile (its empty barrier). V_KEYS_MAJOR: v's
     descriptor is over (head_dim, keys) (fp8's keys-contiguous v). start: blocks this partition
-    streamed before (a persistent program's earlier tiles): ring positions continue from it."""
+    streamed before (a persistent program's earlier tiles): ring positions continue from it.
+    FOUR_D: host-made descriptors over (batch, heads, ...), the tiles those of (b, h)."""
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     for j in range(n_blocks):
@@ -148,13 +154,12 @@ def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty,
         reuse = it >= NUM_BUF                # buffer's previous tile: block it - NUM_BUF
         phase = ((it // NUM_BUF) & 1) ^ 1
         mbarrier.wait(k_empty.index(buf), phase, pred=reuse)
-        _load(k_desc, lo + j * BLOCK_N, k_full.index(buf), k_smem.index(buf), k_desc.block_type.nbytes, True)
+        _copy(k_desc, lo + j * BLOCK_N, 0, k_full.index(buf), k_smem.index(buf), b, h, FOUR_D)
         mbarrier.wait(v_empty.index(buf), phase, pred=reuse)
         if V_KEYS_MAJOR:
-            mbarrier.expect(v_full.index(buf), v_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc, [0, lo + j * BLOCK_N], v_full.index(buf), v_smem.index(buf))
+            _copy(v_desc, 0, lo + j * BLOCK_N, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
         else:
-            _load(v_desc, lo + j * BLOCK_N, v_full.index(buf), v_smem.index(buf), v_desc.block_type.nbytes, True)
+            _copy(v_desc, lo + j * BLOCK_N, 0, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
 
 
 @gluon.jit
@@ -239,10 +244,14 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
               stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
               window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
               SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
-              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr):
-    """One warp: per tile, its descriptors (built here, on the device: varlen bounds come free),
-    Q once both consumers have done their last QK^T of the tile before, then K_j and V_j through
-    the rings. A persistent program so loads the next tile's first blocks under this one's tail."""
+              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
+              HOST_DESC: gl.constexpr):
+    """One warp: per tile, Q once both consumers have done their last QK^T of the tile before,
+    then K_j and V_j through the rings. A persistent program so loads the next tile's first
+    blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
+    heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
+    tile's descriptors are built here on the device (varlen: its bounds come free), which took
+    ~2-3 us per tile on the H200 (h200-20261130-eighth call 2)."""
     BLOCK_M: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -256,27 +265,34 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
                 MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
-                if n_q > 0:
-                    # The descriptors are rewritten in place: first the last tile's Q consumed and its
-                    # last K and V landed (the TMA unit reads a descriptor while it copies).
-                    mbarrier.wait(q_empty, (n_q - 1) & 1)
-                    last = (it - 1) % NUM_BUF
-                    mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
-                    mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
-                b64 = b.to(gl.int64)
-                hk = (h // group).to(gl.int64)
-                q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
-                               BLOCK_M, BLOCK_D, SMEM_Q)
-                k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
-                               BLOCK_D, SMEM_KV)
-                v_head = V + b64 * stride_vb + hk * stride_vh
-                if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
-                    v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, sk], [stride_vd, 1],
-                                                        [BLOCK_D, BLOCK_N], SMEM_V)
+                if HOST_DESC:
+                    if n_q > 0:
+                        mbarrier.wait(q_empty, (n_q - 1) & 1)
+                    _copy(Q, m0, 0, q_full, q_smem, b, h, True)
+                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
+                               h // group, True)
                 else:
-                    v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-                _load(q_desc, m0, q_full, q_smem, q_desc.block_type.nbytes, True)
-                _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
+                    if n_q > 0:
+                        # The descriptors are rewritten in place: first the last tile's Q consumed and its
+                        # last K and V landed (the TMA unit reads a descriptor while it copies).
+                        mbarrier.wait(q_empty, (n_q - 1) & 1)
+                        last = (it - 1) % NUM_BUF
+                        mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
+                        mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
+                    b64 = b.to(gl.int64)
+                    hk = (h // group).to(gl.int64)
+                    q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
+                                   BLOCK_M, BLOCK_D, SMEM_Q)
+                    k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
+                                   BLOCK_D, SMEM_KV)
+                    v_head = V + b64 * stride_vb + hk * stride_vh
+                    if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
+                        v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, sk], [stride_vd, 1],
+                                                            [BLOCK_D, BLOCK_N], SMEM_V)
+                    else:
+                        v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
+                    _copy(q_desc, m0, 0, q_full, q_smem, b, h, False)
+                    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
                 n_q += 1
                 it += n_blocks
 
@@ -376,8 +392,6 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, q_full, q_empty, k_full, v_full, k
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_D, 256 // dtype.primitive_bitwidth])
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    rows = gl.arange(0, ROWS, layout=row_o)
-    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
     if PINGPONG and row0 > 0:
         mbarrier.arrive(other_turn, count=1)
     n_q = 0                                    # Q tiles used
@@ -415,6 +429,8 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, q_full, q_empty, k_full, v_full, k
                 out = acc * inv_l[:, None]
                 # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows *
                 # stride passes 2^31 in tensors of more than 2^31 elements)
+                rows = gl.arange(0, ROWS, layout=row_o)       # made here: no registers held across the loop
+                cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
                 ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
                 o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
                 gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
@@ -433,16 +449,20 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
-                     num_warps: gl.constexpr):
+                     HOST_DESC: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
     warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
     descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
-    for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only)."""
+    for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only). HOST_DESC: Q, K, V are
+    host-made TMA descriptors (see _producer), their strides unused."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
-    dtype: gl.constexpr = Q.dtype.element_ty
+    if HOST_DESC:
+        dtype: gl.constexpr = Q.dtype
+    else:
+        dtype: gl.constexpr = Q.dtype.element_ty
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     if FP8:
@@ -477,7 +497,7 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,
-                     v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8)),
+                     v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(q_full)

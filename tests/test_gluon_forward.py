@@ -85,6 +85,20 @@ def test_gluon_switch_only_on_sm90():
         assert not configs.switches("fwd", arch, 128, False)["GLUON"]
 
 
+def test_gluon_schedule_switches(monkeypatch):
+    """PERSISTENT off and host-made descriptors on by default; both can be asked for either way
+    (a default switch once overrode what FA_CK_TRITON_CONFIG asked)."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+    cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
+    assert cfg["GLUON"] and not cfg["PERSISTENT"] and cfg["HOST_DESC"]
+    for persistent in (True, False):
+        for host in (True, False):
+            monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"PERSISTENT": persistent, "HOST_DESC": host}))
+            cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
+            assert (cfg["PERSISTENT"], cfg["HOST_DESC"]) == (persistent, host)
+
+
 def test_gluon_config_and_its_checks(monkeypatch):
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)

@@ -251,8 +251,9 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
     tma_asked = "TMA" in over
-    over_sw = {k: over.pop(k) for k in ("TMA", "ONE_PASS", "GLUON", "PINGPONG") if k in over}
-    sw = {**configs.switches(kernel, arch, head_dim, p.fp8), **over_sw}
+    defaults = configs.switches(kernel, arch, head_dim, p.fp8)
+    over_sw = {k: over.pop(k) for k in [*over] if k in defaults or k in ("TMA", "ONE_PASS", "GLUON")}
+    sw = {**defaults, **over_sw}
     if "TMA" in sw:
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
     if "GLUON" in sw:                        # asked for, or by default where it measured faster

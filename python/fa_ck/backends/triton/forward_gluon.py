@@ -146,7 +146,7 @@ def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty,
     descriptor is over (head_dim, keys) (fp8's keys-contiguous v). start: blocks this partition
     streamed before (a persistent program's earlier tiles): ring positions continue from it.
     FOUR_D: host-made descriptors over (batch, heads, ...), the tiles those of (b, h)."""
-    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]     # (k_desc's block is (1, 1, BLOCK_N, BLOCK_D) with FOUR_D)
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     for j in range(n_blocks):
         it = start + j

@@ -86,17 +86,19 @@ def test_gluon_switch_only_on_sm90():
 
 
 def test_gluon_schedule_switches(monkeypatch):
-    """PERSISTENT off and host-made descriptors on by default; both can be asked for either way
-    (a default switch once overrode what FA_CK_TRITON_CONFIG asked)."""
+    """Persistent programs and host-made descriptors by default, TMA stores of out on request;
+    each can be asked for either way (a default switch once overrode what FA_CK_TRITON_CONFIG
+    asked)."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
     cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-    assert cfg["GLUON"] and not cfg["PERSISTENT"] and cfg["HOST_DESC"]
+    assert cfg["GLUON"] and cfg["PERSISTENT"] and cfg["HOST_DESC"] and not cfg["TMA_STORE"]
     for persistent in (True, False):
         for host in (True, False):
-            monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"PERSISTENT": persistent, "HOST_DESC": host}))
+            monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"PERSISTENT": persistent, "HOST_DESC": host,
+                                                           "TMA_STORE": not host}))
             cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-            assert (cfg["PERSISTENT"], cfg["HOST_DESC"]) == (persistent, host)
+            assert (cfg["PERSISTENT"], cfg["HOST_DESC"], cfg["TMA_STORE"]) == (persistent, host, not host)
 
 
 def test_gluon_config_and_its_checks(monkeypatch):
@@ -127,10 +129,13 @@ gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm9
 
 # (switches, programs): a program per tile, or PERSISTENT programs (one per SM, or 3, so each
 # carries its rings and barriers through many tiles); q, k, v as host-made descriptors, or
-# (HOST_DESC false, as for every varlen call) descriptors built per tile on the device
-SCHEDULES = {"per-tile": ({}, None), "persistent": ({"PERSISTENT": True}, None),
-             "persistent-3": ({"PERSISTENT": True}, 3), "device-desc": ({"HOST_DESC": False}, None),
-             "device-desc-persistent-3": ({"HOST_DESC": False, "PERSISTENT": True}, 3)}
+# (HOST_DESC false, as for every varlen call) descriptors built per tile on the device; out by
+# TMA stores (asked for)
+SCHEDULES = {"per-tile": ({"PERSISTENT": False}, None), "persistent": ({"PERSISTENT": True}, None),
+             "persistent-3": ({"PERSISTENT": True}, 3),
+             "device-desc": ({"HOST_DESC": False, "PERSISTENT": False}, None),
+             "device-desc-persistent-3": ({"HOST_DESC": False, "PERSISTENT": True}, 3),
+             "tma-store-persistent-3": ({"TMA_STORE": True, "PERSISTENT": True}, 3)}
 
 
 @pytest.fixture(params=list(SCHEDULES))

@@ -448,6 +448,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
     host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and sq > 0 and sk > 0
+    tma_store = host_desc and bool(cfg.get("TMA_STORE"))
+    o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
     if host_desc:
         q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
         v_arg = _desc4(v, bd, bn, keys_contiguous=True) if p.fp8 else _desc4(v, bn, bd)
@@ -458,7 +460,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     units = b * hq * (_cdiv(_cdiv(sq, bm), 2) if persistent else _cdiv(sq, bm))     # forward_gluon._tile
     grid = max(1, min(units, _sm_count(q.device)) if persistent else units)
     launch(fwd_gluon_kernel, (grid, 1, 1), (
-        q_arg, k_arg, v_arg, out, lse, cu_q, cu_k, qd, kd, vd,
+        q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
         qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, b, hq, hq // hkv, d, scal["scale_log2"],
@@ -469,7 +471,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
-        num_warps=cfg["num_warps"]))
+        TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), num_warps=cfg["num_warps"]))
 
 
 def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False):

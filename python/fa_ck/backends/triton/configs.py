@@ -205,7 +205,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     take turns to issue their multiplies, so one's softmax runs under the other's. PERSISTENT
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
     this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
-    (never for varlen), not built per tile on the device.
+    (never for varlen), not built per tile on the device. TMA_STORE (with HOST_DESC): out leaves
+    through shared memory as a TMA store, not waited for until the next tile's.
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
@@ -221,8 +222,11 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # fp8 (h200-20261130-bwd call 9): +5-22 % over forward.py's fp8 kernel at d128, -9 % at d64
         out["GLUON"] = sm == 90 and d <= 128 and (not fp8 or d > 64)
         out["PINGPONG"] = False
-        out["PERSISTENT"] = False
+        # h200-20261130-eighth call 5 (with host-made descriptors, same run): d128 S1024 full
+        # +8 %, S4k +4-7 %, S16k -2..+1 %, d64 S16k +2 %; S1024 causal too noisy to call.
+        out["PERSISTENT"] = True
         out["HOST_DESC"] = True
+        out["TMA_STORE"] = False
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
@@ -268,7 +272,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # Keys FA_CK_TRITON_CONFIG may set per kernel: tile sizes and launch settings, and the
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
-    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC"),
+    "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
+            "TMA_STORE"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }

@@ -32,6 +32,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 from .common import key_blocks, scores
 
+_partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thread_barrier in Triton 3.6)
+
 # The key-block bounds and the score mask are forward.py's, compiled again as Gluon.
 _key_blocks = gluon.jit(key_blocks.fn)
 _scores = gluon.jit(scores.fn)
@@ -371,18 +373,19 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, p_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn,
-              O, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
+def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
+              other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
     issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
     multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
-    for fp8 (unused otherwise)."""
+    for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
+    host-made descriptor like Q's), waited for only before the next tile's out is written."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -431,16 +434,26 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, q_full, q_empty, k_full, v_full, k
                 # stride passes 2^31 in tensors of more than 2^31 elements)
                 rows = gl.arange(0, ROWS, layout=row_o)       # made here: no registers held across the loop
                 cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
-                ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
-                o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
-                gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
+                if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
+                    tma.store_wait(0)                 # the last tile's out has left o_smem
+                    o_smem.store(out.to(out_dtype))
+                    fence_async_shared()
+                    _partition_barrier()              # the whole tile written before one thread issues the store
+                    tma.async_copy_shared_to_global(O_DESC, [b, h, m0, 0],
+                                                    o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))
+                else:
+                    ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
+                    o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
+                    gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
                 lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
                 lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
                 gl.store(lse_rows + rows, lse, mask=m0 + rows < sq)
+    if TMA_STORE:
+        tma.store_wait(0)
 
 
 @gluon.jit
-def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
+def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, stride_ob, stride_os, stride_oh,
                      stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group,
@@ -449,14 +462,15 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
-                     HOST_DESC: gl.constexpr, num_warps: gl.constexpr):
+                     HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
     warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
     descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
     for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only). HOST_DESC: Q, K, V are
-    host-made TMA descriptors (see _producer), their strides unused."""
+    host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
+    written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     if HOST_DESC:
@@ -474,6 +488,13 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
         p_smem0 = q_smem                     # stand-ins: P stays in registers
         p_smem1 = q_smem
+    if TMA_STORE:
+        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [2, HALF, BLOCK_D], SMEM_O)   # one per warpgroup
+        o_smem0 = o_smem.index(0)
+        o_smem1 = o_smem.index(1)
+    else:
+        o_smem0 = q_smem                     # stand-ins
+        o_smem1 = q_smem
     q_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
@@ -484,16 +505,16 @@ def fwd_gluon_kernel(Q, K, V, O, LSE, CU_Q, CU_K, QD, KD, VD,
     mbarrier.init(turn.index(1), count=1)
 
     gl.warp_specialize([
-        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, q_full, q_empty, k_full, v_full, k_empty, v_empty,
-                     turn.index(0), turn.index(1), O, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh,
-                     stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group,
-                     head_dim, scale_log2, window_left, window_right, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT,
-                     PINGPONG, P_SCALE, FP8)),
-        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, q_full, q_empty, k_full, v_full, k_empty,
-                     v_empty, turn.index(1), turn.index(0), O, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os,
-                     stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads,
-                     group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN, MASK_LEFT, MASK_RIGHT,
-                     PERSISTENT, PINGPONG, P_SCALE, FP8)),
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full,
+                     k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                     stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                     seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
+                     k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                     stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                     seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,

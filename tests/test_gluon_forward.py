@@ -86,19 +86,40 @@ def test_gluon_switch_only_on_sm90():
 
 
 def test_gluon_schedule_switches(monkeypatch):
-    """Persistent programs and host-made descriptors by default, TMA stores of out on request;
+    """Persistent programs, host-made descriptors and TMA stores of out by default at d128;
     each can be asked for either way (a default switch once overrode what FA_CK_TRITON_CONFIG
     asked)."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
     cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-    assert cfg["GLUON"] and cfg["PERSISTENT"] and cfg["HOST_DESC"] and not cfg["TMA_STORE"]
+    assert cfg["GLUON"] and cfg["PERSISTENT"] and cfg["HOST_DESC"] and cfg["TMA_STORE"]
     for persistent in (True, False):
         for host in (True, False):
             monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"PERSISTENT": persistent, "HOST_DESC": host,
                                                            "TMA_STORE": not host}))
             cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
             assert (cfg["PERSISTENT"], cfg["HOST_DESC"], cfg["TMA_STORE"]) == (persistent, host, not host)
+
+
+def test_gluon_tma_store_where_it_fits(monkeypatch):
+    """Out by TMA stores by default at head dims 65-128 (measured there), where shared memory
+    holds it: not with 3-deep rings of 128 keys at d128 (256 KB), an error when asked for."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+
+    def cfg(d=128, **asked):
+        if asked:
+            monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": asked}))
+        else:
+            monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
+        return tb._config("fwd", q, d, _params(), 16384, 16384, tma_possible=True, gluon_possible=True)
+    assert cfg()["TMA_STORE"] and not cfg(64)["TMA_STORE"]
+    assert not cfg(num_stages=3)["TMA_STORE"]                         # 3 x 128 keys: off by default
+    assert cfg(num_stages=3, BLOCK_N=64)["TMA_STORE"]
+    with pytest.raises(ValueError, match="TMA_STORE needs 263168 bytes of shared memory"):
+        cfg(num_stages=3, TMA_STORE=True)
+    assert configs.fwd_gluon_smem(128, dict(BLOCK_M=128, BLOCK_N=128, num_stages=2, TMA_STORE=True),
+                                  torch.bfloat16) == 128 * 128 * 2 * 6 + 1024
 
 
 def test_gluon_config_and_its_checks(monkeypatch):
@@ -130,9 +151,10 @@ gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm9
 # (switches, programs): a program per tile, or PERSISTENT programs (one per SM, or 3, so each
 # carries its rings and barriers through many tiles); q, k, v as host-made descriptors, or
 # (HOST_DESC false, as for every varlen call) descriptors built per tile on the device; out by
-# TMA stores (asked for)
-SCHEDULES = {"per-tile": ({"PERSISTENT": False}, None), "persistent": ({"PERSISTENT": True}, None),
-             "persistent-3": ({"PERSISTENT": True}, 3),
+# plain stores or TMA stores (the default at head dims 65-128)
+SCHEDULES = {"defaults": ({}, None),
+             "per-tile": ({"PERSISTENT": False, "TMA_STORE": False}, None),
+             "persistent-3": ({"PERSISTENT": True, "TMA_STORE": False}, 3),
              "device-desc": ({"HOST_DESC": False, "PERSISTENT": False}, None),
              "device-desc-persistent-3": ({"HOST_DESC": False, "PERSISTENT": True}, 3),
              "tma-store-persistent-3": ({"TMA_STORE": True, "PERSISTENT": True}, 3)}
@@ -179,6 +201,11 @@ def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):
 @pytest.mark.parametrize("block_n", [128, 64])
 def test_gluon_forward_every_candidate(gluon_calls, schedule, monkeypatch, num_stages, block_n):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, BLOCK_N=block_n, num_stages=num_stages))
+    cfg = dict(BLOCK_M=128, BLOCK_N=block_n, num_stages=num_stages, **schedule)
+    if configs.fwd_gluon_smem(128, cfg, torch.bfloat16) > configs.SMEM_BYTES_SM90:   # TMA_STORE asked, 3 x 128 keys
+        with pytest.raises(ValueError, match="TMA_STORE needs"):
+            check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
+        return
     check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
     check(1, 700, 640, 2, 2, 64, dtype=torch.bfloat16, device="cuda", grads=False)
     assert gluon_calls

@@ -163,25 +163,29 @@ def gluon_kernels():
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
                           SMEM_P=tb._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
-                          PINGPONG=False, PERSISTENT=True, FP8=False, P_SCALE=1.0, HOST_DESC=True, TMA_STORE=False,
-                          SMEM_O=tb._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16), num_warps=cfg["num_warps"])
+                          PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=tb._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
+                          num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
+                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-            yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, \
-                _gluon_sig(fwd_gluon_kernel, consts, dict(pointers, **_descs(bf16, bm, bn, bd))), consts, cfg
-            # out by TMA stores (on request)
-            yield f"fwd gluon tma-store bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, dict(
-                consts, TMA_STORE=True), dict(pointers, **_descs(bf16, bm, bn, bd), O_DESC=_desc_type(
-                    bf16, [1, 1, bm // 2, bd]))), dict(consts, TMA_STORE=True), cfg
+            out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
+            yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
+                pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
+            # out the other way (plain stores at d128, TMA stores at d64: asked for)
+            other = dict(consts, TMA_STORE=not consts["TMA_STORE"])
+            yield f"fwd gluon {'tma' if other['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", fwd_gluon_kernel, \
+                _gluon_sig(fwd_gluon_kernel, other, dict(pointers, **_descs(bf16, bm, bn, bd),
+                                                         **(out_desc if other["TMA_STORE"] else {}))), other, cfg
             # varlen: descriptors built per tile on the device
-            yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, dict(
-                consts, HOST_DESC=False, VARLEN=True), pointers), dict(consts, HOST_DESC=False, VARLEN=True), cfg
+            varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True)
+            yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, varlen, pointers), \
+                varlen, cfg
             # fp8 (e4m3fn, keys-contiguous v), same kernel body
             f8 = torch.float8_e4m3fn
             consts = dict(consts, SMEM_Q=tb._smem_layout(bm, bd, f8), SMEM_KV=tb._smem_layout(bn, bd, f8),
                           SMEM_V=tb._smem_layout(bd, bn, f8), SMEM_P=tb._smem_layout(bm // 2, bn, f8), FP8=True,
                           P_SCALE=448.0)
-            yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, \
-                _gluon_sig(fwd_gluon_kernel, consts, dict(pointers, **_descs(f8, bm, bn, bd))), consts, cfg
+            yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
+                pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16),

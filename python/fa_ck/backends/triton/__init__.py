@@ -280,6 +280,14 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                              f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
                              f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
+    if gluon and kernel == "fwd" and cfg.get("TMA_STORE") and \
+            configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) > configs.SMEM_BYTES_SM90:
+        if "TMA_STORE" in over_sw:
+            raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: TMA_STORE needs "
+                             f"{configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8)} bytes of shared memory with "
+                             f"BLOCK_N {cfg['BLOCK_N']} and num_stages {cfg['num_stages']} at head dim {head_dim} "
+                             f"(sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or keys per block")
+        cfg["TMA_STORE"] = False             # on by default only where it fits
     if tma and cfg["num_stages"] < configs.TMA_MIN_STAGES and arch != "interpreter":
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: TMA (on{'' if tma_asked else ' by default'} for this "
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
@@ -447,8 +455,9 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
-    host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and sq > 0 and sk > 0
-    tma_store = host_desc and bool(cfg.get("TMA_STORE"))
+    host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and q.numel() > 0 and k.numel() > 0
+    tma_store = host_desc and bool(cfg.get("TMA_STORE")) and \
+        configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
     o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
     if host_desc:
         q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
@@ -477,10 +486,15 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
 def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False):
     """A host-made TMA descriptor for (rows, cols) tiles of t (B, S, H, D) taken as (B, H, S, D),
     or with keys_contiguous (fp8's v) as (B, H, D, S): tiles of one (batch, head), rows and
-    columns past the tensor's arriving as zeros."""
-    t4 = t.permute(0, 2, 3, 1) if keys_contiguous else t.permute(0, 2, 1, 3)
+    columns past the tensor's arriving as zeros. Made without TensorDescriptor's checks, which
+    _tma_ok has done (alignment, strides): they were a fifth of the forward's host time."""
+    b, s, h, d = t.shape
+    sb, ss, sh, sd = t.stride()
     block = [1, 1, rows, cols]
-    return TensorDescriptor(t4, list(t4.shape), list(t4.stride()), block, _smem_layout4(block, t.dtype))
+    desc = object.__new__(TensorDescriptor)
+    desc.base, desc.block_shape, desc.layout, desc.padding = t, block, _smem_layout4(block, t.dtype), "zero"
+    desc.shape, desc.strides = ([b, h, d, s], [sb, sh, sd, ss]) if keys_contiguous else ([b, h, s, d], [sb, sh, ss, sd])
+    return desc
 
 
 _SM_COUNTS: dict = {}

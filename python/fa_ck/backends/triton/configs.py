@@ -226,11 +226,29 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # +8 %, S4k +4-7 %, S16k -2..+1 %, d64 S16k +2 %; S1024 causal too noisy to call.
         out["PERSISTENT"] = True
         out["HOST_DESC"] = True
-        out["TMA_STORE"] = False
+        # h200-20261130-eighth call 6 (same run): d128 forward +1 to +12 % at five of six points
+        # (S1024 full 0.87 -> 0.98x), -1 % at S16k full; at d64 -4 to +1 %: off there
+        out["TMA_STORE"] = 64 < d <= 128
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
     return out
+
+
+SMEM_BYTES_SM90 = 232448      # shared memory a program may have on sm90 (227 KB)
+
+
+def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
+    """Shared memory (bytes) forward_gluon.py allocates: Q, the K and V rings, P for fp8, out for
+    TMA_STORE (two 64-row tiles of out_bytes elements; by default the input's, 4 for fp8, whose
+    out may be float32), and a little for its barriers."""
+    d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
+    elem = 1 if fp8 else torch.finfo(dtype).bits // 8
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 else 0)
+    if cfg.get("TMA_STORE"):
+        total += bm * d * (out_bytes or (4 if fp8 else elem))
+    return total + 1024
 
 
 def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma: bool = False,

@@ -53,6 +53,9 @@ def test_gluon_dkdv_when_asked(monkeypatch):
     assert cfg["GLUON"] and cfg["ONE_PASS"]                                   # d128: dQ in the same kernel
     assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["STAGE_P"]) == (64, 128, 4, False)
     assert not _config(monkeypatch, possible=False)["GLUON"]                  # GQA, fp32, softcap, ...
+    assert not cfg["HOST_DESC"]                                               # descriptors on the device
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "HOST_DESC": true}}')
+    assert _config(monkeypatch)["HOST_DESC"]                                  # made on the host, when asked
 
 
 def test_one_pass_by_default_where_it_measured_faster(monkeypatch):
@@ -127,11 +130,17 @@ gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm9
 
 # Each dK/dV GPU test runs every way of feeding the dV and dK multiplies: P^T and dS^T in
 # registers (32 queries per step at d128), staged through shared memory (64; the default at
-# d128), and both with dQ added in the same kernel by TMA reduce-adds (one pass: no dQ kernel).
+# d128), and both with dQ added in the same kernel by TMA reduce-adds (one pass: no dQ kernel);
+# and with host-made descriptors (HOST_DESC; varlen calls build theirs on the device regardless).
 DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false}}',
              "staged": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": false}}',
              "one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": true}}',
-             "one_pass_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true}}'}
+             "one_pass_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true}}',
+             # q, k, v, dO and dQ's buffer as host-made descriptors (not yet run on a GPU when written)
+             "host_desc_one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                                   '"HOST_DESC": true}}',
+             "host_desc_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false, '
+                                    '"HOST_DESC": true}}'}
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
@@ -143,7 +152,8 @@ def gluon_dkdv_calls(request, monkeypatch):
     yield calls
     cfgs = [args[12] for args, _ in calls]                    # _dkdv_gluon's cfg
     asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
-    assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] for c in cfgs)
+    assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
+               bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:
         assert not dq_calls                                   # dQ came from the dK/dV kernel
 

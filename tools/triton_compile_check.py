@@ -191,9 +191,19 @@ def gluon_kernels():
                           SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16),
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=tb._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=configs.one_pass_wins(d, 4096, causal),
-                          SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), num_warps=cfg["num_warps"])
+                          SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
+                          num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
+            # q, k, v, dO and dQ's buffer as host-made descriptors (asked for; not yet run on a GPU)
+            bm = cfg["BLOCK_M"]
+            descs = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), DO=_desc_type(bf16, [1, 1, bm, bd]),
+                         K=_desc_type(bf16, [1, 1, 128, bd]), V=_desc_type(bf16, [1, 1, 128, bd]))
+            if consts["ONE_PASS"]:
+                descs["DQ_ACC"] = _desc_type(torch.float32, [1, 1, bm, bd // 2])
+            host = dict(consts, HOST_DESC=True)
+            yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+                _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
@@ -212,7 +222,8 @@ def gluon_kernels():
 # through shared memory (no spills) by 0-8 % fwd+bwd (bench/results/h200-20261130-seventh, calls
 # 3-5; call 5: one pass with register operands fastest at every d128 point).
 GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
-                         "bwd_dkdv gluon two-pass bf16 d128 full": 8}
+                         "bwd_dkdv gluon two-pass bf16 d128 full": 8, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
+                         "bwd_dkdv gluon host-desc bf16 d128 causal": 48}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton
@@ -233,7 +244,7 @@ def _descs(dtype, bm: int, bn: int, bd: int) -> dict:
 def _desc_type(dtype, block: list) -> str:
     import importlib
     tb = importlib.import_module("fa_ck.backends.triton")
-    ty = "fp8e4nv" if dtype == torch.float8_e4m3fn else "bf16"
+    ty = {torch.float8_e4m3fn: "fp8e4nv", torch.float32: "fp32"}.get(dtype, "bf16")
     return f"tensordesc<{ty}{block},{tb._smem_layout4(block, dtype)!r}>"
 
 

@@ -46,7 +46,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                                warpgroup_mma_wait)
 
 from .common import query_blocks
-from .forward_gluon import _invalidate_rings, _key_blocks, _ring_barriers, _rows, _scores, _sequence, _stream_kv
+from .forward_gluon import _invalidate_rings, _issue, _key_blocks, _ring_barriers, _rows, _scores, _sequence, _stream_kv
 
 # a barrier among one partition's threads: gl.barrier in Triton 3.7, gl.thread_barrier in 3.6
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
@@ -68,21 +68,22 @@ def _tma_add(desc, coord, src, _semantic=None):
 
 @gluon.jit
 def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
-                  n0, lo, n_blocks):
-    """One warp: K and V once, then Q_i and dO_i into buffer i % NUM_BUF once the consumers freed it."""
-    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+                  n0, lo, n_blocks, b, h, HOST_DESC: gl.constexpr):
+    """One warp: K and V once, then Q_i and dO_i into buffer i % NUM_BUF once the consumers freed
+    it. HOST_DESC: the descriptors are host-made 4-D ones over (batch, heads, rows, head_dim)."""
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
     mbarrier.expect(kv_bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(k_desc, [n0, 0], kv_bar, k_smem.index(0))
-    tma.async_copy_global_to_shared(v_desc, [n0, 0], kv_bar, v_smem.index(0))
+    _issue(k_desc, n0, 0, kv_bar, k_smem.index(0), b, h, HOST_DESC)
+    _issue(v_desc, n0, 0, kv_bar, v_smem.index(0), b, h, HOST_DESC)
     for i in range(n_blocks):
         buf = i % NUM_BUF
         mbarrier.wait(q_empty.index(buf), ((i // NUM_BUF) & 1) ^ 1, pred=i >= NUM_BUF)
         # Q and dO of a block share one barrier: the consumers need both
         bar = q_full.index(buf)
         mbarrier.expect(bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(q_desc, [lo + i * BLOCK_M, 0], bar, q_smem.index(buf))
-        tma.async_copy_global_to_shared(do_desc, [lo + i * BLOCK_M, 0], bar, do_smem.index(buf))
+        _issue(q_desc, lo + i * BLOCK_M, 0, bar, q_smem.index(buf), b, h, HOST_DESC)
+        _issue(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h, HOST_DESC)
 
 
 @gluon.jit
@@ -101,7 +102,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
                   full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  WG: gl.constexpr):
+                  WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr):
     """Warpgroup WG (0 or 1): keys [n0, n0 + 64) (rows 64 * WG of k_smem, v_smem) against the
     query blocks, then their dK and dV.
     STAGE_P: P^T goes through p_smem[WG], dS^T through this warpgroup's rows of ds_smem, for the
@@ -207,7 +208,10 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dq_tile.store(dq)
             fence_async_shared()
             _partition_barrier()              # the whole tile written before one thread issues the add
-            _tma_add(dq_desc, [m0, D0], dq_tile)
+            if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
+                _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
+            else:
+                _tma_add(dq_desc, [m0, D0], dq_tile)
     if ONE_PASS:
         tma.store_wait(0)
 
@@ -232,12 +236,14 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
-                          ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, num_warps: gl.constexpr):
+                          ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
+                          num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
-    STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS (with
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
-    tiles (SMEM_DQ: their layout)."""
+    tiles (SMEM_DQ: their layout). HOST_DESC: Q, K, V, DO (and DQ_ACC with ONE_PASS) are host-made
+    4-D TMA descriptors over (batch, heads, rows, head_dim), not pointers (no varlen): no
+    descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
     pid_n = gl.program_id(0)
@@ -249,29 +255,35 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         return
     b64 = b.to(gl.int64)
     h64 = h.to(gl.int64)
-    k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
-                   SMEM_KV)
-    v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
-                   SMEM_KV)
-    q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M, BLOCK_D,
-                   SMEM_Q)
-    do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, seqlen_q, head_dim, BLOCK_M,
-                    BLOCK_D, SMEM_Q)
+    if HOST_DESC:
+        k_desc, v_desc, q_desc, do_desc, dq_desc = K, V, Q, DO, DQ_ACC
+    else:
+        k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N,
+                       BLOCK_D, SMEM_KV)
+        v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N,
+                       BLOCK_D, SMEM_KV)
+        q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M,
+                       BLOCK_D, SMEM_Q)
+        do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, seqlen_q, head_dim, BLOCK_M,
+                        BLOCK_D, SMEM_Q)
+        if ONE_PASS:
+            dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim,
+                            BLOCK_M, BLOCK_D // 2, SMEM_DQ)
+        else:
+            dq_desc = k_desc                                  # stand-in, never used
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
     delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
     dk_base = DK + b64 * stride_dkb + h64 * stride_dkh + k_start * stride_dks
     dv_base = DV + b64 * stride_dvb + h64 * stride_dvh + k_start * stride_dvs
-    if ONE_PASS:
-        dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim, BLOCK_M,
-                        BLOCK_D // 2, SMEM_DQ)
-    else:
-        dq_desc = k_desc                                      # stand-in, never used
 
     lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
                                              MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
 
-    dtype: gl.constexpr = Q.dtype.element_ty
+    if HOST_DESC:
+        dtype: gl.constexpr = Q.dtype
+    else:
+        dtype: gl.constexpr = Q.dtype.element_ty
     # K, V and dS^T with a leading axis of 1: see _bwd_consumer
     k_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_D], SMEM_KV)
     v_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_D], SMEM_KV)
@@ -301,13 +313,13 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 0)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 0, b, h, HOST_DESC)),
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 1)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 1, b, h, HOST_DESC)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
-                         n0, lo, n_blocks)),
+                         n0, lo, n_blocks, b, h, HOST_DESC)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(kv_bar)

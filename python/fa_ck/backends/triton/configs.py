@@ -212,7 +212,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
     the Gluon kernel's TMA reduce-adds, on by default where one_pass_wins (the launcher decides,
     once it knows whether the Gluon kernel serves the call); by backward.py's fp32 atomics only
-    when asked (on the H200 that lost to two passes except at d128 causal S >= 4k, call1)."""
+    when asked (on the H200 that lost to two passes except at d128 causal S >= 4k, call1).
+    HOST_DESC (bwd_dkdv, with GLUON): q, k, v, dO and dQ's fp32 buffer as host-made descriptors,
+    as the forward has them; compile-checked only so far, so off unless asked for."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -232,6 +234,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
+        out["HOST_DESC"] = False             # compile-checked, not yet run on a GPU: asked for only
     return out
 
 
@@ -292,7 +295,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE"),
-    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P"),
+    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 

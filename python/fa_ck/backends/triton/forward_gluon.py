@@ -92,14 +92,21 @@ def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
 
 
 @gluon.jit
-def _copy(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
-    """TMA of one (rows, cols) tile into dst, completing on bar. FOUR_D: desc is a host-made
-    descriptor over (batch, heads, rows, cols), the tile that of (b, h); else a per-head 2-D one."""
-    mbarrier.expect(bar, desc.block_type.nbytes)
+def _issue(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
+    """TMA of one (rows, cols) tile into dst, completing on bar (its bytes expected by the caller).
+    FOUR_D: desc is a host-made descriptor over (batch, heads, rows, cols), the tile that of (b,
+    h); else a per-head 2-D one."""
     if FOUR_D:
         tma.async_copy_global_to_shared(desc, [b, h, row, col], bar, dst.reshape([1, 1, dst.shape[0], dst.shape[1]]))
     else:
         tma.async_copy_global_to_shared(desc, [row, col], bar, dst)
+
+
+@gluon.jit
+def _copy(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
+    """_issue, expecting the tile's bytes on bar first."""
+    mbarrier.expect(bar, desc.block_type.nbytes)
+    _issue(desc, row, col, bar, dst, b, h, FOUR_D)
 
 
 @gluon.jit

@@ -144,13 +144,28 @@ def test_quantize_kernel_is_torch_arithmetic_bit_for_bit(fmt, src):
     x = x.to(src).transpose(1, 2)                                      # (B, S, H, D) view of SDPA layout
     fmax = torch.finfo(fmt).max
     amax = x.abs().amax(dim=(1, 3)).float()
-    scale = fmax / amax.clamp_min(1e-12)
+    # tensor / tensor: one correctly rounded division (a float / tensor is a reciprocal times it)
+    scale = torch.full_like(amax, fmax) / amax.clamp_min(1e-12)
     want = (x.float() * scale[:, None, :, None]).clamp(-fmax, fmax).to(fmt)
     for keys_contiguous in (False, True):
         x8, descale = tb.quantize_fp8(x, fmt, keys_contiguous=keys_contiguous)
         assert x8.shape == x.shape and x8.dtype == fmt and (x8.stride(1) == 1) == keys_contiguous
         assert torch.equal(x8.float(), want.float())
         assert torch.equal(descale, 1.0 / scale)
+
+
+@pytest.mark.parametrize("fmt", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
+def test_quantize_nan_and_empty(fmt):
+    """A NaN anywhere in a (batch, head) gives that head a NaN descale (as torch's amax would), not
+    a finite scale that hides it; other heads are untouched. No tokens: the scale of zeros."""
+    _skip_unless_writable(fmt)
+    x = rand(2, 9, 3, 16)
+    x[1, 4, 2, 7] = float("nan")
+    x8, descale = tb.quantize_fp8(x, fmt)
+    assert torch.isnan(descale[1, 2]) and torch.isfinite(descale[torch.arange(2, device=DEVICE) != 1]).all()
+    assert torch.isfinite(descale[1, :2]).all()
+    x8, descale = tb.quantize_fp8(x[:, :0], fmt)
+    assert x8.shape == (2, 0, 3, 16) and descale.shape == (2, 3) and torch.isfinite(descale).all()
 
 
 def test_fp8_round_matches_torch_cast():

@@ -31,7 +31,7 @@ from ck_compile_check import compile_triton  # noqa: E402
 from fa_ck.backends.triton import configs  # noqa: E402
 from fa_ck.backends.triton.backward import bwd_dkdv_kernel, bwd_dq_kernel  # noqa: E402
 from fa_ck.backends.triton.forward import fwd_kernel  # noqa: E402
-from fa_ck.backends.triton.quantize import quantize_kernel  # noqa: E402
+from fa_ck.backends.triton.quantize import amax_kernel, quantize_kernel  # noqa: E402
 
 _TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _FLOATS = {"scale", "scale_log2", "softcap_in", "softcap_out", "dropout_p"}
@@ -253,18 +253,22 @@ def _gluon_sig(fn, consts: dict, types: dict) -> dict:
 
 
 def quantize_kernels(target: str):
-    """(name, signature, constexprs) of the fp8 quantisation into the target's format: q and k
-    written head-dim-contiguous (stride_od = 1), v keys-contiguous (stride_od generic)."""
+    """(name, kernel, signature, constexprs) of the fp8 quantisation into the target's format: the
+    amax pass, then q and k written head-dim-contiguous (stride_od = 1), v keys-contiguous
+    (stride_od generic)."""
     _, ty, _ = _FP8[target]
+    sig = {n: "i32" for n in amax_kernel.arg_names}
+    sig.update(X="*bf16", AMAX_BITS="*i32", BLOCK_S="constexpr", BLOCK_D="constexpr")
+    yield "amax bf16 d128", amax_kernel, sig, dict(BLOCK_S=64, BLOCK_D=128)
     for layout in ("q/k", "v"):
         sig = {n: "i32" for n in quantize_kernel.arg_names}
-        sig.update(X="*bf16", X8="*" + ty, SCALE="*fp32", fp8_max="fp32")
+        sig.update(X="*bf16", X8="*" + ty, AMAX_BITS="*i32", DESCALE="*fp32", fp8_max="fp32")
         consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0)
         if layout == "q/k":
             consts["stride_od"] = 1
         for c in consts:
             sig[c] = "constexpr"
-        yield f"quantize bf16->{ty} d128 {layout}", sig, consts
+        yield f"quantize bf16->{ty} d128 {layout}", quantize_kernel, sig, consts
 
 
 def _compile(failures: list, target: str, name: str, fn, sig: dict, consts: dict, num_warps: int, num_stages: int,
@@ -332,8 +336,8 @@ def main(argv=None) -> int:
             allowed = FWD_TILE_SPILL_BYTES if name.startswith("fwd gluon") else GLUON_SPILLS_MEASURED.get(name, 0)
             if st.get("stack", 0) > allowed:
                 failures.append(f"{target} {name}: spills ({st['stack']} bytes of stack) with the default config")
-        for name, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
-            st = _compile(failures, target, name, quantize_kernel, sig, consts, 4, 1)
+        for name, fn, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
+            st = _compile(failures, target, name, fn, sig, consts, 4, 1)
             if st is None:
                 continue
             st["matrix_ops"] = "-"

@@ -78,27 +78,33 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
 def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False):
     """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
     scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
-    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory."""
-    from .quantize import quantize_kernel
+    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory. Two kernels
+    (quantize.py): the amax, then the scaled, rounded copy."""
+    from .quantize import amax_kernel, quantize_kernel
     b, s, h, d = x.shape
     fmax = torch.finfo(dtype).max
-    amax = torch.linalg.vector_norm(x.detach(), ord=float("inf"), dim=(1, 3), dtype=torch.float32)
-    scale = (fmax / amax.clamp_min(1e-12)).contiguous()      # an all-zero head stays 0
     x8 = _empty_bshd((b, s, h, d), dtype, x.device, keys_contiguous)
+    if not x.numel():        # torch's amax of nothing is 0: the scale of an all-zero head
+        return x8, 1.0 / (fmax / torch.zeros((b, h), dtype=torch.float32, device=x.device).clamp_min(1e-12))
     # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
     # values already on the fp8 grid in float32, and torch's cast of them is exact
     out = _empty_bshd((b, s, h, d), torch.float32, x.device, keys_contiguous) if configs.INTERPRET else x8
-    if x.numel():
-        if x.stride(-1) != 1:
-            x = x.contiguous()
-        block_s = 16 if configs.INTERPRET else 64
-        emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
-        launch(quantize_kernel, (_cdiv(s, block_s), h, b),
-               (x, out, scale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax),
-               dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d), ROUND_EMIN=emin))
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    amax_bits = torch.zeros((b, h), dtype=torch.int32, device=x.device)
+    descale = torch.empty((b, h), dtype=torch.float32, device=x.device)
+    block_s = 16 if configs.INTERPRET else 64
+    grid = (_cdiv(s, block_s), h, b)
+    block_d = triton.next_power_of_2(d)
+    launch(amax_kernel, grid, (x, amax_bits, x.stride(0), x.stride(1), x.stride(2), s, d, h),
+           dict(BLOCK_S=block_s, BLOCK_D=block_d))
+    emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
+    launch(quantize_kernel, grid,
+           (x, out, amax_bits, descale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax),
+           dict(BLOCK_S=block_s, BLOCK_D=block_d, ROUND_EMIN=emin))
     if out is not x8:
         x8.copy_(out)
-    return x8, 1.0 / scale
+    return x8, descale
 
 
 def _empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:

@@ -310,6 +310,21 @@ def test_gluon_fp8_forward(gluon_calls, shape, causal):
 
 @gpu
 @pytest.mark.gpu
+def test_gluon_fp8_inputs_float32_out(gluon_calls):
+    """fp8 tensors with descales and float32 out through the Gluon kernel: the same numbers as the
+    quantising call (out stored as float32 rather than bf16)."""
+    q, k, v = (torch.randn(2, 300, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    v8 = tb._keys_contiguous(v8)
+    got = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
+                                    out_dtype=torch.float32, backend="triton")
+    want = fa_ck.flash_attn_fp8_func(q, k, v, causal=True, backend="triton")
+    assert got.dtype == torch.float32 and gluon_calls
+    assert torch.equal(got.to(torch.bfloat16), want)
+
+
+@gpu
+@pytest.mark.gpu
 def test_gluon_fp8_forward_leaves_unaligned_v_to_forward_py(gluon_calls):
     q, k, v = (torch.randn(1, 1000, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     fa_ck.flash_attn_fp8_func(q, k, v, backend="triton")      # v's keys-contiguous rows: 1000 bytes

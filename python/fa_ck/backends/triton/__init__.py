@@ -462,7 +462,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
     host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and q.numel() > 0 and k.numel() > 0
-    tma_store = host_desc and bool(cfg.get("TMA_STORE")) and \
+    # (float32 out, fp8 inputs' option, keeps plain stores: its TMA store has not run on a GPU)
+    tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
         configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
     o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
     if host_desc:

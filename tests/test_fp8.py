@@ -164,6 +164,8 @@ def test_quantize_nan_and_empty(fmt):
     x8, descale = tb.quantize_fp8(x, fmt)
     assert torch.isnan(descale[1, 2]) and torch.isfinite(descale[torch.arange(2, device=DEVICE) != 1]).all()
     assert torch.isfinite(descale[1, :2]).all()
+    assert torch.isnan(x8[1, :, 2].float()).all()                       # the whole head, as torch's clamp
+    assert torch.isfinite(x8[0].float()).all() and torch.isfinite(x8[1, :, :2].float()).all()
     x8, descale = tb.quantize_fp8(x[:, :0], fmt)
     assert x8.shape == (2, 0, 3, 16) and descale.shape == (2, 3) and torch.isfinite(descale).all()
 

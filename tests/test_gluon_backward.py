@@ -147,11 +147,21 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
 def gluon_dkdv_calls(request, monkeypatch):
     """Asks for the Gluon dK/dV kernel (one way of staging its operands) and counts its launches."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", DKDV_ASKS[request.param])
+    launches = []
+    real_launch = tb.launch
+
+    def recording(kernel, grid, args, constexprs):
+        if kernel is tb.bwd_dkdv_gluon_kernel:
+            launches.append((grid, constexprs))
+        return real_launch(kernel, grid, args, constexprs)
+    monkeypatch.setattr(tb, "launch", recording)
     calls = count_calls(monkeypatch, tb, "_dkdv_gluon")
     dq_calls = count_calls(monkeypatch, tb, "_dq_gluon")
     yield calls
     cfgs = [args[12] for args, _ in calls]                    # _dkdv_gluon's cfg
     asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
+    # the switch reached the kernel (varlen calls build their descriptors on the device)
+    assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

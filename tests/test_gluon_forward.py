@@ -95,10 +95,12 @@ def test_gluon_schedule_switches(monkeypatch):
     assert cfg["GLUON"] and cfg["PERSISTENT"] and cfg["HOST_DESC"] and cfg["TMA_STORE"]
     for persistent in (True, False):
         for host in (True, False):
-            monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"PERSISTENT": persistent, "HOST_DESC": host,
-                                                           "TMA_STORE": not host}))
-            cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-            assert (cfg["PERSISTENT"], cfg["HOST_DESC"], cfg["TMA_STORE"]) == (persistent, host, not host)
+            for store in (True, False):
+                monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"PERSISTENT": persistent, "HOST_DESC": host,
+                                                               "TMA_STORE": store}))
+                cfg = tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
+                # TMA stores go through a host-made descriptor: off without one
+                assert (cfg["PERSISTENT"], cfg["HOST_DESC"], cfg["TMA_STORE"]) == (persistent, host, store and host)
 
 
 def test_gluon_tma_store_where_it_fits(monkeypatch):
@@ -117,7 +119,9 @@ def test_gluon_tma_store_where_it_fits(monkeypatch):
     assert not cfg(num_stages=3)["TMA_STORE"]                         # 3 x 128 keys: off by default
     assert cfg(num_stages=3, BLOCK_N=64)["TMA_STORE"]
     with pytest.raises(ValueError, match="TMA_STORE needs 263168 bytes of shared memory"):
-        cfg(num_stages=3, TMA_STORE=True)
+        cfg(num_stages=3, TMA_STORE=True)                              # tiles the user chose: an error
+    assert not cfg(num_stages=3, TMA_STORE=True, HOST_DESC=False)["TMA_STORE"]   # no TMA store at all
+    assert cfg(64, num_stages=3, TMA_STORE=True)["TMA_STORE"]          # d64: 129 KB
     assert configs.fwd_gluon_smem(128, dict(BLOCK_M=128, BLOCK_N=128, num_stages=2, TMA_STORE=True),
                                   torch.bfloat16) == 128 * 128 * 2 * 6 + 1024
 
@@ -174,11 +178,31 @@ def ask(schedule, **switches):
 
 
 @pytest.fixture
-def gluon_calls(monkeypatch, schedule):
+def gluon_calls(request, monkeypatch, schedule):
     """Sends every call it can serve to the Gluon forward (not only where it is the default), in
-    each schedule, and counts the launches: each test asserts its calls went there."""
+    each schedule, and counts the launches: each test asserts its calls went there. Afterwards
+    checks that the schedule reached the kernel (its constexprs and grid), not only the config."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule))
-    return count_calls(monkeypatch, tb, "_forward_gluon")
+    launches = []
+    real_launch = tb.launch
+
+    def recording(kernel, grid, args, constexprs):
+        if kernel is tb.fwd_gluon_kernel:
+            launches.append((grid, constexprs))
+        return real_launch(kernel, grid, args, constexprs)
+    monkeypatch.setattr(tb, "launch", recording)
+    yield count_calls(monkeypatch, tb, "_forward_gluon")
+    persistent = schedule.get("PERSISTENT", True)
+    programs = SCHEDULES[request.node.callspec.params["schedule"]][1]
+    for grid, c in launches:
+        assert c["PERSISTENT"] == persistent
+        assert not c["TMA_STORE"] or c["HOST_DESC"]                  # TMA stores only through host descriptors
+        if not c["VARLEN"]:
+            assert c["HOST_DESC"] == schedule.get("HOST_DESC", True)
+        if programs:
+            assert grid[0] <= programs
+    if schedule.get("TMA_STORE") and schedule.get("HOST_DESC", True) and any(not c["VARLEN"] for _, c in launches):
+        assert any(c["TMA_STORE"] for _, c in launches)
 
 
 @gpu
@@ -205,8 +229,9 @@ def test_gluon_forward_every_candidate(gluon_calls, schedule, monkeypatch, num_s
     if configs.fwd_gluon_smem(128, cfg, torch.bfloat16) > configs.SMEM_BYTES_SM90:   # TMA_STORE asked, 3 x 128 keys
         with pytest.raises(ValueError, match="TMA_STORE needs"):
             check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
-        return
-    check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
+    else:
+        check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
+    assert configs.fwd_gluon_smem(64, cfg, torch.bfloat16) <= configs.SMEM_BYTES_SM90   # every candidate fits at d64
     check(1, 700, 640, 2, 2, 64, dtype=torch.bfloat16, device="cuda", grads=False)
     assert gluon_calls
 

@@ -286,14 +286,16 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                              f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
                              f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
+    if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
+        cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     if gluon and kernel == "fwd" and cfg.get("TMA_STORE") and \
             configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) > configs.SMEM_BYTES_SM90:
-        if "TMA_STORE" in over_sw:
+        if "TMA_STORE" in over_sw and ("num_stages" in over or "BLOCK_N" in over):   # tiles the user chose
             raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: TMA_STORE needs "
                              f"{configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8)} bytes of shared memory with "
                              f"BLOCK_N {cfg['BLOCK_N']} and num_stages {cfg['num_stages']} at head dim {head_dim} "
                              f"(sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or keys per block")
-        cfg["TMA_STORE"] = False             # on by default only where it fits
+        cfg["TMA_STORE"] = False             # by default (or over tuned tiles) only where it fits
     if tma and cfg["num_stages"] < configs.TMA_MIN_STAGES and arch != "interpreter":
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: TMA (on{'' if tma_asked else ' by default'} for this "
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
@@ -461,7 +463,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
-    host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and q.numel() > 0 and k.numel() > 0
+    host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and _host_desc_ok(q, k, v)
     # (float32 out, fp8 inputs' option, keeps plain stores: its TMA store has not run on a GPU)
     tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
         configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
@@ -488,6 +490,13 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), num_warps=cfg["num_warps"]))
+
+
+def _host_desc_ok(*tensors) -> bool:
+    """Whether host-made descriptors can describe these (B, S, H, D) tensors: nothing empty (a
+    tensor map has no zero-sized dimension), and no stride 0 on a dimension longer than 1 (an
+    expanded tensor: TMA's strides are not known to take 0; such calls build theirs per tile)."""
+    return all(t.numel() > 0 and all(st != 0 or n == 1 for st, n in zip(t.stride(), t.shape)) for t in tensors)
 
 
 def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False):
@@ -520,7 +529,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     HOST_DESC (asked for; not yet run on a GPU): q, k, v, do, dq_acc as host-made 4-D descriptors."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     one_pass = bool(cfg["ONE_PASS"])
-    host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and q.numel() > 0 and k.numel() > 0
+    host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
     if host_desc:
         args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))
         dq_arg = _desc4(dq_acc, bm, bd // 2) if one_pass else dq_acc

@@ -51,7 +51,9 @@ def quantize_kernel(X, X8, AMAX_BITS, DESCALE, stride_xb, stride_xs, stride_xh, 
     x = tl.load(X + wide(b) * stride_xb + wide(h) * stride_xh + rows * stride_xs + offs_d[None, :],
                 mask=ok, other=0.0).to(tl.float32)
     y = x * scale
-    y = tl.minimum(tl.maximum(y, -fp8_max), fp8_max)
+    # clamped as torch.clamp does it: NaN stays NaN (a NaN head is NaN, not -fp8_max)
+    y = tl.minimum(tl.maximum(y, -fp8_max, propagate_nan=tl.PropagateNan.ALL), fp8_max,
+                   propagate_nan=tl.PropagateNan.ALL)
     if ROUND_EMIN != 0:                                        # interpreter: round here
         y = fp8_round(y, ROUND_EMIN)
     tl.store(X8 + wide(b) * stride_ob + wide(h) * stride_oh + rows * stride_os + offs_d[None, :] * stride_od,

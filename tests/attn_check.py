@@ -181,3 +181,17 @@ def count_calls(monkeypatch, owner, name: str) -> list:
         return real(*args, **kwargs)
     monkeypatch.setattr(owner, name, counting)
     return calls
+
+
+def record_launches(monkeypatch, owner, kernel) -> list:
+    """Wrap owner.launch so each launch of `kernel` appends its (grid, constexprs) to the returned
+    list (tests that must prove a switch reached the kernel, not only its configuration)."""
+    launches = []
+    real = owner.launch
+
+    def recording(k, grid, args, constexprs):
+        if k is kernel:
+            launches.append((grid, constexprs))
+        return real(k, grid, args, constexprs)
+    monkeypatch.setattr(owner, "launch", recording)
+    return launches

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from attn_check import check, check_varlen, count_calls
+from attn_check import check, check_varlen, count_calls, record_launches
 from conftest import GPU
 from fa_ck.params import AttnParams
 
@@ -147,14 +147,7 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
 def gluon_dkdv_calls(request, monkeypatch):
     """Asks for the Gluon dK/dV kernel (one way of staging its operands) and counts its launches."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", DKDV_ASKS[request.param])
-    launches = []
-    real_launch = tb.launch
-
-    def recording(kernel, grid, args, constexprs):
-        if kernel is tb.bwd_dkdv_gluon_kernel:
-            launches.append((grid, constexprs))
-        return real_launch(kernel, grid, args, constexprs)
-    monkeypatch.setattr(tb, "launch", recording)
+    launches = record_launches(monkeypatch, tb, tb.bwd_dkdv_gluon_kernel)
     calls = count_calls(monkeypatch, tb, "_dkdv_gluon")
     dq_calls = count_calls(monkeypatch, tb, "_dq_gluon")
     yield calls

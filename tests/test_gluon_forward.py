@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import fa_ck
-from attn_check import check, check_varlen, count_calls
+from attn_check import check, check_varlen, count_calls, record_launches
 from conftest import GPU
 from fa_ck.params import AttnParams
 
@@ -183,14 +183,7 @@ def gluon_calls(request, monkeypatch, schedule):
     each schedule, and counts the launches: each test asserts its calls went there. Afterwards
     checks that the schedule reached the kernel (its constexprs and grid), not only the config."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule))
-    launches = []
-    real_launch = tb.launch
-
-    def recording(kernel, grid, args, constexprs):
-        if kernel is tb.fwd_gluon_kernel:
-            launches.append((grid, constexprs))
-        return real_launch(kernel, grid, args, constexprs)
-    monkeypatch.setattr(tb, "launch", recording)
+    launches = record_launches(monkeypatch, tb, tb.fwd_gluon_kernel)
     yield count_calls(monkeypatch, tb, "_forward_gluon")
     persistent = schedule.get("PERSISTENT", True)
     programs = SCHEDULES[request.node.callspec.params["schedule"]][1]

@@ -63,6 +63,25 @@ def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     assert not configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]
 
 
+@pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
+def test_host_descriptors():
+    """The 4-D descriptors the launchers make: (batch, heads, rows, head_dim) over (B, S, H, D)
+    tensors of any layout, (batch, heads, head_dim, keys) for fp8's keys-contiguous v; refused for
+    empty and expanded (stride-0) tensors, which build theirs on the device."""
+    q = torch.randn(2, 4, 300, 64, dtype=torch.bfloat16).transpose(1, 2)        # SDPA layout seen as BSHD
+    d = tb._desc4(q, 128, 64)
+    assert isinstance(d, tb.TensorDescriptor) and d.base is q and d.padding == "zero"
+    assert (d.shape, d.strides, d.block_shape) == ([2, 4, 300, 64], [4 * 300 * 64, 300 * 64, 64, 1], [1, 1, 128, 64])
+    assert d.layout == tb._smem_layout4([1, 1, 128, 64], torch.bfloat16)
+    v = tb._keys_contiguous(torch.randn(2, 304, 4, 128).to(torch.float8_e4m3fn))
+    d = tb._desc4(v, 128, 128, keys_contiguous=True)
+    assert (d.shape, d.strides) == ([2, 4, 128, 304], [4 * 128 * 304, 128 * 304, 304, 1])
+    assert tb._host_desc_ok(q, v)
+    assert not tb._host_desc_ok(q, q[:, :0])                                    # no tokens
+    assert not tb._host_desc_ok(q[:1].expand(2, -1, -1, -1))                   # batch stride 0
+    assert tb._host_desc_ok(q[:1])                                             # one batch entry: its stride is moot
+
+
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
     assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300)
     assert not configs.gluon_wins("fwd", 64, 4096) and configs.gluon_wins("fwd", 64, 16384)   # short d64: forward.py

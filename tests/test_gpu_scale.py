@@ -6,7 +6,7 @@ import torch
 
 import fa_ck
 from fa_ck import reference
-from attn_check import FWD_TOL, GRAD_TOL, alibi, assert_close, check, rand, tol
+from attn_check import FWD_TOL, GRAD_TOL, alibi, assert_close, check, rand
 from conftest import GPU
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not GPU, reason="needs a GPU")]

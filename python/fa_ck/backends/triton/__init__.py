@@ -288,11 +288,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
-    if gluon and kernel == "fwd" and cfg.get("TMA_STORE") and \
-            configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) > configs.SMEM_BYTES_SM90:
+    smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0
+    if cfg.get("TMA_STORE") and smem > configs.SMEM_BYTES_SM90:
         if "TMA_STORE" in over_sw and ("num_stages" in over or "BLOCK_N" in over):   # tiles the user chose
-            raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: TMA_STORE needs "
-                             f"{configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8)} bytes of shared memory with "
+            raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: TMA_STORE needs {smem} bytes of shared memory with "
                              f"BLOCK_N {cfg['BLOCK_N']} and num_stages {cfg['num_stages']} at head dim {head_dim} "
                              f"(sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or keys per block")
         cfg["TMA_STORE"] = False             # by default (or over tuned tiles) only where it fits

@@ -214,11 +214,7 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
     a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
     of them, the k-th heaviest and the k-th lightest, so every unit of a causal call weighs the
     same and programs that take units in turn finish together. active: the tile holds queries."""
-    n_m = gl.cdiv(seqlen_q, 128)               # query blocks per head (seqlen_q: the longest)
-    if PERSISTENT:
-        per_head = (n_m + 1) // 2
-    else:
-        per_head = n_m
+    n_m, per_head = _blocks_and_units(seqlen_q, PERSISTENT)
     bh = u // per_head
     k = u % per_head
     pid_m = n_m - 1 - k
@@ -240,12 +236,21 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
 
 
 @gluon.jit
-def _units(seqlen_q, batch, num_heads, PERSISTENT: gl.constexpr):
-    """How many work units the call has (see _tile)."""
+def _blocks_and_units(seqlen_q, PERSISTENT: gl.constexpr):
+    """(query blocks, work units) per head (seqlen_q: the longest sequence; see _tile)."""
     n_m = gl.cdiv(seqlen_q, 128)
     if PERSISTENT:
-        n_m = (n_m + 1) // 2
-    return batch * num_heads * n_m
+        per_head = (n_m + 1) // 2
+    else:
+        per_head = n_m
+    return n_m, per_head
+
+
+@gluon.jit
+def _units(seqlen_q, batch, num_heads, PERSISTENT: gl.constexpr):
+    """How many work units the call has (see _tile)."""
+    n_m, per_head = _blocks_and_units(seqlen_q, PERSISTENT)
+    return batch * num_heads * per_head
 
 
 @gluon.jit

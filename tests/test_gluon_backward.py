@@ -53,9 +53,23 @@ def test_gluon_dkdv_when_asked(monkeypatch):
     assert cfg["GLUON"] and cfg["ONE_PASS"]                                   # d128: dQ in the same kernel
     assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["STAGE_P"]) == (64, 128, 4, False)
     assert not _config(monkeypatch, possible=False)["GLUON"]                  # GQA, fp32, softcap, ...
-    assert not cfg["HOST_DESC"]                                               # descriptors on the device
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "HOST_DESC": true}}')
-    assert _config(monkeypatch)["HOST_DESC"]                                  # made on the host, when asked
+    assert cfg["HOST_DESC"]                                                   # descriptors made on the host
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "HOST_DESC": false}}')
+    assert not _config(monkeypatch)["HOST_DESC"]                              # on the device, when asked
+
+
+def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch):
+    """configs.dkdv_host_desc_wins (h200-20261130-ninth call 1): at d64 always, at d128 on full
+    calls; asked for, everywhere."""
+    causal = dict(causal=True, window_right=0)
+    for seqlen in (1024, 4096):
+        assert _config(monkeypatch, head_dim=64, seqlen=seqlen, **causal)["HOST_DESC"]
+        assert _config(monkeypatch, head_dim=64, seqlen=seqlen)["HOST_DESC"]
+        assert _config(monkeypatch, head_dim=128, seqlen=seqlen)["HOST_DESC"]
+        assert not _config(monkeypatch, head_dim=128, seqlen=seqlen, **causal)["HOST_DESC"]
+        assert not _config(monkeypatch, head_dim=128, seqlen=seqlen, window_left=100)["HOST_DESC"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"HOST_DESC": true}}')
+    assert _config(monkeypatch, head_dim=128, seqlen=1024, **causal)["HOST_DESC"]
 
 
 def test_one_pass_by_default_where_it_measured_faster(monkeypatch):
@@ -132,11 +146,15 @@ gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm9
 # registers (32 queries per step at d128), staged through shared memory (64; the default at
 # d128), and both with dQ added in the same kernel by TMA reduce-adds (one pass: no dQ kernel);
 # and with host-made descriptors (HOST_DESC; varlen calls build theirs on the device regardless).
-DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false}}',
-             "staged": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": false}}',
-             "one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": true}}',
-             "one_pass_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true}}',
-             # q, k, v, dO and dQ's buffer as host-made descriptors (not yet run on a GPU when written)
+DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false, '
+                           '"HOST_DESC": false}}',
+             "staged": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": false, '
+                       '"HOST_DESC": false}}',
+             "one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": true, '
+                         '"HOST_DESC": false}}',
+             "one_pass_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                                   '"HOST_DESC": false}}',
+             # q, k, v, dO and dQ's buffer as host-made descriptors (the default where they measured faster)
              "host_desc_one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
                                    '"HOST_DESC": true}}',
              "host_desc_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false, '
@@ -217,4 +235,5 @@ def test_gluon_dq_windows_varlen_and_both_kernels(monkeypatch, gluon_dq_calls, w
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(DKDV_ASKS[dkdv]), **json.loads(ASK_DQ)}))
     dkdv_calls, before = count_calls(monkeypatch, tb, "_dkdv_gluon"), len(gluon_dq_calls)
     check(2, 1000, 1000, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
-    assert dkdv_calls and (len(gluon_dq_calls) > before) == (not dkdv.startswith("one_pass"))   # else no dQ kernel
+    one_pass = json.loads(DKDV_ASKS[dkdv])["bwd_dkdv"]["ONE_PASS"]
+    assert dkdv_calls and (len(gluon_dq_calls) > before) == (not one_pass)   # one pass: no dQ kernel

@@ -108,10 +108,13 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
 
 
 def _empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
-    """An uninitialised (B, S, H, D) tensor; keys_contiguous: stored (B, H, D, S) in memory."""
+    """An uninitialised (B, S, H, D) tensor; keys_contiguous: stored (B, H, D, S) in memory, each
+    row of keys padded to a multiple of 16 elements so that TMA can address it (fp8's v: rows of
+    S bytes, which the Gluon forward could not take at S = 300)."""
     b, s, h, d = shape
     if keys_contiguous:
-        return torch.empty((b, h, d, s), dtype=dtype, device=device).permute(0, 3, 1, 2)
+        padded = -(-s // 16) * 16
+        return torch.empty((b, h, d, padded), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
     return torch.empty(shape, dtype=dtype, device=device)
 
 
@@ -267,6 +270,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window))
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.one_pass_wins(head_dim, sk, p.has_window)
+    if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
+        sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window)
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)
@@ -525,7 +530,8 @@ def _sm_count(device: torch.device) -> int:
 
 def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
     """Launch backward_gluon.py into dk and dv, and with ONE_PASS dQ / scale into dq_acc (fp32 zeros).
-    HOST_DESC (asked for; not yet run on a GPU): q, k, v, do, dq_acc as host-made 4-D descriptors."""
+    HOST_DESC: q, k, v, do, dq_acc as host-made 4-D descriptors (not for varlen, empty or
+    expanded tensors: those build theirs per program)."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     one_pass = bool(cfg["ONE_PASS"])
     host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)

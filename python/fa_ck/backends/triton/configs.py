@@ -173,6 +173,14 @@ def one_pass_wins(head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
     return block_d(head_dim) > 64 or masked
 
 
+def dkdv_host_desc_wins(head_dim: int, masked: bool = False) -> bool:
+    """Where the Gluon dK/dV kernel on host-made descriptors (HOST_DESC) beat the same kernel
+    building its descriptors per program, fwd+bwd on the H200 (bf16, same run,
+    h200-20261130-ninth call 1): d64 everywhere (the nanoGPT shape +15 %, causal +2-5 %, full
+    0 to -1 %), d128 full +1-4 %; d128 causal lost (S1024 -24 %, S4k and S16k -1 %)."""
+    return block_d(head_dim) <= 64 or not masked
+
+
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
 
@@ -214,7 +222,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     once it knows whether the Gluon kernel serves the call); by backward.py's fp32 atomics only
     when asked (on the H200 that lost to two passes except at d128 causal S >= 4k, call1).
     HOST_DESC (bwd_dkdv, with GLUON): q, k, v, dO and dQ's fp32 buffer as host-made descriptors,
-    as the forward has them; compile-checked only so far, so off unless asked for."""
+    as the forward has them; on by default where dkdv_host_desc_wins (the launcher decides: it
+    knows the mask)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -234,7 +243,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
-        out["HOST_DESC"] = False             # compile-checked, not yet run on a GPU: asked for only
+        out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
     return out
 
 

@@ -166,7 +166,9 @@ def _run(q, k, v, p: AttnParams, backend: str):
         # like SDPA: inside an autocast region float32 attention runs in the autocast dtype
         dt = torch.get_autocast_dtype(q.device.type)
         q, k, v = q.to(dt), k.to(dt), v.to(dt)
-    q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
+    q, k = _last_dim_contiguous(q), _last_dim_contiguous(k)
+    if not (p.fp8 and v.stride(1) == 1):     # fp8 kernels read v keys-contiguous: keep such a v as it is
+        v = _last_dim_contiguous(v)
     out, lse, name = ops.attention(q, k, v, p, backend)
     return out, lse, name
 
@@ -278,6 +280,8 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
     - fp8 (all float8_e4m3fn or all float8_e4m3fnuz, the device's native format) with float32
       descales q_descale (B, Hq), k_descale and v_descale (B, Hkv) (None: 1.0), so that
       q ~= q_fp8 * q_descale per (batch, head); out in out_dtype (default bfloat16); no backward.
+      The kernels read v keys-contiguous: a v stored (B, Hkv, D, Sk) in memory (stride(1) == 1,
+      other strides multiples of 16 bytes) is used without a copy; any other v is copied so.
     QK^T and PV run in fp8 with fp32 accumulation; softmax statistics stay fp32.
     Returns out, or (out, softmax_lse (B, Hq, Sq) float32) with return_lse.
     """

@@ -86,12 +86,14 @@ def test_host_descriptors():
 
 
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
-    assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300)
-    assert not configs.gluon_wins("fwd", 64, 4096) and configs.gluon_wins("fwd", 64, 16384)   # short d64: forward.py
+    assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300, masked=True)
+    assert configs.gluon_wins("fwd", 64, 4096, masked=True) and configs.gluon_wins("fwd", 64, 1024)
+    assert not configs.gluon_wins("fwd", 64, 1024, masked=True)                  # short masked d64: forward.py
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 64, dtype=torch.bfloat16)
     causal = _params(causal=True, window_right=0)
     assert not tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
+    assert tb._config("fwd", q, 64, _params(), 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
     assert tb._config("fwd", q, 64, causal, 16384, 16384, tma_possible=True, gluon_possible=True)["GLUON"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true}}')    # asked for: wherever it can run
     assert tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
@@ -366,6 +368,11 @@ def test_gluon_fp8_inputs_float32_out(gluon_calls):
 @gpu
 @pytest.mark.gpu
 def test_gluon_fp8_forward_leaves_unaligned_v_to_forward_py(gluon_calls):
-    q, k, v = (torch.randn(1, 1000, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
-    fa_ck.flash_attn_fp8_func(q, k, v, backend="triton")      # v's keys-contiguous rows: 1000 bytes
+    """A caller's keys-contiguous fp8 v with rows TMA cannot address goes to forward.py as it is;
+    fa_ck's own quantisation pads the rows, so its v always can."""
+    q, k = (torch.randn(1, 1000, 2, 128, device="cuda").to(torch.float8_e4m3fn) for _ in range(2))
+    v = torch.randn(1, 2, 128, 1000, device="cuda").to(torch.float8_e4m3fn).permute(0, 3, 1, 2)   # rows of 1000 B
+    fa_ck.flash_attn_fp8_func(q, k, v, backend="triton")
     assert not gluon_calls
+    fa_ck.flash_attn_fp8_func(q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16), backend="triton")
+    assert gluon_calls

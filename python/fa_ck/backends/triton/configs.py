@@ -142,9 +142,11 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     """Where a Gluon kernel beat its Triton twin on the H200 (bf16, same runs); masked: causal or
     a sliding window.
     fwd (bench/results/h200-20261130-gluon): at head dims 65-128 everywhere (call 4: +13-22% at
-    S >= 4k; call 6, timed alternately: +4-10% at S1024-2048, causal or not); at d64 only at S16k
-    (call 4: +2-5%; S4k -4 to -6%, S1024 causal -10%, the nanoGPT shape -30%: short programs of
-    a 64-wide head do not amortise the descriptors, warp specialisation and pipeline fill).
+    S >= 4k; call 6, timed alternately: +4-10% at S1024-2048, causal or not); at d64 from S4k and
+    on full calls (persistent, host-made descriptors; h200-20261130-ninth call 2, 5 rounds: S4k
+    causal +9 %, full +4 %, S1024 full +4 %; S1024 causal -1 %, the nanoGPT shape +1 %: level, so
+    forward.py stays there). Before persistence (call 4): at d64 S4k -4 to -6%, S1024 causal -10%,
+    the nanoGPT shape -30% (descriptors per tile and pipeline fill not amortised).
     bwd_dq (h200-20261130-bwd, call 6, fwd+bwd with 3-deep rings): d128 +7-24% at every length;
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
     bwd_dkdv, since it adds dQ itself (one_pass_wins; h200-20261130-seventh calls 5, 9): at head
@@ -157,7 +159,7 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     between runs), so from 4k keys only, as at d64."""
     d = block_d(head_dim)
     if kernel == "fwd":
-        return d > 64 or seqlen_k >= 16384
+        return d > 64 or seqlen_k >= 4096 or not masked
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
     return d > 64 or seqlen_k >= 4096 or masked

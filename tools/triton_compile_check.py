@@ -240,8 +240,6 @@ FWD_TILE_SPILL_BYTES = 64
 
 def _descs(dtype, bm: int, bn: int, bd: int) -> dict:
     """The forward's q, k, v as the host-made 4-D TMA descriptors of its launcher (fp8 v: keys-major)."""
-    import importlib
-    tb = importlib.import_module("fa_ck.backends.triton")
     fp8 = dtype == torch.float8_e4m3fn
     blocks = dict(Q=[1, 1, bm, bd], K=[1, 1, bn, bd], V=[1, 1, bd, bn] if fp8 else [1, 1, bn, bd])
     return {n: _desc_type(dtype, blk) for n, blk in blocks.items()}

@@ -58,38 +58,6 @@ def test_gluon_dkdv_when_asked(monkeypatch):
     assert not _config(monkeypatch)["HOST_DESC"]                              # on the device, when asked
 
 
-@pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
-@pytest.mark.parametrize("persistent", [False, True])
-def test_dkdv_launch_grid(monkeypatch, persistent):
-    """The dK/dV launcher's grid: a program per 128 keys of each (batch, kv head), or with
-    PERSISTENT (asked for; host-made descriptors only) at most one program per SM over pairs of
-    key blocks (backward_gluon._key_tile: ceil(ceil(sk / 128) / 2) units per head)."""
-    launches = []
-    monkeypatch.setattr(tb, "launch", lambda kernel, grid, args, constexprs: launches.append((grid, constexprs)))
-    monkeypatch.setattr(tb, "_sm_count", lambda device: 132)
-    b, sq, sk, h, d = 3, 700, 1300, 2, 128
-    q, do = (torch.randn(b, sq, h, d, dtype=torch.bfloat16) for _ in range(2))
-    k, v = (torch.randn(b, sk, h, d, dtype=torch.bfloat16) for _ in range(2))
-    lse, delta = torch.randn(b, h, sq), torch.randn(b, h, sq)
-    dq_acc = torch.zeros(b, sq, h, d)
-    p = AttnParams(scale=0.1, causal=True, window_right=0)
-    cfg = dict(configs.default("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True), ONE_PASS=True,
-               HOST_DESC=True, PERSISTENT=persistent)
-    tb._dkdv_gluon(q, k, v, do, lse, delta, torch.empty_like(k), torch.empty_like(v), dq_acc, None, None, p, cfg,
-                   sq, sk, h, b, d, tb._scalars(p))
-    (grid, consts), = launches
-    assert consts["PERSISTENT"] == persistent and consts["HOST_DESC"]
-    assert grid == ((b * h * 6, 1, 1) if persistent else (11, h, b))     # 11 key blocks: 6 pairs (the last alone)
-    monkeypatch.setattr(tb, "_sm_count", lambda device: 4)
-    tb._dkdv_gluon(q, k, v, do, lse, delta, torch.empty_like(k), torch.empty_like(v), dq_acc, None, None, p,
-                   dict(cfg, HOST_DESC=False), sq, sk, h, b, d, tb._scalars(p))
-    assert launches[-1][0] == (11, h, b) and not launches[-1][1]["PERSISTENT"]   # needs host descriptors
-    if persistent:
-        tb._dkdv_gluon(q, k, v, do, lse, delta, torch.empty_like(k), torch.empty_like(v), dq_acc, None, None, p, cfg,
-                       sq, sk, h, b, d, tb._scalars(p))
-        assert launches[-1][0] == (4, 1, 1)                                       # one program per SM
-
-
 def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch):
     """configs.dkdv_host_desc_wins (h200-20261130-ninth call 1): at d64 always, at d128 on full
     calls; asked for, everywhere."""
@@ -190,33 +158,21 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
              "host_desc_one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
                                    '"HOST_DESC": true}}',
              "host_desc_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false, '
-                                    '"HOST_DESC": true}}',
-             # persistent (3 programs in the fixture: many tiles each, the rings' phases carried across them)
-             "persistent_one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                                    '"HOST_DESC": true, "PERSISTENT": true}}',
-             "persistent_staged": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": true, "ONE_PASS": false, '
-                                  '"HOST_DESC": true, "PERSISTENT": true}}'}
-PERSISTENT_PROGRAMS = 3
+                                    '"HOST_DESC": true}}'}
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
 def gluon_dkdv_calls(request, monkeypatch):
     """Asks for the Gluon dK/dV kernel (one way of staging its operands) and counts its launches."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", DKDV_ASKS[request.param])
-    asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
-    if asked.get("PERSISTENT"):
-        monkeypatch.setattr(tb, "_sm_count", lambda device: PERSISTENT_PROGRAMS)
     launches = record_launches(monkeypatch, tb, tb.bwd_dkdv_gluon_kernel)
     calls = count_calls(monkeypatch, tb, "_dkdv_gluon")
     dq_calls = count_calls(monkeypatch, tb, "_dq_gluon")
     yield calls
     cfgs = [args[12] for args, _ in calls]                    # _dkdv_gluon's cfg
-    # the switches reached the kernel (varlen calls build their descriptors on the device, a
-    # program per tile)
-    for grid, c in launches:
-        assert c["HOST_DESC"] == (bool(asked.get("HOST_DESC")) and not c["VARLEN"])
-        assert c["PERSISTENT"] == (bool(asked.get("PERSISTENT")) and not c["VARLEN"])
-        assert not c["PERSISTENT"] or (grid[0] <= PERSISTENT_PROGRAMS and grid[1:] == (1, 1))
+    asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
+    # the switch reached the kernel (varlen calls build their descriptors on the device)
+    assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

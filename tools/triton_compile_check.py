@@ -192,10 +192,10 @@ def gluon_kernels():
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=tb._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=configs.one_pass_wins(d, 4096, causal),
                           SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          PERSISTENT=False, num_warps=cfg["num_warps"])
+                          num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
-            # q, k, v, dO and dQ's buffer as host-made descriptors (the default at d64 and d128 full)
+            # q, k, v, dO and dQ's buffer as host-made descriptors (asked for; not yet run on a GPU)
             bm = cfg["BLOCK_M"]
             descs = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), DO=_desc_type(bf16, [1, 1, bm, bd]),
                          K=_desc_type(bf16, [1, 1, 128, bd]), V=_desc_type(bf16, [1, 1, 128, bd]))
@@ -204,9 +204,6 @@ def gluon_kernels():
             host = dict(consts, HOST_DESC=True)
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
-            persistent = dict(host, PERSISTENT=True)     # asked for; not yet run on a GPU
-            yield f"bwd_dkdv gluon persistent bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
-                _gluon_sig(bwd_dkdv_gluon_kernel, persistent, dict(pointers, **descs)), persistent, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
@@ -224,12 +221,9 @@ def gluon_kernels():
 # with P^T / dS^T as register operands, with and without dQ in the kernel, beat staging them
 # through shared memory (no spills) by 0-8 % fwd+bwd (bench/results/h200-20261130-seventh, calls
 # 3-5; call 5: one pass with register operands fastest at every d128 point).
-# Since the tile function (ninth part): d128 full spills nothing, causal 32 bytes (8 spill ops in
-# the query-block loop, as before). The persistent kernel (asked for; its tile state lives through
-# the loop) spills 32 / 56 bytes: 8 / 2 spill ops in that loop.
-GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon host-desc bf16 d128 causal": 32,
-                         "bwd_dkdv gluon persistent bf16 d128 full": 32,
-                         "bwd_dkdv gluon persistent bf16 d128 causal": 56}
+GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
+                         "bwd_dkdv gluon two-pass bf16 d128 full": 8, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
+                         "bwd_dkdv gluon host-desc bf16 d128 causal": 48}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

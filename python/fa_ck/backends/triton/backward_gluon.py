@@ -67,100 +67,23 @@ def _tma_add(desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _key_tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-              BLOCK_M: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-              PERSISTENT: gl.constexpr):
-    """Tile `second` of work unit u, the same in every partition: (b, h, n0, q_start, k_start,
-    seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). Without PERSISTENT the tile is
-    the program's own 128 keys (grid: key blocks, kv heads, batch). PERSISTENT: a unit is a pair
-    of key blocks of one head, the k-th from the start and the k-th from the end, so under a
-    causal mask (the first keys see the most queries) every unit weighs the same, as the
-    forward's query blocks pair (forward_gluon._tile). active: the tile holds keys."""
-    if PERSISTENT:
-        n_n = gl.cdiv(seqlen_k, 128)
-        per_head = (n_n + 1) // 2
-        bh = u // per_head
-        k = u % per_head
-        pid_n = k
-        active = second == 0
-        if second == 1:
-            pid_n = n_n - 1 - k
-            active = k < n_n - 1 - k
-        h = bh % num_heads
-        b = bh // num_heads
-    else:
-        pid_n = gl.program_id(0)
-        h = gl.program_id(1)
-        b = gl.program_id(2)
-        active = second == 0
-    n0 = pid_n * 128
-    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
-    active = active & (n0 < seqlen_k)
-    lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, 128,
-                                             MASK_LEFT, MASK_RIGHT)
-    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
-    if not active:
-        n_blocks = 0
-    return b, h, n0, q_start, k_start, seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active
-
-
-@gluon.jit
-def _key_units(seqlen_k, batch, num_heads):
-    """How many work units a persistent call has (see _key_tile)."""
-    return batch * num_heads * ((gl.cdiv(seqlen_k, 128) + 1) // 2)
-
-
-@gluon.jit
-def _load_tile(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_full, kv_empty, q_full, q_empty,
-               b, h, n0, lo, n_blocks, it, t, HOST_DESC: gl.constexpr):
-    """A tile's loads: K and V once the consumers are done with the last tile's (t: tiles loaded
-    before), then Q_i and dO_i into ring buffer (it + i) % NUM_BUF once the consumers freed it."""
+def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
+                  n0, lo, n_blocks, b, h, HOST_DESC: gl.constexpr):
+    """One warp: K and V once, then Q_i and dO_i into buffer i % NUM_BUF once the consumers freed
+    it. HOST_DESC: the descriptors are host-made 4-D ones over (batch, heads, rows, head_dim)."""
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
-    mbarrier.wait(kv_empty, (t - 1) & 1, pred=t > 0)
-    mbarrier.expect(kv_full, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
-    _issue(k_desc, n0, 0, kv_full, k_smem.index(0), b, h, HOST_DESC)
-    _issue(v_desc, n0, 0, kv_full, v_smem.index(0), b, h, HOST_DESC)
+    mbarrier.expect(kv_bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+    _issue(k_desc, n0, 0, kv_bar, k_smem.index(0), b, h, HOST_DESC)
+    _issue(v_desc, n0, 0, kv_bar, v_smem.index(0), b, h, HOST_DESC)
     for i in range(n_blocks):
-        j = it + i
-        buf = j % NUM_BUF
-        mbarrier.wait(q_empty.index(buf), ((j // NUM_BUF) & 1) ^ 1, pred=j >= NUM_BUF)
+        buf = i % NUM_BUF
+        mbarrier.wait(q_empty.index(buf), ((i // NUM_BUF) & 1) ^ 1, pred=i >= NUM_BUF)
         # Q and dO of a block share one barrier: the consumers need both
         bar = q_full.index(buf)
         mbarrier.expect(bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
         _issue(q_desc, lo + i * BLOCK_M, 0, bar, q_smem.index(buf), b, h, HOST_DESC)
         _issue(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h, HOST_DESC)
-
-
-@gluon.jit
-def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_full, kv_empty, q_full,
-                  q_empty, CU_Q, CU_K, seqlen_q, seqlen_k, batch, num_heads, window_left, window_right,
-                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                  PERSISTENT: gl.constexpr, HOST_DESC: gl.constexpr):
-    """One warp: the loads of the program's tile, or with PERSISTENT those of its work units, the
-    next tile's K, V and first query blocks loading under this one's tail. HOST_DESC: the
-    descriptors are host-made 4-D ones over (batch, heads, rows, head_dim)."""
-    BLOCK_M: gl.constexpr = q_smem.shape[1]
-    if PERSISTENT:
-        it = 0                                 # query blocks streamed
-        t = 0                                  # tiles with K and V loaded
-        for u in range(gl.program_id(0), _key_units(seqlen_k, batch, num_heads), gl.num_programs(0)):
-            for second in range(2):
-                b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _key_tile(
-                    u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M,
-                    VARLEN, MASK_LEFT, MASK_RIGHT, True)
-                if n_blocks > 0:
-                    _load_tile(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_full, kv_empty,
-                               q_full, q_empty, b, h, n0, lo, n_blocks, it, t, HOST_DESC)
-                    it += n_blocks
-                    t += 1
-    else:
-        b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _key_tile(
-            0, 0, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, VARLEN, MASK_LEFT,
-            MASK_RIGHT, False)
-        if n_blocks > 0:
-            _load_tile(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_full, kv_empty, q_full,
-                       q_empty, b, h, n0, lo, n_blocks, 0, 0, HOST_DESC)
 
 
 @gluon.jit
@@ -175,19 +98,18 @@ def _query_stats(lse_base, delta_base, m0, seqlen_q, scale, BLOCK_M: gl.constexp
 
 
 @gluon.jit
-def _dkdv_tile(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_full, kv_empty,
-               q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh,
-               stride_dvb, stride_dvs, stride_dvh, b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks,
-               active, it, t, head_dim, scale, scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr,
-               MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, WG: gl.constexpr,
-               HOST_DESC: gl.constexpr):
-    """Warpgroup WG (0 or 1), per tile: its 64 keys (rows 64 * WG of the tile's 128, of k_smem and
-    v_smem) against the tile's query blocks, then their dK and dV.
+def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+                  lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
+                  full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
+                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
+                  WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr):
+    """Warpgroup WG (0 or 1): keys [n0, n0 + 64) (rows 64 * WG of k_smem, v_smem) against the
+    query blocks, then their dK and dV.
     STAGE_P: P^T goes through p_smem[WG], dS^T through this warpgroup's rows of ds_smem, for the
     dV and dK multiplies (else they take them from registers). ONE_PASS: once both warpgroups'
     dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
     128 keys) are added to dQ by a TMA reduce-add through dq_desc; ds_full / ds_free hand ds_smem
-    between the two warpgroups. Ring positions and barrier phases count on across tiles.
+    between the two warpgroups.
     Each tile that never moves (K, V, P^T, dS^T) comes through a leading axis indexed by `zero`,
     0 but not provably so: with a constant address the multiplies' wgmma descriptors were
     hoisted out of the loop, where they held registers for all of it (at d128 the staged causal
@@ -208,53 +130,39 @@ def _dkdv_tile(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_ful
     D0: gl.constexpr = WG * HALF_D
     q_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, HALF_D, 16])
+
+    offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     s_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, s_layout)
     dq_zero = gl.zeros([BLOCK_M, HALF_D], gl.float32, q_layout)
-    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
-    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
-
-    n0 += ROW0                                 # this warpgroup's keys
-    # the tile's bases, int64, once: only they stay live through the query blocks
-    b64 = b.to(gl.int64)
-    h64 = h.to(gl.int64)
-    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
-    delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
-    key0 = k_start + n0.to(gl.int64)
-    dk_base = DK + b64 * stride_dkb + h64 * stride_dkh + key0 * stride_dks
-    dv_base = DV + b64 * stride_dvb + h64 * stride_dvh + key0 * stride_dvs
-    offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
-    lse_s, delta = _query_stats(lse_base, delta_base, lo, sq, scale, BLOCK_M, col_s)
-    # (no `if n_blocks > 0` around the loop: ptxas then spilled twice as much inside it, d128 causal)
-    mbarrier.wait(kv_full, t & 1, pred=n_blocks > 0)
+    lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s)
+    mbarrier.wait(kv_bar, 0)
     for i in range(n_blocks):
-        j = it + i
-        buf = j % NUM_BUF
+        buf = i % NUM_BUF
         m0 = lo + i * BLOCK_M
-        mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
-        # The multiplies start from -lse/scale (-inf where the mask hides a score) and
-        # -delta, so P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query
-        # vectors or mask in registers at the step's peak. (Keys past seqlen_k start at
-        # -inf too, which their rows, never stored, do not need; without it ptxas
-        # spilled 40 bytes at d128 (Triton 3.7.1).)
-        key_ok = offs_n[:, None] < sk
+        mbarrier.wait(q_full.index(buf), (i // NUM_BUF) & 1)
+        # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
+        # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
+        # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
+        # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
+        key_ok = offs_n[:, None] < seqlen_k
         st0 = gl.where(key_ok, s_zero - lse_s[None, :], float("-inf"))
         if (m0 < full_lo) | (m0 >= full_hi):
             offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
-            st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], sq, sk, 1.0, 0.0, 0.0, 0.0,
+            st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
                              window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
         zero = (m0 < 0).to(gl.int32)
         st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
                            is_async=True)
         dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-        dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)),
-                            dpt0, is_async=True)
+        dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
+                            is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
         pt = gl.exp2(st * scale_log2)
         if STAGE_P:
-            # P^T through shared memory: no bf16 operand tiles in registers (64 queries
-            # per step fit at d128); dV's multiply starts before dP^T is waited for
+            # P^T through shared memory: no bf16 operand tiles in registers (64 queries per step fit
+            # at d128); dV's multiply starts before dP^T is waited for
             pt_smem = p_smem.index(WG + zero)
             pt_smem.store(pt.to(dtype))
             fence_async_shared()              # the generic-proxy store before wgmma's async read
@@ -265,7 +173,7 @@ def _dkdv_tile(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_ful
         dst = (pt * dpt).to(dtype)
         if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
             if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
-                mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)
+                mbarrier.wait(ds_free, (i & 1) ^ 1, pred=i > 0)
             dst_smem = ds_smem.index(zero).slice(ROW0, ROWS)
             dst_smem.store(dst)
             fence_async_shared()
@@ -278,11 +186,10 @@ def _dkdv_tile(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_ful
             dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
         if ONE_PASS:
             mbarrier.arrive(ds_full, count=1)
-            mbarrier.wait(ds_full, j & 1)     # the other warpgroup's dS^T rows are in too
-            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)),
-                               k_smem.index(zero).slice(D0, HALF_D, dim=1), dq_zero, use_acc=False,
-                               is_async=True)
-        lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, sq, scale, BLOCK_M, col_s)
+            mbarrier.wait(ds_full, i & 1)     # the other warpgroup's dS^T rows are in too
+            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(zero).slice(D0, HALF_D, dim=1),
+                               dq_zero, use_acc=False, is_async=True)
+        lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
         if ONE_PASS and STAGE_P:
             dv, dk, dq = warpgroup_mma_wait(0, deps=[dv, dk, dq])
         elif ONE_PASS:
@@ -294,63 +201,28 @@ def _dkdv_tile(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_ful
         mbarrier.arrive(q_empty.index(buf), count=1)
         if ONE_PASS:
             mbarrier.arrive(ds_free, count=1)
-            # dQ's columns through shared memory to a TMA reduce-add, not waited for
-            # here: the next block's waits only until this one has read its tile
+            # dQ's columns through shared memory to a TMA reduce-add, not waited for here: the
+            # next block's waits only until this one has read its tile
             dq_tile = dq_smem.index(WG)
             tma.store_wait(0)
             dq_tile.store(dq)
             fence_async_shared()
             _partition_barrier()              # the whole tile written before one thread issues the add
             if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
-                _tma_add(dq_desc, [b, h, m0, D0],
-                         dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
+                _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
             else:
                 _tma_add(dq_desc, [m0, D0], dq_tile)
-    mbarrier.arrive(kv_empty, count=1, pred=n_blocks > 0)   # K and V read for the last time: the next may land
-    if active:
-        # 32-bit offsets within the tile from the bases at this warpgroup's first key
-        ok = (n0 + rows[:, None] < sk) & (cols[None, :] < head_dim)
-        gl.store(dk_base + rows[:, None] * stride_dks + cols[None, :], (dk * scale).to(dtype), mask=ok)
-        gl.store(dv_base + rows[:, None] * stride_dvs + cols[None, :], dv.to(dtype), mask=ok)
-
-
-@gluon.jit
-def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_full, kv_empty,
-                  q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, CU_Q, CU_K, stride_lb, stride_lh, stride_dkb,
-                  stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, seqlen_q, seqlen_k, batch, num_heads,
-                  head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
-                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  PERSISTENT: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr):
-    """Warpgroup WG's tiles (_dkdv_tile): the program's own, or with PERSISTENT those of its work
-    units, ring positions and barrier phases counting on across them."""
-    BLOCK_M: gl.constexpr = q_smem.shape[1]
-    if PERSISTENT:
-        it = 0                                 # query blocks taken
-        t = 0                                  # tiles with K and V loaded
-        for u in range(gl.program_id(0), _key_units(seqlen_k, batch, num_heads), gl.num_programs(0)):
-            for second in range(2):
-                b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _key_tile(
-                    u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M,
-                    VARLEN, MASK_LEFT, MASK_RIGHT, True)
-                _dkdv_tile(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_full,
-                           kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb,
-                           stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, b, h, n0, q_start, k_start, sq,
-                           sk, lo, full_lo, full_hi, n_blocks, active, it, t, head_dim, scale, scale_log2,
-                           window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, WG, HOST_DESC)
-                if n_blocks > 0:
-                    it += n_blocks
-                    t += 1
-    else:
-        b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _key_tile(
-            0, 0, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, VARLEN, MASK_LEFT,
-            MASK_RIGHT, False)
-        _dkdv_tile(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_full, kv_empty,
-                   q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
-                   stride_dkh, stride_dvb, stride_dvs, stride_dvh, b, h, n0, q_start, k_start, sq, sk, lo, full_lo,
-                   full_hi, n_blocks, active, 0, 0, head_dim, scale, scale_log2, window_left, window_right,
-                   MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, WG, HOST_DESC)
     if ONE_PASS:
         tma.store_wait(0)
+
+    # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
+    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
+    ok = (n0 + rows[:, None] < seqlen_k) & (cols[None, :] < head_dim)
+    n0_64 = n0.to(gl.int64)
+    gl.store(dk_base + n0_64 * stride_dks + rows[:, None] * stride_dks + cols[None, :], (dk * scale).to(dtype),
+             mask=ok)
+    gl.store(dv_base + n0_64 * stride_dvs + rows[:, None] * stride_dvs + cols[None, :], dv.to(dtype), mask=ok)
 
 
 @gluon.jit
@@ -359,48 +231,54 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
                           stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
                           stride_dqb, stride_dqs, stride_dqh,
-                          stride_lb, stride_lh, seqlen_q, seqlen_k, batch, num_heads, head_dim, scale, scale_log2,
+                          stride_lb, stride_lh, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
                           window_left, window_right,
                           BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
-                          PERSISTENT: gl.constexpr, num_warps: gl.constexpr):
+                          num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
     tiles (SMEM_DQ: their layout). HOST_DESC: Q, K, V, DO (and DQ_ACC with ONE_PASS) are host-made
     4-D TMA descriptors over (batch, heads, rows, head_dim), not pointers (no varlen): no
-    descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth).
-    PERSISTENT (with HOST_DESC): a 1-D grid of at most one program per SM walks the work units
-    (_key_tile); else the grid is (key blocks, kv heads, batch), a tile per program."""
-    gl.static_assert(HOST_DESC or not PERSISTENT, "a persistent program needs host-made descriptors")
+    descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
+    pid_n = gl.program_id(0)
+    h = gl.program_id(1)
+    b = gl.program_id(2)
+    n0 = pid_n * BLOCK_N
+    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
+    if n0 >= seqlen_k:
+        return
+    b64 = b.to(gl.int64)
+    h64 = h.to(gl.int64)
     if HOST_DESC:
         k_desc, v_desc, q_desc, do_desc, dq_desc = K, V, Q, DO, DQ_ACC
     else:
-        # a program's own descriptors, over its (batch entry, head)
-        h = gl.program_id(1)
-        b = gl.program_id(2)
-        q_start, k_start, sq, sk = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
-        if gl.program_id(0) * BLOCK_N >= sk:
-            return
-        b64 = b.to(gl.int64)
-        h64 = h.to(gl.int64)
-        k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
+        k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N,
                        BLOCK_D, SMEM_KV)
-        v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, sk, head_dim, BLOCK_N,
+        v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N,
                        BLOCK_D, SMEM_KV)
-        q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, sq, head_dim, BLOCK_M,
+        q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M,
                        BLOCK_D, SMEM_Q)
-        do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, sq, head_dim, BLOCK_M,
+        do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, seqlen_q, head_dim, BLOCK_M,
                         BLOCK_D, SMEM_Q)
         if ONE_PASS:
-            dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, sq, head_dim,
+            dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim,
                             BLOCK_M, BLOCK_D // 2, SMEM_DQ)
         else:
             dq_desc = k_desc                                  # stand-in, never used
+    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
+    delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
+    dk_base = DK + b64 * stride_dkb + h64 * stride_dkh + k_start * stride_dks
+    dv_base = DV + b64 * stride_dvb + h64 * stride_dvh + k_start * stride_dvs
+
+    lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
+                                             MASK_LEFT, MASK_RIGHT)
+    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
 
     if HOST_DESC:
         dtype: gl.constexpr = Q.dtype
@@ -419,40 +297,32 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     dq_smem = q_smem
     if ONE_PASS:   # each warpgroup's dQ columns on their way to the TMA reduce-add
         dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, BLOCK_D // 2], SMEM_DQ)
-    kv_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    kv_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     ds_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     ds_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    mbarrier.init(kv_full, count=1)
-    mbarrier.init(kv_empty, count=2)                # one arrival per consumer warpgroup
-    mbarrier.init(ds_full, count=2)
+    mbarrier.init(kv_bar, count=1)
+    mbarrier.init(ds_full, count=2)                 # one arrival per consumer warpgroup
     mbarrier.init(ds_free, count=2)
     for i in gl.static_range(NUM_BUF):
         mbarrier.init(q_full.index(i), count=1)
-        mbarrier.init(q_empty.index(i), count=2)
+        mbarrier.init(q_empty.index(i), count=2)    # one arrival per consumer warpgroup
 
-    # (the two consumers' arguments spelled out: a tuple built up in the kernel passed its
-    # constexprs on as tensors)
     gl.warp_specialize([
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_full, kv_empty, q_full,
-                         q_empty, LSE, DELTA, DK, DV, dq_desc, CU_Q, CU_K, stride_lb, stride_lh, stride_dkb, stride_dks,
-                         stride_dkh, stride_dvb, stride_dvs, stride_dvh, seqlen_q, seqlen_k, batch, num_heads, head_dim,
-                         scale, scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P,
-                         ONE_PASS, PERSISTENT, 0, HOST_DESC)),
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_full, kv_empty, q_full,
-                         q_empty, LSE, DELTA, DK, DV, dq_desc, CU_Q, CU_K, stride_lb, stride_lh, stride_dkb, stride_dks,
-                         stride_dkh, stride_dvb, stride_dvs, stride_dvh, seqlen_q, seqlen_k, batch, num_heads, head_dim,
-                         scale, scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P,
-                         ONE_PASS, PERSISTENT, 1, HOST_DESC)),
-        (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_full, kv_empty, q_full,
-                         q_empty, CU_Q, CU_K, seqlen_q, seqlen_k, batch, num_heads, window_left, window_right,
-                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, HOST_DESC)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+                         lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
+                         n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 0, b, h, HOST_DESC)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+                         lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
+                         n0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, 1, b, h, HOST_DESC)),
+        (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
+                         n0, lo, n_blocks, b, h, HOST_DESC)),
     ], [4, 1], [240, 24])
 
-    mbarrier.invalidate(kv_full)
-    mbarrier.invalidate(kv_empty)
+    mbarrier.invalidate(kv_bar)
     mbarrier.invalidate(ds_full)
     mbarrier.invalidate(ds_free)
     for i in gl.static_range(NUM_BUF):

@@ -1,7 +1,9 @@
 """The Gluon dK/dV kernel before and after its tile function (device call 4 of the ninth part),
 timed in the same run: fwd+bwd through fa_ck with the dK/dV launches sent to the kernel of
 15c2c33 or of this tree, alternately, 3 rounds each (triton do_bench medians), SDPA cuDNN beside.
-The old kernel must sit beside the new one first:
+Ran at cd550c0 (the tile-function kernel, reverted after this call in 2d812fd), with the old
+kernel beside it (carried to the device, never committed):
+    git checkout cd550c0
     git show 15c2c33:python/fa_ck/backends/triton/backward_gluon.py > python/fa_ck/backends/triton/backward_gluon_before.py
     python bench/results/h200-20261130-ninth/call4_dkdv_ab.py
 """

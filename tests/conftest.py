@@ -5,6 +5,7 @@ anything imports fa_ck. FA_CK_POISON=1 makes the triton backend fill its outputs
 before the kernels run: an element they fail to write shows up as NaN.
 """
 import os
+import sys
 
 import torch
 
@@ -21,4 +22,15 @@ DEVICE = "cuda" if GPU else "cpu"
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _no_plans_from_other_tests():
+    """The triton backend replays a call signature's launches (triton._PLANS); tests patch what
+    they are worked out from (configs.arch, _sm_count, _config, ...), so no test is served the
+    launches another test's patches made."""
+    tb = sys.modules.get("fa_ck.backends.triton")
+    if tb is not None:
+        tb._PLANS.clear()
     yield

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import struct
+import threading
 
 import torch
 
@@ -27,6 +29,10 @@ try:
     _IMPORT_ERROR = ""
 except Exception as e:  # no triton, or a triton too old for our kernels
     _IMPORT_ERROR = f"{type(e).__name__}: {e}"
+try:                      # where Triton keeps its allocator (see _tma_allocator)
+    from triton.runtime import _allocation
+except ImportError:
+    _allocation = None
 try:
     from .backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from .forward_gluon import fwd_gluon_kernel
@@ -96,12 +102,12 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     block_s = 16 if configs.INTERPRET else 64
     grid = (_cdiv(s, block_s), h, b)
     block_d = triton.next_power_of_2(d)
-    launch(amax_kernel, grid, (x, amax_bits, x.stride(0), x.stride(1), x.stride(2), s, d, h),
-           dict(BLOCK_S=block_s, BLOCK_D=block_d))
+    _launch(amax_kernel, grid, (x, amax_bits, x.stride(0), x.stride(1), x.stride(2), s, d, h),
+            dict(BLOCK_S=block_s, BLOCK_D=block_d))
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
-    launch(quantize_kernel, grid,
-           (x, out, amax_bits, descale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax),
-           dict(BLOCK_S=block_s, BLOCK_D=block_d, ROUND_EMIN=emin))
+    _launch(quantize_kernel, grid,
+            (x, out, amax_bits, descale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax),
+            dict(BLOCK_S=block_s, BLOCK_D=block_d, ROUND_EMIN=emin))
     if out is not x8:
         x8.copy_(out)
     return x8, descale
@@ -328,10 +334,10 @@ def _tma_allocator():
     """Device-side TMA descriptors live in global scratch that Triton asks an allocator for; set
     one (torch's caching allocator) where none is set. It is a context variable, so the autograd
     thread and others need it too: called before every launch that builds descriptors."""
+    _note(_SET_TMA_ALLOCATOR)
     try:
-        from triton.runtime import _allocation
         unset = isinstance(_allocation._allocator.get(), _allocation.NullAllocator)
-    except (ImportError, AttributeError):     # a Triton that keeps it elsewhere: set ours
+    except AttributeError:                   # a Triton that keeps it elsewhere: set ours
         unset = True
     if unset:
         triton.set_allocator(_scratch)
@@ -371,6 +377,145 @@ def _device_of(t: torch.Tensor):
     return contextlib.nullcontext()
 
 
+# ---------------------------------------------------------------- repeated calls
+# A call's slow path works out its kernels, configs, grids, constexprs and scalar arguments from
+# its signature (_plan_key): that took most of the ~100 us of Python host time an attention call
+# cost on top of its launches, while the kernels of a short call run for ~200 us (B16 S1024 H16
+# d128 on the H200). So the slow path's launches are noted down (_Recording) as a _Plan, and a
+# later call of the same signature only allocates its outputs, makes its host-made descriptors
+# and launches the same kernels with the same arguments, its own tensors in place of the first
+# call's.
+
+_PLANS: dict = {}
+_MAX_PLANS = 1024          # a model has a few signatures; a sweep over many may refill it
+_FLOATS = struct.Struct("=3d")
+_SET_TMA_ALLOCATOR = "_tma_allocator()"   # a step of a plan besides its launches
+_recording = threading.local()             # .steps: the list a call being recorded notes into
+
+
+def _plan_key(kind: str, p: AttnParams, poison: bool, inputs, outputs, *extra):
+    """Everything a call's slow path decides from, or None for calls that always take it: its
+    input tensors (shape, strides, dtype, 16-byte alignment of the data pointer, which _tma_ok
+    checks, and which of them are one and the same tensor), the alignment of its fresh outputs
+    (their shapes, strides and dtypes follow from the inputs and FA_CK_POISON), its scalar
+    parameters (the floats by their bits: -0.0 is not 0.0), the device and its architecture,
+    the interpreter switch and the environment switches read per call (FA_CK_TRITON_CONFIG,
+    FA_CK_POISON). Always slow: calls with tensors among their parameters (ALiBi slopes,
+    dropout's RNG state, varlen's cu_seqlens, fp8 descales: a plan would have to key or carry
+    them), fp8 (quantisation launches and allocates on its own) and autotune (a search may run;
+    _config does not remember its answer either)."""
+    if (p.fp8 or p.alibi_slopes is not None or p.rng is not None or p.cu_seqlens_q is not None
+            or p.cu_seqlens_k is not None or p.q_descale is not None or p.k_descale is not None
+            or p.v_descale is not None or not (type(p.scale) is type(p.softcap) is type(p.dropout_p) is float)
+            or tuning.autotune_enabled()):
+        return None
+    device = inputs[0].device
+    ids = [id(t) for t in inputs]
+    return (kind, device, configs.arch(device), configs.INTERPRET, poison, os.environ.get("FA_CK_TRITON_CONFIG", ""),
+            *[(t.shape, t.stride(), t.dtype, t.data_ptr() % 16 == 0) for t in inputs],
+            *[t.data_ptr() % 16 == 0 for t in outputs],
+            None if len(set(ids)) == len(ids) else tuple(map(ids.index, ids)),
+            _FLOATS.pack(p.scale, p.softcap, p.dropout_p), p.causal, p.window_left, p.window_right,
+            p.deterministic, p.max_seqlen_q, p.max_seqlen_k, p.out_dtype, *extra)
+
+
+def _note(step):
+    """Note a step of the slow path down, when a plan is being recorded in this thread."""
+    steps = getattr(_recording, "steps", None)
+    if steps is not None:
+        steps.append(step)
+
+
+def _launch(kernel, grid: tuple, args: tuple, constexprs: dict):
+    """launch(), as the slow path calls it: noted down for the call's plan."""
+    _note((kernel, grid, args, constexprs))
+    launch(kernel, grid, args, constexprs)
+
+
+class _Recording:
+    """`with _Recording(key) as rec: <slow path>; rec.save(slots)` keeps what the slow path
+    launched as the _Plan for `key` (nothing when key is None, or when the slow path raised)."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def __enter__(self):
+        _recording.steps = [] if self.key is not None else None
+        return self
+
+    def __exit__(self, *exc):
+        _recording.steps = None
+
+    def save(self, slots, one_pass: bool = False):
+        steps = _recording.steps
+        plan = _Plan.make(steps, slots, one_pass) if steps is not None else None
+        if plan is not None:
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.clear()
+            _PLANS[self.key] = plan
+
+
+class _Plan:
+    """The steps of a call signature's slow path: its launches (kernel, grid and constexprs as
+    they were; the arguments with the call's own tensors, and host-made descriptors of them,
+    replaced by their place among the call's `slots`) and where it set the TMA allocator.
+    one_pass: the backward's dK/dV kernel added dQ into an fp32 buffer (the last slot), which
+    the caller makes (zeros) and scales into dq."""
+
+    def __init__(self, steps: list, one_pass: bool):
+        self.steps, self.one_pass = steps, one_pass
+
+    @classmethod
+    def make(cls, steps: list, slots, one_pass: bool):
+        """The plan, or None when a launch took a tensor that is neither a slot nor one of the
+        device's placeholders (a tensor of this call alone that a replay could not supply)."""
+        where = {id(t): i for i, t in enumerate(slots) if t is not None}
+        constants = _placeholders(slots[0].device)
+        plan = []
+        for step in steps:
+            if step is _SET_TMA_ALLOCATOR:
+                plan.append(step)
+                continue
+            kernel, grid, args, constexprs = step
+            fixed, subs = list(args), []
+            for pos, arg in enumerate(args):
+                if isinstance(arg, torch.Tensor):
+                    base, desc = arg, None
+                elif not _GLUON_ERROR and isinstance(arg, TensorDescriptor):
+                    base, desc = arg.base, _rebased(arg, None)   # (the plan keeps no tensor of the call alive)
+                else:
+                    continue
+                slot = where.get(id(base))
+                if slot is None:
+                    if desc is None and any(base is c for c in constants):
+                        continue
+                    return None
+                fixed[pos] = None
+                subs.append((pos, slot, desc))
+            plan.append((kernel, grid, tuple(fixed), tuple(subs), constexprs))
+        return cls(plan, one_pass)
+
+    def replay(self, slots, start: int = 0, stop: int | None = None):
+        """Make steps[start:stop] again, on these slots."""
+        for step in self.steps[start:stop]:
+            if step is _SET_TMA_ALLOCATOR:
+                _tma_allocator()
+                continue
+            kernel, grid, fixed, subs, constexprs = step
+            args = list(fixed)
+            for pos, slot, desc in subs:
+                args[pos] = slots[slot] if desc is None else _rebased(desc, slots[slot])
+            launch(kernel, grid, tuple(args), constexprs)
+
+
+def _rebased(desc, base):
+    """A host-made descriptor like `desc` (shape, strides, block, layout: the signature's) of `base`."""
+    new = object.__new__(TensorDescriptor)
+    new.__dict__.update(desc.__dict__)
+    new.base = base
+    return new
+
+
 def forward(q, k, v, p: AttnParams):
     with _device_of(q):
         return _forward(q, k, v, p)
@@ -393,6 +538,24 @@ def _forward(q, k, v, p: AttnParams):
     poison = _poisoning()
     out = _empty(q.shape, out_dtype, q.device, poison)
     lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device, poison)
+    slots = (q, k, v, out, lse)
+    key = _plan_key("fwd", p, poison, slots[:3], slots[3:])
+    plan = _PLANS.get(key)
+    if plan is not None:
+        plan.replay(slots)
+    else:
+        with _Recording(key) as rec:
+            _launch_forward(q, k, v, out, lse, qd, kd, vd, fp8, p)
+            rec.save(slots)
+    if _canaries:
+        _check_canaries("forward")
+        out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
+    return out, lse
+
+
+def _launch_forward(q, k, v, out, lse, qd, kd, vd, fp8: dict, p: AttnParams):
+    """The forward's slow path: works out the kernel, its config and its arguments, and launches it."""
+    b, sq, sk, hq, hkv, d = _shape(q, k, p)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
@@ -409,19 +572,15 @@ def _forward(q, k, v, p: AttnParams):
         if cfg["TMA"]:
             _tma_allocator()
         grid = (_cdiv(sq, cfg["BLOCK_M"]), hq, b)
-        launch(fwd_kernel, grid,
-               (q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
-                *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
-                *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
-                sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
-                scal["window_left"], scal["window_right"], scal["dropout_p"], sk),
-               dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **fp8, **_launch_cfg(cfg)))
+        _launch(fwd_kernel, grid,
+                (q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
+                 *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
+                 *_strides(out, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *descale_strides,
+                 sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
+                 scal["window_left"], scal["window_right"], scal["dropout_p"], sk),
+                dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"], **flags, **fp8, **_launch_cfg(cfg)))
 
     run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible))
-    if _canaries:
-        _check_canaries("forward")
-        out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
-    return out, lse
 
 
 def _gluon_ok(q, k, v, out, p: AttnParams, kv_tma_ok: bool | None = None) -> bool:
@@ -481,7 +640,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     persistent = bool(cfg.get("PERSISTENT"))
     units = b * hq * (_cdiv(_cdiv(sq, bm), 2) if persistent else _cdiv(sq, bm))     # forward_gluon._tile
     grid = max(1, min(units, _sm_count(q.device)) if persistent else units)
-    launch(fwd_gluon_kernel, (grid, 1, 1), (
+    _launch(fwd_gluon_kernel, (grid, 1, 1), (
         q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
@@ -541,7 +700,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
-    launch(bwd_dkdv_gluon_kernel, (_cdiv(sk, bn), hkv, b), (
+    _launch(bwd_dkdv_gluon_kernel, (_cdiv(sk, bn), hkv, b), (
         *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
@@ -559,7 +718,7 @@ def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, s
     """Launch backward_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON)."""
     _tma_allocator()
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
-    launch(bwd_dq_gluon_kernel, (_cdiv(sq, bm), hq, b), (
+    _launch(bwd_dq_gluon_kernel, (_cdiv(sq, bm), hq, b), (
         q, k, v, do, lse, delta, dq, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), sq, sk, hq // hkv, d,
@@ -570,7 +729,6 @@ def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, s
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
-    b, sq, sk, hq, hkv, d = _shape(q, k, p)
     lse = lse.contiguous()                   # delta below shares lse's strides
     if do.stride(-1) != 1:
         do = do.contiguous()
@@ -579,14 +737,40 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     dk = _empty(k.shape, k.dtype, k.device, poison)
     dv = _empty(v.shape, v.dtype, v.device, poison)
     delta = _empty(lse.shape, torch.float32, lse.device, poison)
+    slots = [do, q, k, v, out, lse, dq, dk, dv, delta]
+    key = _plan_key("bwd", p, poison, slots[:6], slots[6:], dlse is None)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        plan.replay(slots, stop=1)           # the slow path's first launch: bwd_preprocess, into delta
+        if dlse is not None:
+            delta -= dlse
+        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device) if plan.one_pass else None
+        plan.replay(slots + [dq_acc], start=1)
+    else:
+        with _Recording(key) as rec:
+            dq_acc = _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, p, dlse)
+            rec.save(slots + [dq_acc], one_pass=dq_acc is not None)
+    if dq_acc is not None:                   # ONE_PASS: dq was accumulated by bwd_dkdv
+        torch.mul(dq_acc, p.scale, out=dq)
+    if _canaries:
+        _check_canaries("backward")
+        dq, dk, dv = dq.clone(), dk.clone(), dv.clone()
+    return dq, dk, dv
+
+
+def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, p: AttnParams, dlse):
+    """The backward's slow path: works out the kernels, their configs and their arguments, and
+    launches them; -> ONE_PASS's fp32 dq buffer (dq / scale, for the caller to scale into dq),
+    or None when a dQ kernel wrote dq."""
+    b, sq, sk, hq, hkv, d = _shape(q, k, p)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
     bd = flags["BLOCK_D"]
 
     pre_bm = 64 if configs.arch(q.device) != "interpreter" else 32
-    launch(bwd_preprocess, (_cdiv(sq, pre_bm), hq, b),
-           (out, do, delta, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen), sq, d, cu_q),
-           dict(BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen))
+    _launch(bwd_preprocess, (_cdiv(sq, pre_bm), hq, b),
+            (out, do, delta, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen), sq, d, cu_q),
+            dict(BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen))
 
     if dlse is not None:
         # d lse / d S = P, so a gradient on lse enters as dS = P * (dP - (delta - dlse))
@@ -608,21 +792,21 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
             return _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
         if cfg["TMA"]:
             _tma_allocator()
-        launch(bwd_dkdv_kernel, (_cdiv(sk, cfg["BLOCK_N"]), hkv, b),
-               (q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
-                *_strides(dk, p.varlen), *_strides(dv, p.varlen),
-                *(_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0)), *_lse_strides(lse, p.varlen),
-                slope_stride, *tail),
-               dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags,
-                    **_launch_cfg(cfg)))
+        _launch(bwd_dkdv_kernel, (_cdiv(sk, cfg["BLOCK_N"]), hkv, b),
+                (q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
+                 *_strides(dk, p.varlen), *_strides(dv, p.varlen),
+                 *(_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0)), *_lse_strides(lse, p.varlen),
+                 slope_stride, *tail),
+                dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags,
+                     **_launch_cfg(cfg)))
 
     def run_dq(cfg):
         if cfg.get("GLUON"):
             return _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p, cfg, sq, sk, hq, hkv, b, d, scal)
-        launch(bwd_dq_kernel, (_cdiv(sq, cfg["BLOCK_M"]), hq, b),
-               (q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
-                *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *tail),
-               dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg)))
+        _launch(bwd_dq_kernel, (_cdiv(sq, cfg["BLOCK_M"]), hq, b),
+                (q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *common,
+                 *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *tail),
+                dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg)))
 
     gluon_ok = _gluon_ok(q, k, v, do, p)
     # one q head per kv head (see backward_gluon); a positive scale: its multiplies start from
@@ -631,14 +815,9 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
-        torch.mul(dq_acc, p.scale, out=dq)
-    else:
-        run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq),
-                       gluon_possible=gluon_ok))
-    if _canaries:
-        _check_canaries("backward")
-        dq, dk, dv = dq.clone(), dk.clone(), dv.clone()
-    return dq, dk, dv
+        return dq_acc
+    run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq), gluon_possible=gluon_ok))
+    return None
 
 
 def _bencher(run):

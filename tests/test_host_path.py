@@ -1,0 +1,256 @@
+"""The triton backend's host path for repeated calls (backends/triton: _Plan): a call whose
+signature was seen before replays the launches its slow path made, on its own tensors. Here,
+on the CPU with the GPU path faked (sm90, launches recorded, not run), the replayed launches are
+compared argument by argument with the slow path's, and calls that differ in what the slow path
+decides from are shown to get their own."""
+import dataclasses
+import importlib
+
+import pytest
+import torch
+
+from fa_ck import interface
+from fa_ck.params import AttnParams
+
+tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is the function)
+configs = tb.configs
+
+
+class _Log(list):
+    slow: list          # which slow paths ran (_launch_forward, _launch_backward)
+
+
+@pytest.fixture
+def gpu_path(monkeypatch):
+    """The sm90 path on CPU tensors: every launch, and every time the TMA allocator is set, is
+    appended to the returned list instead of running; slow paths taken are listed in its .slow."""
+    log = _Log()
+    monkeypatch.setattr(configs, "INTERPRET", False)
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    monkeypatch.setattr(tb, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(tb, "launch", lambda kernel, grid, args, constexprs: log.append((kernel, grid, args, constexprs)))
+    monkeypatch.setattr(tb.triton, "set_allocator", lambda allocator: log.append("set_allocator"))
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
+    monkeypatch.delenv("FA_CK_AUTOTUNE", raising=False)
+    log.slow = []
+    for name in ("_launch_forward", "_launch_backward"):
+        real = getattr(tb, name)
+        monkeypatch.setattr(tb, name, lambda *a, _real=real, _name=name: (log.slow.append(_name), _real(*a))[1])
+    return log
+
+
+def _params(q, k, causal=True, scale=None, window_size=(-1, -1)):
+    return interface._params(q, k, batch=q.shape[0], causal=causal, scale=scale, window_size=window_size,
+                             alibi_slopes=None, softcap=0.0, dropout_p=0.0, deterministic=False, fp8=False)
+
+
+def _inputs(b=2, sq=64, sk=80, hq=4, hkv=4, d=128, dtype=torch.bfloat16):
+    return tuple(torch.randn(b, s, h, d, dtype=dtype) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+
+
+def _described(entries, known: dict):
+    """Launches as comparable values: a tensor (or a host-made descriptor's base) by its role, the
+    name in `known` of the very object, or for the call's fresh tensors the order in which their
+    storage first appears; with shape, strides and dtype. Everything else by type and value."""
+    fresh = {}
+
+    def tensor(t):
+        role = next((name for name, obj in known.items() if t is obj), None)
+        if role is None:
+            role = fresh.setdefault(t.data_ptr(), f"fresh{len(fresh)}")
+        return role, tuple(t.shape), t.stride(), t.dtype
+
+    def value(a):
+        if isinstance(a, torch.Tensor):
+            return ("tensor", *tensor(a))
+        if not tb._GLUON_ERROR and isinstance(a, tb.TensorDescriptor):
+            return ("descriptor", tensor(a.base), list(a.shape), list(a.strides), list(a.block_shape), a.layout,
+                    a.padding, a.round_f32_to_tf32)
+        return type(a), a
+
+    out = []
+    for entry in entries:
+        if entry == "set_allocator":
+            out.append(entry)
+            continue
+        kernel, grid, args, constexprs = entry
+        out.append((kernel, grid, [value(a) for a in args], {n: (type(c), c) for n, c in constexprs.items()}))
+    return out
+
+
+def _placeholders():
+    dummy, no_slopes, no_rng = tb._placeholders(torch.device("cpu"))
+    return dict(dummy=dummy, no_slopes=no_slopes, no_rng=no_rng)
+
+
+def _forward(log, q, k, v, p):
+    """(described launches of one forward, whether it took the slow path)."""
+    start, slow = len(log), len(log.slow)
+    tb.forward(q, k, v, p)
+    return _described(log[start:], dict(q=q, k=k, v=v, **_placeholders())), len(log.slow) > slow
+
+
+def _backward(log, q, k, v, p):
+    """(described launches of one backward, whether it took the slow path); its forward outside."""
+    out, lse = tb.forward(q, k, v, p)
+    do = torch.randn_like(out)
+    start, slow = len(log), len(log.slow)
+    tb.backward(do, q, k, v, out, lse, p)
+    known = dict(q=q, k=k, v=v, do=do, out=out, lse=lse, **_placeholders())
+    return _described(log[start:], known), len(log.slow) > slow
+
+
+def _kernels(described):
+    return [e if e == "set_allocator" else e[0].fn.__name__ for e in described]
+
+
+FORWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG): what the sm90 defaults and switches reach
+    "gluon-d128-causal": (dict(d=128), True, ""),           # host-made descriptors, TMA store, persistent
+    "gluon-d64-full": (dict(d=64), False, ""),
+    "triton-d64-causal": (dict(d=64), True, ""),            # forward.py
+    "triton-tma-d128-gqa": (dict(d=128, hkv=2), True, '{"fwd": {"GLUON": false}}'),
+    "gluon-device-descriptors": (dict(d=96), False, '{"fwd": {"HOST_DESC": false}}'),
+    "triton-float32": (dict(d=128, dtype=torch.float32), True, ""),  # (TMA too)
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORWARDS))
+def test_a_repeated_forward_launches_what_the_slow_path_did(gpu_path, monkeypatch, case):
+    shape, causal, config = FORWARDS[case]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", config)
+    first = _inputs(**shape)
+    slow, was_slow = _forward(gpu_path, *first, _params(*first[:2], causal))
+    assert was_slow and len(tb._PLANS) == 1
+    again = _inputs(**shape)                                   # other tensors of the same signature
+    fast, was_slow = _forward(gpu_path, *again, _params(*again[:2], causal))
+    assert not was_slow
+    assert fast == slow
+    kernels = _kernels(slow)
+    assert ("fwd_gluon_kernel" if case.startswith("gluon") else "fwd_kernel") in kernels
+    assert (kernels[0] == "set_allocator") == (case in ("triton-tma-d128-gqa", "gluon-device-descriptors", "triton-float32"))
+
+
+BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)
+    "gluon-one-pass-d128-causal": (dict(d=128), True, ""),  # dQ added by the dK/dV kernel; device descriptors
+    "gluon-one-pass-d128-full": (dict(d=128), False, ""),   # host-made descriptors, dQ's buffer among them
+    "triton-d64-full": (dict(d=64), False, ""),             # backward.py's dK/dV and dQ kernels
+    "gqa-d128": (dict(d=128, hkv=2), True, ""),             # backward.py's dK/dV, the Gluon dQ
+    "triton-one-pass-d64": (dict(d=64), False, '{"bwd_dkdv": {"GLUON": false, "ONE_PASS": true}}'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BACKWARDS))
+def test_a_repeated_backward_launches_what_the_slow_path_did(gpu_path, monkeypatch, case):
+    shape, causal, config = BACKWARDS[case]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", config)
+    first = _inputs(**shape)
+    slow, was_slow = _backward(gpu_path, *first, _params(*first[:2], causal))
+    assert was_slow
+    again = _inputs(**shape)
+    fast, was_slow = _backward(gpu_path, *again, _params(*again[:2], causal))
+    assert not was_slow
+    assert fast == slow
+    kernels = _kernels(slow)
+    assert kernels[0] == "bwd_preprocess" and ("bwd_dq_kernel" in kernels or "bwd_dq_gluon_kernel" in kernels) == \
+        ("one-pass" not in case)
+
+
+def test_a_gradient_on_lse_enters_between_the_replayed_launches(gpu_path, monkeypatch):
+    """With dlse, delta -= dlse runs after bwd_preprocess wrote delta and before the kernels
+    that read it, on the fast path as on the slow one."""
+    seen = []
+
+    def launch(kernel, grid, args, constexprs):
+        if kernel.fn.__name__ == "bwd_preprocess":
+            args[2].fill_(1.0)                                 # delta, as the kernel writes it
+        else:
+            seen.append(args[5].clone())                       # delta, as the dK/dV and dQ kernels read it
+        gpu_path.append((kernel, grid, args, constexprs))
+    monkeypatch.setattr(tb, "launch", launch)
+    for d, causal in ((64, False), (128, True)):               # backward.py's two kernels; the Gluon one pass
+        q, k, v = _inputs(d=d)
+        p = _params(q, k, causal)
+        for _ in range(2):
+            out, lse = tb.forward(q, k, v, p)
+            dlse = torch.randn_like(lse)
+            seen.clear()
+            tb.backward(torch.randn_like(out), q, k, v, out, lse, p, dlse=dlse)
+            assert seen and all(torch.equal(delta, 1.0 - dlse) for delta in seen)
+    assert gpu_path.slow == ["_launch_forward", "_launch_backward"] * 2      # the second of each replayed
+
+
+def test_what_the_slow_path_decides_from_gets_its_own_plan(gpu_path, monkeypatch):
+    """A call that differs from a remembered one in a switch, the mask, a stride, the alignment
+    of a data pointer or which inputs are one tensor launches what its own slow path does, not
+    the remembered launches (which differ: else this would prove nothing)."""
+    q, k, v = _inputs(sk=64)
+    storage = torch.randn(2 * 64 * 4 * 128 + 8, dtype=torch.bfloat16)
+    unaligned = storage[1:2 * 64 * 4 * 128 + 1].view(2, 64, 4, 128)   # 2 bytes past 16-byte alignment: no TMA
+    assert unaligned.data_ptr() % 16
+    x = torch.randn(2, 64, 4, 128, dtype=torch.bfloat16)
+    variants = {                                              # name: (q, k, v, _params keywords, config)
+        "config": (q, k, v, {}, '{"fwd": {"GLUON": false}}'),
+        "causal": (q, k, v, dict(causal=False), ""),
+        "window": (q, k, v, dict(window_size=(16, 0)), ""),
+        "stride": (q, k.transpose(0, 1).contiguous().transpose(0, 1), v, {}, ""),   # same shape, other strides
+        "alignment": (unaligned, k, v, {}, ""),
+        "one-tensor": (x, x, x, {}, ""),
+    }
+    for name, (a, b, c, kw, config) in variants.items():
+        p = _params(a, b, **kw)
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", config)
+        tb._PLANS.clear()
+        own, _ = _forward(gpu_path, a, b, c, p)              # what its slow path launches
+        tb._PLANS.clear()
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", "")
+        remembered, _ = _forward(gpu_path, q, k, v, _params(q, k))
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", config)
+        got, was_slow = _forward(gpu_path, a, b, c, p)
+        assert was_slow and got == own, name                  # not served the remembered launches
+        assert own != remembered, name
+        again, was_slow = _forward(gpu_path, a, b, c, p)
+        assert not was_slow and again == own, name            # then its own plan
+
+
+def test_a_plan_recorded_on_one_tensor_for_q_k_and_v_serves_no_other_call(gpu_path):
+    """flash_attn_func(x, x, x)'s launches must not pass q where a later call's k and v go."""
+    x = torch.randn(2, 64, 4, 128, dtype=torch.bfloat16)
+    _forward(gpu_path, x, x, x, _params(x, x))
+    q, k, v = _inputs(sk=64)
+    got, was_slow = _forward(gpu_path, q, k, v, _params(q, k))
+    assert was_slow
+    tb._PLANS.clear()
+    assert got == _forward(gpu_path, q, k, v, _params(q, k))[0]
+
+
+def test_calls_with_tensors_among_their_parameters_take_the_slow_path(gpu_path):
+    q, k, v = _inputs(d=64)
+    for slopes, dropout_p in ((torch.rand(4), 0.0), (None, 0.1)):
+        p = interface._params(q, k, batch=2, causal=True, scale=None, window_size=(-1, -1), alibi_slopes=slopes,
+                              softcap=0.0, dropout_p=dropout_p, deterministic=False, fp8=False)
+        for _ in range(2):
+            assert _forward(gpu_path, q, k, v, p)[1]
+    assert not tb._PLANS
+
+
+def test_the_plan_key_covers_every_call_parameter():
+    """Each field of AttnParams changes the key, or (tensors, fp8) keeps the call on the slow
+    path. A new field fails here until _plan_key learns it."""
+    q = torch.randn(2, 64, 4, 64, dtype=torch.bfloat16)
+    p = AttnParams(scale=0.125)
+    key = tb._plan_key("fwd", p, False, (q, q, q), (q,))
+    assert key is not None
+    other = dict(scale=-0.125, causal=True, window_left=3, window_right=0, softcap=5.0, dropout_p=0.25,
+                 deterministic=True, max_seqlen_q=7, max_seqlen_k=9, out_dtype=torch.float16)
+    slow = dict(alibi_slopes=torch.ones(4), rng=torch.zeros(2, dtype=torch.int64), fp8=True,
+                cu_seqlens_q=torch.zeros(3, dtype=torch.int32), cu_seqlens_k=torch.zeros(3, dtype=torch.int32),
+                q_descale=torch.ones(2, 4), k_descale=torch.ones(2, 4), v_descale=torch.ones(2, 4))
+    for field in dataclasses.fields(AttnParams):
+        if field.name == "extra":                              # (read by no backend)
+            continue
+        assert field.name in other or field.name in slow, f"AttnParams.{field.name}: add it to _plan_key"
+        changed = tb._plan_key("fwd", dataclasses.replace(p, **{field.name: {**other, **slow}[field.name]}),
+                               False, (q, q, q), (q,))
+        assert (changed is None) if field.name in slow else (changed != key), field.name
+    assert tb._plan_key("fwd", AttnParams(scale=-0.0), False, (q, q, q), (q,)) != \
+        tb._plan_key("fwd", AttnParams(scale=0.0), False, (q, q, q), (q,))

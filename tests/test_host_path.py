@@ -254,3 +254,35 @@ def test_the_plan_key_covers_every_call_parameter():
         assert (changed is None) if field.name in slow else (changed != key), field.name
     assert tb._plan_key("fwd", AttnParams(scale=-0.0), False, (q, q, q), (q,)) != \
         tb._plan_key("fwd", AttnParams(scale=0.0), False, (q, q, q), (q,))
+
+
+@pytest.mark.parametrize("kind", ["forward", "backward"])
+def test_later_replays_go_straight_to_the_compiled_kernels(gpu_path, monkeypatch, kind):
+    """A plan's first replay launches through launch() and keeps the compiled kernel it returns;
+    later replays hand the same arguments to run_compiled, skipping the specialisation (launch
+    returning None, Triton's own path, keeps them on launch())."""
+    compiled = {}
+    ran = []
+
+    def fake_launch(kernel, grid, args, constexprs):
+        gpu_path.append((kernel, grid, args, constexprs))
+        return compiled.setdefault(id(kernel), object())
+
+    def fake_run(done, kernel, grid, args, constexprs, device=None):
+        assert done is compiled[id(kernel)]
+        ran.append(kernel)
+        gpu_path.append((kernel, grid, args, constexprs))
+
+    monkeypatch.setattr(tb, "launch", fake_launch)
+    monkeypatch.setattr(tb, "run_compiled", fake_run)
+    calls = []
+    for _ in range(3):
+        q, k, v = _inputs(d=128)
+        p = _params(q, k)
+        calls.append(_forward(gpu_path, q, k, v, p) if kind == "forward" else _backward(gpu_path, q, k, v, p))
+    (slow, was_slow), (first, first_slow), (second, second_slow) = calls
+    assert was_slow and not first_slow and not second_slow
+    assert first == slow and second == slow
+    launches = [e for e in slow if e != "set_allocator"]
+    assert len(ran) == len(launches) + (kind == "backward")    # (the third backward's forward: one launch)
+    assert ran[-len(launches):] == [e[0] for e in launches]

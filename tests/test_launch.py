@@ -75,6 +75,18 @@ def test_repeated_launch_goes_straight_to_the_compiled_kernel(kernel):
     assert kernel.compiled.runs == [((4, 2, 1), (x2, 128, 0.5, 32))]
 
 
+def test_launch_returns_the_compiled_kernel_for_run_compiled(kernel):
+    """launch() -> the compiled kernel (first launch and repeated ones); run_compiled hands it the
+    arguments as the direct path does; None where Triton's path is taken every time."""
+    x1, x2 = torch.zeros(64), torch.ones(64)
+    assert launch_mod.launch(kernel, (4, 2, 1), (x1, 128, 0.5), dict(BLOCK=32, num_warps=4)) is kernel.compiled
+    assert launch_mod.launch(kernel, (4, 2, 1), (x1, 128, 0.5), dict(BLOCK=32, num_warps=4)) is kernel.compiled
+    launch_mod.run_compiled(kernel.compiled, kernel, (4, 2, 1), (x2, 128, 0.5), dict(BLOCK=32, num_warps=4))
+    assert len(kernel.jit_launches) == 1
+    assert kernel.compiled.runs == [((4, 2, 1), (x1, 128, 0.5, 32)), ((4, 2, 1), (x2, 128, 0.5, 32))]
+    assert launch_mod.launch(kernel, (4, 2, 1), (x1, 128, 0.5), dict(num_warps=4)) is None   # BLOCK left to Triton
+
+
 @pytest.mark.parametrize("change", ["int multiple of 16", "int one", "int width", "constexpr", "constexpr type",
                                     "option", "dtype", "alignment", "current device"])
 def test_anything_triton_specialises_on_takes_tritons_path(kernel, change):

@@ -15,7 +15,7 @@ import torch
 
 from ...params import FP8_DTYPES, AttnParams
 from . import configs, tuning
-from .launch import launch
+from .launch import launch, run_compiled
 
 NAME = "triton"
 MAX_HEAD_DIM = 256
@@ -464,6 +464,10 @@ class _Plan:
 
     def __init__(self, steps: list, one_pass: bool):
         self.steps, self.one_pass = steps, one_pass
+        # each launch's compiled kernel, once a replay has had it from launch(): the plan's key
+        # holds everything Triton specialises the arguments on (shapes, strides, dtypes,
+        # alignment), so later replays hand their arguments straight to it (run_compiled)
+        self.compiled = [None] * len(steps)
 
     @classmethod
     def make(cls, steps: list, slots, one_pass: bool):
@@ -497,7 +501,9 @@ class _Plan:
 
     def replay(self, slots, start: int = 0, stop: int | None = None):
         """Make steps[start:stop] again, on these slots."""
-        for step in self.steps[start:stop]:
+        stop = len(self.steps) if stop is None else stop
+        for i in range(start, stop):
+            step = self.steps[i]
             if step is _SET_TMA_ALLOCATOR:
                 _tma_allocator()
                 continue
@@ -505,7 +511,10 @@ class _Plan:
             args = list(fixed)
             for pos, slot, desc in subs:
                 args[pos] = slots[slot] if desc is None else _rebased(desc, slots[slot])
-            launch(kernel, grid, tuple(args), constexprs)
+            if self.compiled[i] is None:
+                self.compiled[i] = launch(kernel, grid, tuple(args), constexprs)
+            else:
+                run_compiled(self.compiled[i], kernel, grid, tuple(args), constexprs)
 
 
 def _rebased(desc, base):

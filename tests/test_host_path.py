@@ -65,7 +65,7 @@ def _described(entries, known: dict):
             return ("tensor", *tensor(a))
         if not tb._GLUON_ERROR and isinstance(a, tb.TensorDescriptor):
             return ("descriptor", tensor(a.base), list(a.shape), list(a.strides), list(a.block_shape), a.layout,
-                    a.padding, a.round_f32_to_tf32)
+                    a.padding, getattr(a, "round_f32_to_tf32", None))   # (not in Triton 3.6)
         return type(a), a
 
     out = []

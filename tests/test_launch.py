@@ -230,6 +230,8 @@ def test_repeated_calls_take_the_direct_path_and_stay_right(monkeypatch, d):
                 return real.active.get_current_stream(device)
     monkeypatch.setattr(launch_mod, "driver", Counting)
     monkeypatch.setattr(tb, "launch", lambda *a: (total.append(1), launch_mod.launch(*a))[1])
+    # (the third call replays its plan into the compiled kernels: run_compiled, the direct path too)
+    monkeypatch.setattr(tb, "run_compiled", lambda *a: (total.append(1), launch_mod.run_compiled(*a))[1])
     for i in range(3):
         before = len(direct), len(total)
         check(2, 300, 333, 4, 2, d, dtype=torch.bfloat16, device="cuda", causal=True)

@@ -32,6 +32,7 @@ def gpu_path(monkeypatch):
     monkeypatch.setattr(tb.triton, "set_allocator", lambda allocator: log.append("set_allocator"))
     monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
     monkeypatch.delenv("FA_CK_AUTOTUNE", raising=False)
+    monkeypatch.setenv("FA_CK_POISON", "0")    # outputs not cloned after the launches: tests name them
     log.slow = []
     for name in ("_launch_forward", "_launch_backward"):
         real = getattr(tb, name)
@@ -86,8 +87,8 @@ def _placeholders():
 def _forward(log, q, k, v, p):
     """(described launches of one forward, whether it took the slow path)."""
     start, slow = len(log), len(log.slow)
-    tb.forward(q, k, v, p)
-    return _described(log[start:], dict(q=q, k=k, v=v, **_placeholders())), len(log.slow) > slow
+    out, lse = tb.forward(q, k, v, p)      # (named: a replay must write this call's outputs)
+    return _described(log[start:], dict(q=q, k=k, v=v, out=out, lse=lse, **_placeholders())), len(log.slow) > slow
 
 
 def _backward(log, q, k, v, p):
@@ -95,8 +96,8 @@ def _backward(log, q, k, v, p):
     out, lse = tb.forward(q, k, v, p)
     do = torch.randn_like(out)
     start, slow = len(log), len(log.slow)
-    tb.backward(do, q, k, v, out, lse, p)
-    known = dict(q=q, k=k, v=v, do=do, out=out, lse=lse, **_placeholders())
+    dq, dk, dv = tb.backward(do, q, k, v, out, lse, p)
+    known = dict(q=q, k=k, v=v, do=do, out=out, lse=lse, dq=dq, dk=dk, dv=dv, **_placeholders())
     return _described(log[start:], known), len(log.slow) > slow
 
 
@@ -286,3 +287,17 @@ def test_later_replays_go_straight_to_the_compiled_kernels(gpu_path, monkeypatch
     launches = [e for e in slow if e != "set_allocator"]
     assert len(ran) == len(launches) + (kind == "backward")    # (the third backward's forward: one launch)
     assert ran[-len(launches):] == [e[0] for e in launches]
+
+
+def test_a_replay_told_not_to_go_direct_specialises_afresh(monkeypatch):
+    """replay(direct=False) (the backward's fp32 dQ buffer, made after the key, not 16-byte
+    aligned) launches through launch() even where the compiled kernel is known."""
+    calls = []
+    monkeypatch.setattr(tb, "launch", lambda *a: (calls.append(("launch", id(a[2][0]))), "compiled")[1])
+    monkeypatch.setattr(tb, "run_compiled", lambda done, *a, **kw: calls.append(("run", id(a[2][0]))))
+    x, y = torch.zeros(4), torch.ones(4)
+    plan = tb._Plan.make([(object(), (1, 1, 1), (x, 3), {})], [x], False)
+    plan.replay([y])
+    plan.replay([y])
+    plan.replay([x], direct=False)
+    assert calls == [("launch", id(y)), ("run", id(y)), ("launch", id(x))]

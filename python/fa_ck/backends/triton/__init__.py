@@ -499,8 +499,9 @@ class _Plan:
             plan.append((kernel, grid, tuple(fixed), tuple(subs), constexprs))
         return cls(plan, one_pass)
 
-    def replay(self, slots, start: int = 0, stop: int | None = None):
-        """Make steps[start:stop] again, on these slots."""
+    def replay(self, slots, start: int = 0, stop: int | None = None, direct: bool = True):
+        """Make steps[start:stop] again, on these slots; direct=False: every launch through
+        launch(), which specialises its arguments afresh."""
         stop = len(self.steps) if stop is None else stop
         for i in range(start, stop):
             step = self.steps[i]
@@ -511,7 +512,9 @@ class _Plan:
             args = list(fixed)
             for pos, slot, desc in subs:
                 args[pos] = slots[slot] if desc is None else _rebased(desc, slots[slot])
-            if self.compiled[i] is None:
+            if not direct:
+                launch(kernel, grid, tuple(args), constexprs)
+            elif self.compiled[i] is None:
                 self.compiled[i] = launch(kernel, grid, tuple(args), constexprs)
             else:
                 run_compiled(self.compiled[i], kernel, grid, tuple(args), constexprs)
@@ -754,7 +757,9 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         if dlse is not None:
             delta -= dlse
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device) if plan.one_pass else None
-        plan.replay(slots + [dq_acc], start=1)
+        # (the one slot made after the key: its alignment is the allocator's, 16 bytes or more
+        # under torch's; were it less, the compiled kernels' specialisation would not hold)
+        plan.replay(slots + [dq_acc], start=1, direct=dq_acc is None or dq_acc.data_ptr() % 16 == 0)
     else:
         with _Recording(key) as rec:
             dq_acc = _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, p, dlse)

@@ -3,7 +3,7 @@
 #   source bench/device_env.sh
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"
-{ date -u; git rev-parse HEAD 2>/dev/null || echo "commit: not a git checkout"
+{ date -u
   nvidia-smi --query-gpu=name,driver_version --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
 } | tee "$OUT/env.txt"

@@ -225,7 +225,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     when asked (on the H200 that lost to two passes except at d128 causal S >= 4k, call1).
     HOST_DESC (bwd_dkdv, with GLUON): q, k, v, dO and dQ's fp32 buffer as host-made descriptors,
     as the forward has them; on by default where dkdv_host_desc_wins (the launcher decides: it
-    knows the mask)."""
+    knows the mask).
+    OVERLAP (bwd_dkdv, with GLUON, not with STAGE_P): each query block's first two multiplies are
+    queued before the previous block's last ones are waited for (backward_gluon._bwd_consumer)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -246,6 +248,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
+        out["OVERLAP"] = False
     return out
 
 
@@ -306,7 +309,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE"),
-    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC"),
+    "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
+                 "OVERLAP"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 

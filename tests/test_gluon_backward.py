@@ -47,19 +47,15 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
     assert not _config(monkeypatch, kernel="bwd_dq")["GLUON"]
 
 
-def test_dkdv_overlap_switch(monkeypatch):
-    """OVERLAP (queue a block's first multiplies before the last block's are waited for) keeps
-    P^T and dS^T in registers: asked for with STAGE_P it is an error naming both; a default
-    OVERLAP gives way to STAGE_P asked for."""
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "OVERLAP": true}}')
-    assert _config(monkeypatch)["OVERLAP"] and _config(monkeypatch, head_dim=64)["OVERLAP"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "OVERLAP": true, "STAGE_P": true}}')
-    with pytest.raises(ValueError, match="OVERLAP.*STAGE_P"):
-        _config(monkeypatch)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "STAGE_P": true}}')
-    assert not _config(monkeypatch, head_dim=64)["OVERLAP"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "OVERLAP": false}}')
-    assert not _config(monkeypatch, head_dim=64)["OVERLAP"]
+def test_dkdv_from_zero_up_to_d64(monkeypatch):
+    """S^T and dP^T start from zero up to head dim 64 (ptxas waited for S^T's multiply before
+    copying dP^T's start values into place), from start values above (fewer spills); either when asked."""
+    assert _config(monkeypatch, head_dim=64)["FROM_ZERO"] and _config(monkeypatch, head_dim=32)["FROM_ZERO"]
+    assert not _config(monkeypatch, head_dim=128)["FROM_ZERO"] and not _config(monkeypatch, head_dim=96)["FROM_ZERO"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"FROM_ZERO": true}}')
+    assert _config(monkeypatch, head_dim=128)["FROM_ZERO"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"FROM_ZERO": false}}')
+    assert not _config(monkeypatch, head_dim=64)["FROM_ZERO"]
 
 
 def test_gluon_dkdv_when_asked(monkeypatch):
@@ -174,11 +170,12 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
                                    '"HOST_DESC": true}}',
              "host_desc_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false, '
                                     '"HOST_DESC": true}}',
-             # a block's first multiplies queued before the last block's are waited for (spills at d128)
-             "overlap_one_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                                 '"HOST_DESC": true, "OVERLAP": true}}',
-             "overlap_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": false, '
-                                  '"HOST_DESC": false, "OVERLAP": true, "num_stages": 3}}'}
+             # S^T and dP^T from zero (the default up to d64) or from start values (over d64), asked for
+             # at every head dim
+             "from_zero": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                          '"HOST_DESC": true, "FROM_ZERO": true}}',
+             "start_values": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                             '"HOST_DESC": true, "FROM_ZERO": false}}'}
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
@@ -193,7 +190,8 @@ def gluon_dkdv_calls(request, monkeypatch):
     asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
     # the switch reached the kernel (varlen calls build their descriptors on the device)
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
-    assert all(c["OVERLAP"] == asked["OVERLAP"] for _, c in launches if "OVERLAP" in asked)
+    assert all(c["FROM_ZERO"] == (asked["FROM_ZERO"] if "FROM_ZERO" in asked else c["BLOCK_D"] <= 64)
+               for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

@@ -192,7 +192,7 @@ def gluon_kernels():
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=tb._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=configs.one_pass_wins(d, 4096, causal),
                           SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          OVERLAP=configs.switches("bwd_dkdv", "cuda:sm90", d, False)["OVERLAP"] and not cfg.get("STAGE_P"),
+                          FROM_ZERO=configs.switches("bwd_dkdv", "cuda:sm90", d, False)["FROM_ZERO"],
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
@@ -205,10 +205,6 @@ def gluon_kernels():
             host = dict(consts, HOST_DESC=True)
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
-            if not consts["OVERLAP"] and d <= 64:   # asked for (at d128 it spills: registers for two blocks)
-                over = dict(host, OVERLAP=True)
-                yield f"bwd_dkdv gluon overlap bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
-                    _gluon_sig(bwd_dkdv_gluon_kernel, over, dict(pointers, **descs)), over, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \

@@ -297,11 +297,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                              f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
                              f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
-    if gluon and cfg.get("OVERLAP") and cfg.get("STAGE_P"):
-        if "OVERLAP" in over_sw and "STAGE_P" in over:
-            raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: OVERLAP keeps P^T and dS^T in registers; it cannot "
-                             f"go with STAGE_P (set one of them false)")
-        cfg["OVERLAP"] = False               # the staged tiles asked for (or tuned) win over the default
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0
@@ -727,8 +722,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
         STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
-        SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc, OVERLAP=bool(cfg.get("OVERLAP")),
-        num_warps=cfg["num_warps"]))
+        SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
+        FROM_ZERO=bool(cfg.get("FROM_ZERO")), num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

@@ -43,7 +43,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._core import builtin
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                               warpgroup_mma_init, warpgroup_mma_wait)
+                                                               warpgroup_mma_wait)
 
 from .common import query_blocks
 from .forward_gluon import _invalidate_rings, _issue, _key_blocks, _ring_barriers, _rows, _scores, _sequence, _stream_kv
@@ -98,52 +98,17 @@ def _query_stats(lse_base, delta_base, m0, seqlen_q, scale, BLOCK_M: gl.constexp
 
 
 @gluon.jit
-def _mma_done(pending: gl.constexpr, dv, dk, dq, pt_a, dst_a, ONE_PASS: gl.constexpr, STAGE_P: gl.constexpr):
-    """Wait until at most `pending` multiplies are in flight, the block's dV, dK (and dQ) among
-    the done ones; their register operands (without STAGE_P) are kept alive until then."""
-    if ONE_PASS and STAGE_P:
-        dv, dk, dq = warpgroup_mma_wait(pending, deps=[dv, dk, dq])
-    elif ONE_PASS:
-        dv, dk, dq, pt_a, dst_a = warpgroup_mma_wait(pending, deps=[dv, dk, dq, pt_a, dst_a])
-    elif STAGE_P:
-        dv, dk = warpgroup_mma_wait(pending, deps=[dv, dk])
-    else:
-        dv, dk, pt_a, dst_a = warpgroup_mma_wait(pending, deps=[dv, dk, pt_a, dst_a])
-    return dv, dk, dq, pt_a, dst_a
-
-
-@gluon.jit
-def _block_done(q_empty, ds_free, dq, dq_tile, dq_desc, b, h, m0, D0, ONE_PASS: gl.constexpr,
-                HOST_DESC: gl.constexpr):
-    """A query block's multiplies are done: its Q / dO buffer back to the producer and, with
-    ONE_PASS, dS^T's buffer to the other warpgroup and this warpgroup's dQ columns through shared
-    memory to a TMA reduce-add, not waited for here: the next block's waits only until this one
-    has read its tile."""
-    mbarrier.arrive(q_empty, count=1)
-    if ONE_PASS:
-        mbarrier.arrive(ds_free, count=1)
-        tma.store_wait(0)
-        dq_tile.store(dq)
-        fence_async_shared()
-        _partition_barrier()                  # the whole tile written before one thread issues the add
-        if HOST_DESC:                         # a 4-D descriptor over (batch, heads, rows, head_dim)
-            _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
-        else:
-            _tma_add(dq_desc, [m0, D0], dq_tile)
-
-
-@gluon.jit
 def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                   lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
                   full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  OVERLAP: gl.constexpr, WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr):
+                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr):
     """Warpgroup WG (0 or 1): keys [n0, n0 + 64) (rows 64 * WG of k_smem, v_smem) against the
     query blocks, then their dK and dV.
-    OVERLAP (register operands only): a block's S^T and dP^T multiplies are issued before the
-    previous block's dV, dK (and dQ) are waited for, so the tensor cores have them queued while
-    that block's dQ tile goes out and its buffers are handed back (registers for both blocks'
-    tiles: head dims up to 64).
+    FROM_ZERO: S^T and dP^T start from zero, lse, delta and the mask applied after (registers for
+    the per-query vectors at the step's peak); else from start values (below), which ptxas copies
+    into the accumulator registers between the two multiplies, and so waits for S^T's to finish
+    before it issues dP^T's (ptxas C7517).
     STAGE_P: P^T goes through p_smem[WG], dS^T through this warpgroup's rows of ds_smem, for the
     dV and dK multiplies (else they take them from registers). ONE_PASS: once both warpgroups'
     dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
@@ -175,45 +140,43 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     dq_zero = gl.zeros([BLOCK_M, HALF_D], gl.float32, q_layout)
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
-    gl.static_assert(not (OVERLAP and STAGE_P), "OVERLAP keeps P^T and dS^T in registers")
-    # the multiplies' register operands and dQ's tile, carried into the next block with OVERLAP
-    dq = dq_zero
-    pt_a = gl.convert_layout(s_zero.to(dtype), a_layout)
-    dst_a = pt_a
-    if OVERLAP:                               # accumulators still being written cross the loop's back edge
-        dk = warpgroup_mma_init(dk)
-        dv = warpgroup_mma_init(dv)
-        dq = warpgroup_mma_init(dq)
     lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s)
     mbarrier.wait(kv_bar, 0)
     for i in range(n_blocks):
         buf = i % NUM_BUF
         m0 = lo + i * BLOCK_M
         mbarrier.wait(q_full.index(buf), (i // NUM_BUF) & 1)
-        # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
-        # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
-        # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
-        # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
-        key_ok = offs_n[:, None] < seqlen_k
-        st0 = gl.where(key_ok, s_zero - lse_s[None, :], float("-inf"))
-        if (m0 < full_lo) | (m0 >= full_hi):
-            offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
-            st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
-                             window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
         zero = (m0 < 0).to(gl.int32)
-        st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
-                           is_async=True)
-        dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-        dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
-                            is_async=True)
-        if OVERLAP:
-            # the previous block's dV, dK (and dQ) were queued ahead of these two: finish that block
-            dv, dk, dq, pt_a, dst_a = _mma_done(2, dv, dk, dq, pt_a, dst_a, ONE_PASS, STAGE_P)
-            if i > 0:
-                _block_done(q_empty.index((i - 1) % NUM_BUF), ds_free, dq, dq_smem.index(WG), dq_desc, b, h,
-                            m0 - BLOCK_M, D0, ONE_PASS, HOST_DESC)
+        if FROM_ZERO:
+            st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
+                               use_acc=False, is_async=True)
+            dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
+                                use_acc=False, is_async=True)
+        else:
+            # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
+            # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
+            # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
+            # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
+            key_ok = offs_n[:, None] < seqlen_k
+            st0 = gl.where(key_ok, s_zero - lse_s[None, :], float("-inf"))
+            if (m0 < full_lo) | (m0 >= full_hi):
+                offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
+                st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
+                                 window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+            st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
+                               is_async=True)
+            dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
+            dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
+                                is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
-        pt = gl.exp2(st * scale_log2)
+        if FROM_ZERO:
+            if (m0 < full_lo) | (m0 >= full_hi):
+                offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
+                st, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
+                                window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+            pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
+        else:
+            pt = gl.exp2(st * scale_log2)
         if STAGE_P:
             # P^T through shared memory: no bf16 operand tiles in registers (64 queries per step fit
             # at d128); dV's multiply starts before dP^T is waited for
@@ -224,7 +187,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dpt = warpgroup_mma_wait(1, deps=[dpt])
         else:
             dpt = warpgroup_mma_wait(0, deps=[dpt])
-        dst = (pt * dpt).to(dtype)
+        dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
         if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
             if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
                 mbarrier.wait(ds_free, (i & 1) ^ 1, pred=i > 0)
@@ -244,15 +207,28 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(zero).slice(D0, HALF_D, dim=1),
                                dq_zero, use_acc=False, is_async=True)
         lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
-        if not OVERLAP:
-            dv, dk, dq, pt_a, dst_a = _mma_done(0, dv, dk, dq, pt_a, dst_a, ONE_PASS, STAGE_P)
-            _block_done(q_empty.index(buf), ds_free, dq, dq_smem.index(WG), dq_desc, b, h, m0, D0, ONE_PASS,
-                        HOST_DESC)
-    if OVERLAP:
-        dv, dk, dq, pt_a, dst_a = _mma_done(0, dv, dk, dq, pt_a, dst_a, ONE_PASS, STAGE_P)
-        if n_blocks > 0:
-            _block_done(q_empty.index((n_blocks - 1) % NUM_BUF), ds_free, dq, dq_smem.index(WG), dq_desc, b, h,
-                        lo + (n_blocks - 1) * BLOCK_M, D0, ONE_PASS, HOST_DESC)
+        if ONE_PASS and STAGE_P:
+            dv, dk, dq = warpgroup_mma_wait(0, deps=[dv, dk, dq])
+        elif ONE_PASS:
+            dv, dk, dq, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_a, dst_a])
+        elif STAGE_P:
+            dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
+        else:
+            dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
+        mbarrier.arrive(q_empty.index(buf), count=1)
+        if ONE_PASS:
+            mbarrier.arrive(ds_free, count=1)
+            # dQ's columns through shared memory to a TMA reduce-add, not waited for here: the
+            # next block's waits only until this one has read its tile
+            dq_tile = dq_smem.index(WG)
+            tma.store_wait(0)
+            dq_tile.store(dq)
+            fence_async_shared()
+            _partition_barrier()              # the whole tile written before one thread issues the add
+            if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
+                _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
+            else:
+                _tma_add(dq_desc, [m0, D0], dq_tile)
     if ONE_PASS:
         tma.store_wait(0)
 
@@ -278,7 +254,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
-                          OVERLAP: gl.constexpr, num_warps: gl.constexpr):
+                          FROM_ZERO: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
@@ -354,11 +330,11 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, OVERLAP, 0, b, h, HOST_DESC)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, b, h, HOST_DESC)),
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, OVERLAP, 1, b, h, HOST_DESC)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, b, h, HOST_DESC)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
                          n0, lo, n_blocks, b, h, HOST_DESC)),
     ], [4, 1], [240, 24])

@@ -226,8 +226,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     HOST_DESC (bwd_dkdv, with GLUON): q, k, v, dO and dQ's fp32 buffer as host-made descriptors,
     as the forward has them; on by default where dkdv_host_desc_wins (the launcher decides: it
     knows the mask).
-    OVERLAP (bwd_dkdv, with GLUON, not with STAGE_P): each query block's first two multiplies are
-    queued before the previous block's last ones are waited for (backward_gluon._bwd_consumer)."""
+    FROM_ZERO (bwd_dkdv, with GLUON): S^T and dP^T start from zero, lse, delta and the mask applied
+    after; with start values ptxas waits for S^T's multiply before issuing dP^T's
+    (backward_gluon._bwd_consumer)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -248,7 +249,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
-        out["OVERLAP"] = False
+        # no spills at d64; at d128 80-112 bytes (against 8-48 with start values: Triton 3.7.1)
+        out["FROM_ZERO"] = d <= 64
     return out
 
 
@@ -310,7 +312,7 @@ OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
-                 "OVERLAP"),
+                 "FROM_ZERO"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 

@@ -27,9 +27,8 @@ def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=
 
 
 def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
-    """configs.gluon_wins (h200-20261130-bwd, -sixth, -seventh): dK/dV at d128 always, at d64 from
-    4k keys or masked; dQ at d128 always, at d64 from 4k keys. Only sm90, only calls the kernels
-    serve."""
+    """configs.gluon_wins (h200-20261130-bwd, -sixth, -seventh, -tenth): dK/dV always; dQ at d128
+    always, at d64 from 4k keys. Only sm90, only calls the kernels serve."""
     for kernel in ("bwd_dkdv", "bwd_dq"):
         assert configs.switches(kernel, "cuda:sm90", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
@@ -37,7 +36,7 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
         assert not _config(monkeypatch, kernel=kernel, possible=False, causal=True, window_right=0)["GLUON"]
     for d in (64, 128):
         assert _config(monkeypatch, head_dim=d)["GLUON"] and _config(monkeypatch, head_dim=d, window_left=100)["GLUON"]
-        assert _config(monkeypatch, head_dim=d, seqlen=2048)["GLUON"] == (d == 128)
+        assert _config(monkeypatch, head_dim=d, seqlen=1024)["GLUON"]
         assert _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", seqlen=128)["GLUON"]
     assert not _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)["GLUON"]
@@ -47,10 +46,14 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
     assert not _config(monkeypatch, kernel="bwd_dq")["GLUON"]
 
 
-def test_dkdv_from_zero_up_to_d64(monkeypatch):
-    """S^T and dP^T start from zero up to head dim 64 (ptxas waited for S^T's multiply before
-    copying dP^T's start values into place), from start values above (fewer spills); either when asked."""
+def test_dkdv_from_zero_on_full_calls_up_to_d64(monkeypatch):
+    """configs.dkdv_from_zero_wins (h200-20261130-tenth call 3): S^T and dP^T start from zero on
+    full calls up to head dim 64 (with start values ptxas waited for S^T's multiply before
+    copying dP^T's into place); from start values on masked calls (their mask would come after
+    the multiply) and above d64 (fewer spills); either when asked."""
     assert _config(monkeypatch, head_dim=64)["FROM_ZERO"] and _config(monkeypatch, head_dim=32)["FROM_ZERO"]
+    assert not _config(monkeypatch, head_dim=64, causal=True, window_right=0)["FROM_ZERO"]
+    assert not _config(monkeypatch, head_dim=64, window_left=100)["FROM_ZERO"]
     assert not _config(monkeypatch, head_dim=128)["FROM_ZERO"] and not _config(monkeypatch, head_dim=96)["FROM_ZERO"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"FROM_ZERO": true}}')
     assert _config(monkeypatch, head_dim=128)["FROM_ZERO"]
@@ -83,16 +86,13 @@ def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch
     assert _config(monkeypatch, head_dim=128, seqlen=1024, **causal)["HOST_DESC"]
 
 
-def test_one_pass_by_default_where_it_measured_faster(monkeypatch):
-    """configs.one_pass_wins (h200-20261130-seventh calls 5, 9): with the Gluon dK/dV kernel, at
-    d128 always, at d64 on masked calls; never for deterministic calls, never with backward.py's
-    kernel unless asked."""
-    assert _config(monkeypatch, seqlen=1024)["ONE_PASS"] and _config(monkeypatch, seqlen=1024, causal=True,
-                                                                   window_right=0)["ONE_PASS"]
-    for seqlen in (1024, 4096):
-        assert _config(monkeypatch, head_dim=64, seqlen=seqlen, causal=True, window_right=0)["ONE_PASS"]
-        assert _config(monkeypatch, head_dim=64, seqlen=seqlen, window_left=100)["ONE_PASS"]
-        assert not _config(monkeypatch, head_dim=64, seqlen=seqlen)["ONE_PASS"]          # d64 full
+def test_one_pass_by_default_wherever_the_gluon_kernel_serves(monkeypatch):
+    """ONE_PASS (h200-20261130-seventh calls 5, 9; -tenth calls 1-3): with the Gluon dK/dV kernel
+    everywhere, never for deterministic calls, never with backward.py's kernel unless asked."""
+    for d in (64, 128):
+        for seqlen in (1024, 4096):
+            for kw in ({}, dict(causal=True, window_right=0), dict(window_left=100)):
+                assert _config(monkeypatch, head_dim=d, seqlen=seqlen, **kw)["ONE_PASS"]
     assert not _config(monkeypatch, deterministic=True)["ONE_PASS"]
     assert not _config(monkeypatch, possible=False)["ONE_PASS"]              # backward.py's kernel
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"ONE_PASS": false}}')
@@ -190,8 +190,7 @@ def gluon_dkdv_calls(request, monkeypatch):
     asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
     # the switch reached the kernel (varlen calls build their descriptors on the device)
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
-    assert all(c["FROM_ZERO"] == (asked["FROM_ZERO"] if "FROM_ZERO" in asked else c["BLOCK_D"] <= 64)
-               for _, c in launches)
+    assert all(c["FROM_ZERO"] == asked["FROM_ZERO"] for _, c in launches if "FROM_ZERO" in asked)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

@@ -190,9 +190,9 @@ def gluon_kernels():
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16),
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=tb._smem_layout(64, cfg["BLOCK_M"], bf16),
-                          ONE_PASS=configs.one_pass_wins(d, 4096, causal),
+                          ONE_PASS=True,
                           SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          FROM_ZERO=configs.switches("bwd_dkdv", "cuda:sm90", d, False)["FROM_ZERO"],
+                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal),
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg

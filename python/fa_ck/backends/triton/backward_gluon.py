@@ -1,6 +1,6 @@
 """The backward for Hopper (sm90) in Gluon, warp-specialised like forward_gluon.py: a dK/dV kernel
 that can add dQ itself (ONE_PASS), and a dQ kernel for the calls it does not (GQA,
-deterministic=True). Where each is the default: configs.gluon_wins and configs.one_pass_wins;
+deterministic=True). Where each is the default: configs.gluon_wins and configs.switches (ONE_PASS);
 FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}',
 '{"bwd_dq": {"GLUON": ...}}').
 

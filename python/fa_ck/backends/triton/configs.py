@@ -149,9 +149,11 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     the nanoGPT shape -30% (descriptors per tile and pipeline fill not amortised).
     bwd_dq (h200-20261130-bwd, call 6, fwd+bwd with 3-deep rings): d128 +7-24% at every length;
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
-    bwd_dkdv, since it adds dQ itself (one_pass_wins; h200-20261130-seventh calls 5, 9): at head
+    bwd_dkdv, since it adds dQ itself (ONE_PASS; h200-20261130-seventh calls 5, 9): at head
     dims 65-128 everywhere (S1024 +5-12 % over backward.py's dK/dV and the Gluon dQ); at d64 from
-    S4k, and on masked calls at any length (the nanoGPT shape +6 %, twice).
+    S4k, and on masked calls at any length (the nanoGPT shape +6 %, twice). Since host-made
+    descriptors (h200-20261130-tenth calls 1-3, fwd+bwd, same run): also d64 full S1024, the one
+    point left to backward.py's kernels, +8.5 % and +14 % (two runs): everywhere.
     Before that (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
     (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
     at d128 (h200-20261130-sixth calls 2-3): +3-7 % fwd+bwd over those choices from S4k, causal
@@ -162,17 +164,7 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
         return d > 64 or seqlen_k >= 4096 or not masked
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
-    return d > 64 or seqlen_k >= 4096 or masked
-
-
-def one_pass_wins(head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
-    """Where the Gluon dK/dV kernel with dQ added in it (ONE_PASS: TMA reduce-adds, no dQ kernel)
-    beat the Gluon dK/dV + dQ pair on the H200 (bf16, same run, h200-20261130-seventh call 5):
-    at head dims 65-128 everywhere (fwd+bwd d128 S>=4k +8-16 %, S1024 +5-12 %); at d64 on masked
-    calls (from 4k keys +6-7 %; full calls -1 to -2 %). At d64 S1024 causal, against backward.py's
-    kernels there: the nanoGPT shape +6 % in calls 5 and 9, B16xH32 -6 % and 0 %. Never with
-    deterministic=True (the adds land in any order)."""
-    return block_d(head_dim) > 64 or masked
+    return True
 
 
 def dkdv_host_desc_wins(head_dim: int, masked: bool = False) -> bool:
@@ -181,6 +173,15 @@ def dkdv_host_desc_wins(head_dim: int, masked: bool = False) -> bool:
     h200-20261130-ninth call 1): d64 everywhere (the nanoGPT shape +15 %, causal +2-5 %, full
     0 to -1 %), d128 full +1-4 %; d128 causal lost (S1024 -24 %, S4k and S16k -1 %)."""
     return block_d(head_dim) <= 64 or not masked
+
+
+def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
+    """Where the Gluon dK/dV kernel's S^T and dP^T multiplies starting from zero (FROM_ZERO) beat
+    starting from -lse / scale and -delta, fwd+bwd on the H200 (bf16, same run,
+    h200-20261130-tenth call 3): d64 full S4k +8 % (two passes); masked calls -1 to -3 % (their
+    mask is applied after the multiply, on its critical path); d128 -2 to -7 % everywhere (80-112
+    bytes of spills)."""
+    return block_d(head_dim) <= 64 and not masked
 
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
@@ -220,9 +221,14 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
-    the Gluon kernel's TMA reduce-adds, on by default where one_pass_wins (the launcher decides,
-    once it knows whether the Gluon kernel serves the call); by backward.py's fp32 atomics only
-    when asked (on the H200 that lost to two passes except at d128 causal S >= 4k, call1).
+    the Gluon kernel's TMA reduce-adds, on by default wherever that kernel serves the call (the
+    launcher decides, once it knows): it beat the Gluon dK/dV + dQ pair on the H200 (bf16, same
+    runs) at head dims 65-128 everywhere (h200-20261130-seventh call 5: fwd+bwd d128 S>=4k +8-16 %,
+    S1024 +5-12 %), at d64 on masked calls (from 4k keys +6-7 %; the nanoGPT shape +6 % over
+    backward.py's kernels, calls 5 and 9) and, since host-made descriptors, on full d64 calls
+    (h200-20261130-tenth calls 1-3: S1024 +8.5 % and +14 % over backward.py's kernels, S4k +1-2 %
+    over two passes, three runs). By backward.py's fp32 atomics only when asked (on the H200 that
+    lost to two passes except at d128 causal S >= 4k, call1).
     HOST_DESC (bwd_dkdv, with GLUON): q, k, v, dO and dQ's fp32 buffer as host-made descriptors,
     as the forward has them; on by default where dkdv_host_desc_wins (the launcher decides: it
     knows the mask).
@@ -249,8 +255,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
-        # no spills at d64; at d128 80-112 bytes (against 8-48 with start values: Triton 3.7.1)
-        out["FROM_ZERO"] = d <= 64
+        out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
     return out
 
 

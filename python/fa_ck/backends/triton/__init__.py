@@ -714,8 +714,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
-    key_major = bool(cfg.get("KEY_BLOCK_MAJOR"))
-    _launch(bwd_dkdv_gluon_kernel, (hkv, b, _cdiv(sk, bn)) if key_major else (_cdiv(sk, bn), hkv, b), (
+    _launch(bwd_dkdv_gluon_kernel, (_cdiv(sk, bn), hkv, b), (
         *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
@@ -726,7 +725,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
         STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
         SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
-        FROM_ZERO=bool(cfg.get("FROM_ZERO")), KEY_BLOCK_MAJOR=key_major, num_warps=cfg["num_warps"]))
+        FROM_ZERO=bool(cfg.get("FROM_ZERO")), num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

@@ -254,7 +254,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
-                          FROM_ZERO: gl.constexpr, KEY_BLOCK_MAJOR: gl.constexpr, num_warps: gl.constexpr):
+                          FROM_ZERO: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
@@ -263,17 +263,12 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
-    if KEY_BLOCK_MAJOR:
-        # grid (heads, batch, key blocks): every head's first key block is dispatched before any
-        # second one, so under a causal mask the longest programs start first and the shortest
-        # fill the tail
-        h = gl.program_id(0)
-        b = gl.program_id(1)
-        pid_n = gl.program_id(2)
-    else:
-        pid_n = gl.program_id(0)
-        h = gl.program_id(1)
-        b = gl.program_id(2)
+    # a head's key blocks side by side: they stream the same Q and dO, which stay in L2 (dispatching
+    # key block by key block across heads, longest causal programs first, lost 7-18 % fwd+bwd:
+    # h200-20261130-tenth call 5)
+    pid_n = gl.program_id(0)
+    h = gl.program_id(1)
+    b = gl.program_id(2)
     n0 = pid_n * BLOCK_N
     q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     if n0 >= seqlen_k:

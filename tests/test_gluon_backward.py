@@ -73,15 +73,15 @@ def test_gluon_dkdv_when_asked(monkeypatch):
 
 
 def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch):
-    """configs.dkdv_host_desc_wins (h200-20261130-ninth call 1): at d64 always, at d128 on full
-    calls; asked for, everywhere."""
+    """configs.dkdv_host_desc_wins (h200-20261130-ninth call 1, -tenth calls 1 and 6): at d64
+    always, at d128 on full calls and on masked ones below 4k keys; asked for, everywhere."""
     causal = dict(causal=True, window_right=0)
     for seqlen in (1024, 4096):
         assert _config(monkeypatch, head_dim=64, seqlen=seqlen, **causal)["HOST_DESC"]
         assert _config(monkeypatch, head_dim=64, seqlen=seqlen)["HOST_DESC"]
         assert _config(monkeypatch, head_dim=128, seqlen=seqlen)["HOST_DESC"]
-        assert not _config(monkeypatch, head_dim=128, seqlen=seqlen, **causal)["HOST_DESC"]
-        assert not _config(monkeypatch, head_dim=128, seqlen=seqlen, window_left=100)["HOST_DESC"]
+        assert _config(monkeypatch, head_dim=128, seqlen=seqlen, **causal)["HOST_DESC"] == (seqlen < 4096)
+        assert _config(monkeypatch, head_dim=128, seqlen=seqlen, window_left=100)["HOST_DESC"] == (seqlen < 4096)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"HOST_DESC": true}}')
     assert _config(monkeypatch, head_dim=128, seqlen=1024, **causal)["HOST_DESC"]
 

@@ -132,7 +132,7 @@ def test_a_repeated_forward_launches_what_the_slow_path_did(gpu_path, monkeypatc
 
 
 BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)
-    "gluon-one-pass-d128-causal": (dict(d=128), True, ""),  # dQ added by the dK/dV kernel; device descriptors
+    "gluon-one-pass-d128-causal": (dict(d=128), True, '{"bwd_dkdv": {"HOST_DESC": false}}'),  # device descriptors
     "gluon-one-pass-d128-full": (dict(d=128), False, ""),   # host-made descriptors, dQ's buffer among them
     "gluon-one-pass-d64-full": (dict(d=64), False, ""),     # S^T and dP^T from zero (FROM_ZERO)
     "triton-d64-full": (dict(d=64), False, '{"bwd_dkdv": {"GLUON": false}}'),   # backward.py's dK/dV and dQ

@@ -167,12 +167,14 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     return True
 
 
-def dkdv_host_desc_wins(head_dim: int, masked: bool = False) -> bool:
+def dkdv_host_desc_wins(head_dim: int, masked: bool = False, seqlen_k: int = 0) -> bool:
     """Where the Gluon dK/dV kernel on host-made descriptors (HOST_DESC) beat the same kernel
     building its descriptors per program, fwd+bwd on the H200 (bf16, same run,
     h200-20261130-ninth call 1): d64 everywhere (the nanoGPT shape +15 %, causal +2-5 %, full
-    0 to -1 %), d128 full +1-4 %; d128 causal lost (S1024 -24 %, S4k and S16k -1 %)."""
-    return block_d(head_dim) <= 64 or not masked
+    0 to -1 %), d128 full +1-4 %. d128 causal then lost (S1024 -24 %, S4k and S16k -1 %), before
+    repeated calls replayed their plans; since (h200-20261130-tenth calls 1 and 6) S1024 +8 %
+    twice, S4k level (-1 %, +0.4 %), S16k -1 % and -8 %: below 4k keys only."""
+    return block_d(head_dim) <= 64 or not masked or seqlen_k < 4096
 
 
 def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:

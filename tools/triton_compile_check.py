@@ -192,7 +192,7 @@ def gluon_kernels():
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=tb._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
                           SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), DP_FROM_ZERO=False,
+                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal),
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg

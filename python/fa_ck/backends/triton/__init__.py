@@ -725,8 +725,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
         STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
         SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
-        FROM_ZERO=bool(cfg.get("FROM_ZERO")), DP_FROM_ZERO=bool(cfg.get("DP_FROM_ZERO")),
-        num_warps=cfg["num_warps"]))
+        FROM_ZERO=bool(cfg.get("FROM_ZERO")), num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

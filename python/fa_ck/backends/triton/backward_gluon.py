@@ -102,14 +102,13 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
                   full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  FROM_ZERO: gl.constexpr, DP_FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h,
-                  HOST_DESC: gl.constexpr):
+                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr):
     """Warpgroup WG (0 or 1): keys [n0, n0 + 64) (rows 64 * WG of k_smem, v_smem) against the
     query blocks, then their dK and dV.
     FROM_ZERO: S^T and dP^T start from zero, lse, delta and the mask applied after (registers for
-    the per-query vectors at the step's peak); DP_FROM_ZERO: only dP^T, delta subtracted after.
-    Else from start values (below), which ptxas copies into the accumulator registers between the
-    two multiplies, and so waits for S^T's to finish before it issues dP^T's (ptxas C7517).
+    the per-query vectors at the step's peak); else from start values (below), which ptxas copies
+    into the accumulator registers between the two multiplies, and so waits for S^T's to finish
+    before it issues dP^T's (ptxas C7517).
     STAGE_P: P^T goes through p_smem[WG], dS^T through this warpgroup's rows of ds_smem, for the
     dV and dK multiplies (else they take them from registers). ONE_PASS: once both warpgroups'
     dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
@@ -151,23 +150,22 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
         if FROM_ZERO:
             st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
                                use_acc=False, is_async=True)
+            dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
+                                use_acc=False, is_async=True)
         else:
             # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
             # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
             # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
             # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
-            st0 = gl.where(offs_n[:, None] < seqlen_k, s_zero - lse_s[None, :], float("-inf"))
+            key_ok = offs_n[:, None] < seqlen_k
+            st0 = gl.where(key_ok, s_zero - lse_s[None, :], float("-inf"))
             if (m0 < full_lo) | (m0 >= full_hi):
                 offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
                 st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
                                  window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
             st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
                                is_async=True)
-        if FROM_ZERO or DP_FROM_ZERO:
-            dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
-                                use_acc=False, is_async=True)
-        else:
-            dpt0 = gl.where(offs_n[:, None] < seqlen_k, s_zero - delta[None, :], 0.0)
+            dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
             dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
                                 is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
@@ -189,7 +187,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dpt = warpgroup_mma_wait(1, deps=[dpt])
         else:
             dpt = warpgroup_mma_wait(0, deps=[dpt])
-        dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO or DP_FROM_ZERO else (pt * dpt).to(dtype)
+        dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
         if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
             if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
                 mbarrier.wait(ds_free, (i & 1) ^ 1, pred=i > 0)
@@ -256,7 +254,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
-                          FROM_ZERO: gl.constexpr, DP_FROM_ZERO: gl.constexpr, num_warps: gl.constexpr):
+                          FROM_ZERO: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
@@ -335,11 +333,11 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, DP_FROM_ZERO, 0, b, h, HOST_DESC)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, b, h, HOST_DESC)),
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, DP_FROM_ZERO, 1, b, h, HOST_DESC)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, b, h, HOST_DESC)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
                          n0, lo, n_blocks, b, h, HOST_DESC)),
     ], [4, 1], [240, 24])

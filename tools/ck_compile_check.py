@@ -285,8 +285,29 @@ def compile_triton(fn, signature: dict, constexprs: dict, target: str | tuple, n
     else:
         stats.update(_cuda_usage(k.asm["cubin"]))
         stats["matrix_ops"] = len(re.findall(r"\bwgmma\.mma_async", k.asm["ptx"]))
+        if stats["matrix_ops"]:
+            stats.update(_wgmma_notes(k.asm["ptx"]))
         stats["mfma"] = 0
     return stats
+
+
+def _wgmma_notes(ptx: str) -> dict:
+    """What ptxas says of a kernel's wgmma pipelining (its -v notes, which Triton does not show):
+    wgmma_serialised, the reason when it made every wgmma wait for the one before (C7512: not
+    enough registers; C7514: other instructions touch the accumulators while a wgmma runs), and
+    injected_waits, the waits it added so other instructions may use registers a wgmma defines
+    (C7517)."""
+    import tempfile
+    import triton
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M).group(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([str(tool), f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.cubin")],
+                             capture_output=True, text=True).stderr
+    serialised = [c for c in ("C7512", "C7514") if f"({c})" in out]
+    return {"wgmma_serialised": " ".join(serialised), "injected_waits": out.count("(C7517)")}
 
 
 def _cuda_usage(cubin: bytes) -> dict:

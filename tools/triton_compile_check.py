@@ -101,10 +101,12 @@ def _flags(d: int, causal: bool) -> dict:
 
 
 def _switches(kernel: str, arch: str, d: int, fp8: bool) -> dict:
-    """The kernel's constexpr switches. GLUON (and its PINGPONG) picks another kernel (forward_gluon.py, sm90 only),
-    which tools/sm90_offline_compile.py --scan compiles; here forward.py is compiled, as it
-    still serves every call the Gluon forward does not."""
-    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in ("GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC", "TMA_STORE")}
+    """The kernel's constexpr switches. GLUON (and its PINGPONG, PERSISTENT, HOST_DESC, TMA_STORE,
+    FROM_ZERO) picks another kernel (forward_gluon.py, backward_gluon.py, sm90 only), compiled
+    in gluon_kernels() below; here forward.py and backward.py are compiled, as they still serve
+    every call the Gluon kernels do not."""
+    gluon_only = ("GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC", "TMA_STORE", "FROM_ZERO")
+    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in gluon_only}
 
 
 def kernels(d: int, dtype, causal: bool, arch: str):

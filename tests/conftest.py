@@ -27,10 +27,10 @@ def _seed():
 
 @pytest.fixture(autouse=True)
 def _no_plans_from_other_tests():
-    """The triton backend replays a call signature's launches (triton._PLANS); tests patch what
+    """The triton backend replays a call signature's launches (triton.plans._PLANS); tests patch what
     they are worked out from (configs.arch, _sm_count, _config, ...), so no test is served the
     launches another test's patches made."""
-    tb = sys.modules.get("fa_ck.backends.triton")
-    if tb is not None:
-        tb._PLANS.clear()
+    plans = sys.modules.get("fa_ck.backends.triton.plans")
+    if plans is not None:
+        plans._PLANS.clear()
     yield

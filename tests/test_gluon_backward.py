@@ -13,6 +13,8 @@ from conftest import GPU
 from fa_ck.params import AttnParams
 
 tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is the function)
+gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
+plans = importlib.import_module("fa_ck.backends.triton.plans")
 configs = tb.configs
 SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
 ASK = '{"bwd_dkdv": {"GLUON": true}}'
@@ -107,7 +109,7 @@ def test_gluon_dkdv_only_with_a_positive_scale(monkeypatch):
     from fa_ck import interface
     asked = []
     real = tb._config
-    monkeypatch.setattr(tb, "_gluon_ok", lambda *args, **kwargs: True)
+    monkeypatch.setattr(gluon, "_gluon_ok", lambda *args, **kwargs: True)
     monkeypatch.setattr(tb, "_config", lambda kernel, *a, gluon_possible=False, **kw: (
         asked.append((kernel, gluon_possible)), real(kernel, *a, gluon_possible=False, **kw))[1])
     q, k, v = (rand(1, 16, 2, 32, dtype=torch.float32, device="cpu", requires_grad=False) for _ in range(3))
@@ -150,7 +152,7 @@ def test_gluon_dq_tiles(monkeypatch):
 
 # ---------------------------------------------------------------------------- on an sm90 GPU
 
-gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
+gpu = pytest.mark.skipif(not SM90 or bool(gluon._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
 
 
 # Each dK/dV GPU test runs every way of feeding the dV and dK multiplies: P^T and dS^T in
@@ -182,9 +184,9 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
 def gluon_dkdv_calls(request, monkeypatch):
     """Asks for the Gluon dK/dV kernel (one way of staging its operands) and counts its launches."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", DKDV_ASKS[request.param])
-    launches = record_launches(monkeypatch, tb, tb.bwd_dkdv_gluon_kernel)
-    calls = count_calls(monkeypatch, tb, "_dkdv_gluon")
-    dq_calls = count_calls(monkeypatch, tb, "_dq_gluon")
+    launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
+    calls = count_calls(monkeypatch, gluon, "_dkdv_gluon")
+    dq_calls = count_calls(monkeypatch, gluon, "_dq_gluon")
     yield calls
     cfgs = [args[12] for args, _ in calls]                    # _dkdv_gluon's cfg
     asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
@@ -225,7 +227,7 @@ def gluon_dq_calls(monkeypatch):
     """Asks for the Gluon dQ kernel (and two passes, where the dK/dV kernel would add dQ itself)
     and counts its launches."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(ASK_DQ), "bwd_dkdv": {"ONE_PASS": False}}))
-    return count_calls(monkeypatch, tb, "_dq_gluon")
+    return count_calls(monkeypatch, gluon, "_dq_gluon")
 
 
 @gpu
@@ -251,7 +253,7 @@ def test_gluon_dq_windows_varlen_and_both_kernels(monkeypatch, gluon_dq_calls, w
                  device="cuda", window_size=window, same_precision=True)
     assert gluon_dq_calls
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(DKDV_ASKS[dkdv]), **json.loads(ASK_DQ)}))
-    dkdv_calls, before = count_calls(monkeypatch, tb, "_dkdv_gluon"), len(gluon_dq_calls)
+    dkdv_calls, before = count_calls(monkeypatch, gluon, "_dkdv_gluon"), len(gluon_dq_calls)
     check(2, 1000, 1000, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     one_pass = json.loads(DKDV_ASKS[dkdv])["bwd_dkdv"]["ONE_PASS"]
     assert dkdv_calls and (len(gluon_dq_calls) > before) == (not one_pass)   # one pass: no dQ kernel

@@ -14,6 +14,8 @@ from conftest import GPU
 from fa_ck.params import AttnParams
 
 tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is the function)
+gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
+plans = importlib.import_module("fa_ck.backends.triton.plans")
 configs = tb.configs
 SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
 
@@ -24,10 +26,10 @@ def _params(**kw):
 
 def _gluon_ok(dtype=torch.bfloat16, d=128, **kw):
     q = torch.randn(2, 64, 4, d, dtype=dtype)
-    return tb._gluon_ok(q, q, q, q, _params(**kw))
+    return gluon._gluon_ok(q, q, q, q, _params(**kw))
 
 
-@pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
+@pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
 def test_calls_the_gluon_forward_serves(monkeypatch):
     monkeypatch.setattr(configs, "INTERPRET", False)
     assert _gluon_ok() and _gluon_ok(torch.float16, 64) and _gluon_ok(window_left=16, window_right=0)
@@ -37,12 +39,12 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
     assert not _gluon_ok(alibi_slopes=torch.ones(4))
     assert not _gluon_ok(dropout_p=0.1)
     q = torch.randn(2, 64, 4, 128, dtype=torch.bfloat16)
-    assert not tb._gluon_ok(q[..., ::2], q[..., ::2], q[..., ::2], q[..., ::2], _params())   # strided head dim
+    assert not gluon._gluon_ok(q[..., ::2], q[..., ::2], q[..., ::2], q[..., ::2], _params())   # strided head dim
     monkeypatch.setattr(configs, "INTERPRET", True)
     assert not _gluon_ok()                                  # no Gluon interpreter
 
 
-@pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
+@pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
 def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     """fp8 (quantised e4m3fn q, k; v keys-contiguous, its rows 16-byte aligned for TMA): served
     at d65-128 by default (it lost to forward.py's fp8 kernel at d64), never in the fnuz format
@@ -52,37 +54,37 @@ def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     q = torch.randn(2, 64, 4, 128).to(f8)
     v = tb._keys_contiguous(torch.randn(2, 64, 4, 128).to(f8))
     out = torch.empty(2, 64, 4, 128, dtype=torch.bfloat16)
-    assert tb._gluon_ok(q, q, v, out, _params(fp8=True))
-    assert not tb._gluon_ok(q, q, q, out, _params(fp8=True))                  # v not keys-contiguous
+    assert gluon._gluon_ok(q, q, v, out, _params(fp8=True))
+    assert not gluon._gluon_ok(q, q, q, out, _params(fp8=True))                  # v not keys-contiguous
     v_40 = tb._keys_contiguous(torch.randn(2, 40, 4, 128).to(f8))             # rows of 40 keys, padded to 48
     assert v_40.stride() == (4 * 128 * 48, 1, 128 * 48, 48)
-    assert tb._gluon_ok(q[:, :40], q[:, :40], v_40, out[:, :40], _params(fp8=True))
+    assert gluon._gluon_ok(q[:, :40], q[:, :40], v_40, out[:, :40], _params(fp8=True))
     v_odd = torch.randn(2, 4, 128, 40).to(f8).permute(0, 3, 1, 2)             # a caller's rows of 40 bytes
-    assert not tb._gluon_ok(q[:, :40], q[:, :40], v_odd, out[:, :40], _params(fp8=True))
+    assert not gluon._gluon_ok(q[:, :40], q[:, :40], v_odd, out[:, :40], _params(fp8=True))
     fnuz = torch.float8_e4m3fnuz
-    assert not tb._gluon_ok(q.to(fnuz), q.to(fnuz), v.to(fnuz), out, _params(fp8=True))
+    assert not gluon._gluon_ok(q.to(fnuz), q.to(fnuz), v.to(fnuz), out, _params(fp8=True))
     assert configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 96, True)["GLUON"]
     assert not configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]
 
 
-@pytest.mark.skipif(bool(tb._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
+@pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
 def test_host_descriptors():
     """The 4-D descriptors the launchers make: (batch, heads, rows, head_dim) over (B, S, H, D)
     tensors of any layout, (batch, heads, head_dim, keys) for fp8's keys-contiguous v; refused for
     empty and expanded (stride-0) tensors, which build theirs on the device."""
     q = torch.randn(2, 4, 300, 64, dtype=torch.bfloat16).transpose(1, 2)        # SDPA layout seen as BSHD
-    d = tb._desc4(q, 128, 64)
-    assert isinstance(d, tb.TensorDescriptor) and d.base is q and d.padding == "zero"
+    d = gluon._desc4(q, 128, 64)
+    assert isinstance(d, gluon.TensorDescriptor) and d.base is q and d.padding == "zero"
     assert (d.shape, d.strides, d.block_shape) == ([2, 4, 300, 64], [4 * 300 * 64, 300 * 64, 64, 1], [1, 1, 128, 64])
-    assert d.layout == tb._smem_layout4([1, 1, 128, 64], torch.bfloat16)
+    assert d.layout == gluon._smem_layout4([1, 1, 128, 64], torch.bfloat16)
     v = tb._keys_contiguous(torch.randn(2, 304, 4, 128).to(torch.float8_e4m3fn))
-    d = tb._desc4(v, 128, 128, keys_contiguous=True)
+    d = gluon._desc4(v, 128, 128, keys_contiguous=True)
     assert (d.shape, d.strides) == ([2, 4, 128, 304], [4 * 128 * 304, 128 * 304, 304, 1])
-    assert tb._host_desc_ok(q, v)
-    assert not tb._host_desc_ok(q, q[:, :0])                                    # no tokens
-    assert not tb._host_desc_ok(q[:1].expand(2, -1, -1, -1))                   # batch stride 0
-    assert tb._host_desc_ok(q[:1])                                             # one batch entry: its stride is moot
+    assert gluon._host_desc_ok(q, v)
+    assert not gluon._host_desc_ok(q, q[:, :0])                                    # no tokens
+    assert not gluon._host_desc_ok(q[:1].expand(2, -1, -1, -1))                   # batch stride 0
+    assert gluon._host_desc_ok(q[:1])                                             # one batch entry: its stride is moot
 
 
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
@@ -173,7 +175,7 @@ def test_gluon_config_and_its_checks(monkeypatch):
 
 # ---------------------------------------------------------------------------- on an sm90 GPU
 
-gpu = pytest.mark.skipif(not SM90 or bool(tb._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
+gpu = pytest.mark.skipif(not SM90 or bool(gluon._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
 
 
 # (switches, programs): a program per tile, or PERSISTENT programs (one per SM, or 3, so each
@@ -192,7 +194,7 @@ SCHEDULES = {"defaults": ({}, None),
 def schedule(request, monkeypatch):
     switches, programs = SCHEDULES[request.param]
     if programs:
-        monkeypatch.setattr(tb, "_sm_count", lambda device: programs)
+        monkeypatch.setattr(gluon, "_sm_count", lambda device: programs)
     return switches
 
 
@@ -207,8 +209,8 @@ def gluon_calls(request, monkeypatch, schedule):
     each schedule, and counts the launches: each test asserts its calls went there. Afterwards
     checks that the schedule reached the kernel (its constexprs and grid), not only the config."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule))
-    launches = record_launches(monkeypatch, tb, tb.fwd_gluon_kernel)
-    yield count_calls(monkeypatch, tb, "_forward_gluon")
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    yield count_calls(monkeypatch, gluon, "_forward_gluon")
     persistent = schedule.get("PERSISTENT", True)
     programs = SCHEDULES[request.node.callspec.params["schedule"]][1]
     for grid, c in launches:

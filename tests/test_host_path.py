@@ -1,4 +1,4 @@
-"""The triton backend's host path for repeated calls (backends/triton: _Plan): a call whose
+"""The triton backend's host path for repeated calls (backends/triton/plans.py: _Plan): a call whose
 signature was seen before replays the launches its slow path made, on its own tensors. Here,
 on the CPU with the GPU path faked (sm90, launches recorded, not run), the replayed launches are
 compared argument by argument with the slow path's, and calls that differ in what the slow path
@@ -13,6 +13,9 @@ from fa_ck import interface
 from fa_ck.params import AttnParams
 
 tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is the function)
+gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
+host = importlib.import_module("fa_ck.backends.triton.host")
+plans = importlib.import_module("fa_ck.backends.triton.plans")
 configs = tb.configs
 
 
@@ -27,9 +30,9 @@ def gpu_path(monkeypatch):
     log = _Log()
     monkeypatch.setattr(configs, "INTERPRET", False)
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    monkeypatch.setattr(tb, "_sm_count", lambda device: 132)
-    monkeypatch.setattr(tb, "launch", lambda kernel, grid, args, constexprs: log.append((kernel, grid, args, constexprs)))
-    monkeypatch.setattr(tb.triton, "set_allocator", lambda allocator: log.append("set_allocator"))
+    monkeypatch.setattr(gluon, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(plans, "launch", lambda kernel, grid, args, constexprs: log.append((kernel, grid, args, constexprs)))
+    monkeypatch.setattr(plans.triton, "set_allocator", lambda allocator: log.append("set_allocator"))
     monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
     monkeypatch.delenv("FA_CK_AUTOTUNE", raising=False)
     monkeypatch.setenv("FA_CK_POISON", "0")    # outputs not cloned after the launches: tests name them
@@ -64,7 +67,7 @@ def _described(entries, known: dict):
     def value(a):
         if isinstance(a, torch.Tensor):
             return ("tensor", *tensor(a))
-        if not tb._GLUON_ERROR and isinstance(a, tb.TensorDescriptor):
+        if not gluon._GLUON_ERROR and isinstance(a, gluon.TensorDescriptor):
             return ("descriptor", tensor(a.base), list(a.shape), list(a.strides), list(a.block_shape), a.layout,
                     a.padding, getattr(a, "round_f32_to_tf32", None))   # (not in Triton 3.6)
         return type(a), a
@@ -80,7 +83,7 @@ def _described(entries, known: dict):
 
 
 def _placeholders():
-    dummy, no_slopes, no_rng = tb._placeholders(torch.device("cpu"))
+    dummy, no_slopes, no_rng = host._placeholders(torch.device("cpu"))
     return dict(dummy=dummy, no_slopes=no_slopes, no_rng=no_rng)
 
 
@@ -121,7 +124,7 @@ def test_a_repeated_forward_launches_what_the_slow_path_did(gpu_path, monkeypatc
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", config)
     first = _inputs(**shape)
     slow, was_slow = _forward(gpu_path, *first, _params(*first[:2], causal))
-    assert was_slow and len(tb._PLANS) == 1
+    assert was_slow and len(plans._PLANS) == 1
     again = _inputs(**shape)                                   # other tensors of the same signature
     fast, was_slow = _forward(gpu_path, *again, _params(*again[:2], causal))
     assert not was_slow
@@ -168,7 +171,7 @@ def test_a_gradient_on_lse_enters_between_the_replayed_launches(gpu_path, monkey
         else:
             seen.append(args[5].clone())                       # delta, as the dK/dV and dQ kernels read it
         gpu_path.append((kernel, grid, args, constexprs))
-    monkeypatch.setattr(tb, "launch", launch)
+    monkeypatch.setattr(plans, "launch", launch)
     for d, causal in ((64, False), (128, True)):               # backward.py's two kernels; the Gluon one pass
         q, k, v = _inputs(d=d)
         p = _params(q, k, causal)
@@ -201,9 +204,9 @@ def test_what_the_slow_path_decides_from_gets_its_own_plan(gpu_path, monkeypatch
     for name, (a, b, c, kw, config) in variants.items():
         p = _params(a, b, **kw)
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", config)
-        tb._PLANS.clear()
+        plans._PLANS.clear()
         own, _ = _forward(gpu_path, a, b, c, p)              # what its slow path launches
-        tb._PLANS.clear()
+        plans._PLANS.clear()
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", "")
         remembered, _ = _forward(gpu_path, q, k, v, _params(q, k))
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", config)
@@ -221,7 +224,7 @@ def test_a_plan_recorded_on_one_tensor_for_q_k_and_v_serves_no_other_call(gpu_pa
     q, k, v = _inputs(sk=64)
     got, was_slow = _forward(gpu_path, q, k, v, _params(q, k))
     assert was_slow
-    tb._PLANS.clear()
+    plans._PLANS.clear()
     assert got == _forward(gpu_path, q, k, v, _params(q, k))[0]
 
 
@@ -232,7 +235,7 @@ def test_calls_with_tensors_among_their_parameters_take_the_slow_path(gpu_path):
                               softcap=0.0, dropout_p=dropout_p, deterministic=False, fp8=False)
         for _ in range(2):
             assert _forward(gpu_path, q, k, v, p)[1]
-    assert not tb._PLANS
+    assert not plans._PLANS
 
 
 def test_the_plan_key_covers_every_call_parameter():
@@ -240,7 +243,7 @@ def test_the_plan_key_covers_every_call_parameter():
     path. A new field fails here until _plan_key learns it."""
     q = torch.randn(2, 64, 4, 64, dtype=torch.bfloat16)
     p = AttnParams(scale=0.125)
-    key = tb._plan_key("fwd", p, False, (q, q, q), (q,))
+    key = plans._plan_key("fwd", p, False, (q, q, q), (q,))
     assert key is not None
     other = dict(scale=-0.125, causal=True, window_left=3, window_right=0, softcap=5.0, dropout_p=0.25,
                  deterministic=True, max_seqlen_q=7, max_seqlen_k=9, out_dtype=torch.float16)
@@ -251,11 +254,11 @@ def test_the_plan_key_covers_every_call_parameter():
         if field.name == "extra":                              # (read by no backend)
             continue
         assert field.name in other or field.name in slow, f"AttnParams.{field.name}: add it to _plan_key"
-        changed = tb._plan_key("fwd", dataclasses.replace(p, **{field.name: {**other, **slow}[field.name]}),
+        changed = plans._plan_key("fwd", dataclasses.replace(p, **{field.name: {**other, **slow}[field.name]}),
                                False, (q, q, q), (q,))
         assert (changed is None) if field.name in slow else (changed != key), field.name
-    assert tb._plan_key("fwd", AttnParams(scale=-0.0), False, (q, q, q), (q,)) != \
-        tb._plan_key("fwd", AttnParams(scale=0.0), False, (q, q, q), (q,))
+    assert plans._plan_key("fwd", AttnParams(scale=-0.0), False, (q, q, q), (q,)) != \
+        plans._plan_key("fwd", AttnParams(scale=0.0), False, (q, q, q), (q,))
 
 
 @pytest.mark.parametrize("kind", ["forward", "backward"])
@@ -275,8 +278,8 @@ def test_later_replays_go_straight_to_the_compiled_kernels(gpu_path, monkeypatch
         ran.append(kernel)
         gpu_path.append((kernel, grid, args, constexprs))
 
-    monkeypatch.setattr(tb, "launch", fake_launch)
-    monkeypatch.setattr(tb, "run_compiled", fake_run)
+    monkeypatch.setattr(plans, "launch", fake_launch)
+    monkeypatch.setattr(plans, "run_compiled", fake_run)
     calls = []
     for _ in range(3):
         q, k, v = _inputs(d=128)
@@ -294,10 +297,10 @@ def test_a_replay_told_not_to_go_direct_specialises_afresh(monkeypatch):
     """replay(direct=False) (the backward's fp32 dQ buffer, made after the key, not 16-byte
     aligned) launches through launch() even where the compiled kernel is known."""
     calls = []
-    monkeypatch.setattr(tb, "launch", lambda *a: (calls.append(("launch", id(a[2][0]))), "compiled")[1])
-    monkeypatch.setattr(tb, "run_compiled", lambda done, *a, **kw: calls.append(("run", id(a[2][0]))))
+    monkeypatch.setattr(plans, "launch", lambda *a: (calls.append(("launch", id(a[2][0]))), "compiled")[1])
+    monkeypatch.setattr(plans, "run_compiled", lambda done, *a, **kw: calls.append(("run", id(a[2][0]))))
     x, y = torch.zeros(4), torch.ones(4)
-    plan = tb._Plan.make([(object(), (1, 1, 1), (x, 3), {})], [x], False)
+    plan = plans._Plan.make([(object(), (1, 1, 1), (x, 3), {})], [x], False)
     plan.replay([y])
     plan.replay([y])
     plan.replay([x], direct=False)

@@ -156,7 +156,7 @@ def test_every_launch_site_passes_every_constexpr(monkeypatch):
     launchers on the GPU (test below)."""
     from attn_check import rand
     import fa_ck
-    tb = importlib.import_module("fa_ck.backends.triton")
+    plans = importlib.import_module("fa_ck.backends.triton.plans")
     seen = []
 
     def recording(kernel, grid, args, constexprs):
@@ -167,7 +167,7 @@ def test_every_launch_site_passes_every_constexpr(monkeypatch):
             missing.add("(a constexpr or annotated leading parameter)")
         seen.append((getattr(kernel, "__name__", kernel), missing))
         return launch_mod.launch(kernel, grid, args, constexprs)
-    monkeypatch.setattr(tb, "launch", recording)
+    monkeypatch.setattr(plans, "launch", recording)
     # the interpreter on the CPU; on a GPU compiled kernels (CPU tensors cannot reach them)
     device, dtype = ("cuda", torch.bfloat16) if GPU else ("cpu", torch.float32)
     q, k, v = (rand(1, 20, 2, 32, dtype=dtype, device=device) for _ in range(3))
@@ -179,10 +179,10 @@ def test_every_launch_site_passes_every_constexpr(monkeypatch):
 def test_gluon_kernels_can_take_the_direct_path():
     """Gluon kernels compile even under the interpreter: their runtime parameters all come
     first and are plain (no constexpr or annotation among them), as launch._param_flags needs."""
-    tb = importlib.import_module("fa_ck.backends.triton")
-    if tb._GLUON_ERROR:
-        pytest.skip(f"no Gluon in this Triton: {tb._GLUON_ERROR}")
-    for kernel in (tb.fwd_gluon_kernel, tb.bwd_dkdv_gluon_kernel, tb.bwd_dq_gluon_kernel):
+    gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
+    if gluon._GLUON_ERROR:
+        pytest.skip(f"no Gluon in this Triton: {gluon._GLUON_ERROR}")
+    for kernel in (gluon.fwd_gluon_kernel, gluon.bwd_dkdv_gluon_kernel, gluon.bwd_dq_gluon_kernel):
         n = sum(not p.is_constexpr for p in kernel.params)
         assert all(p.is_constexpr for p in kernel.params[n:]), kernel
         assert launch_mod._param_flags(kernel, n) is not None, kernel
@@ -215,7 +215,7 @@ def test_repeated_calls_take_the_direct_path_and_stay_right(monkeypatch, d):
     storage: Triton's path (its pointers are not 16-byte aligned), right too."""
     from attn_check import check
     from fa_ck import reference
-    tb = importlib.import_module("fa_ck.backends.triton")
+    plans = importlib.import_module("fa_ck.backends.triton.plans")
     monkeypatch.setattr(launch_mod, "_COMPILED", {})
     direct, total = [], []
     real = launch_mod.driver
@@ -229,9 +229,9 @@ def test_repeated_calls_take_the_direct_path_and_stay_right(monkeypatch, d):
                 direct.append(device)
                 return real.active.get_current_stream(device)
     monkeypatch.setattr(launch_mod, "driver", Counting)
-    monkeypatch.setattr(tb, "launch", lambda *a: (total.append(1), launch_mod.launch(*a))[1])
+    monkeypatch.setattr(plans, "launch", lambda *a: (total.append(1), launch_mod.launch(*a))[1])
     # (the third call replays its plan into the compiled kernels: run_compiled, the direct path too)
-    monkeypatch.setattr(tb, "run_compiled", lambda *a: (total.append(1), launch_mod.run_compiled(*a))[1])
+    monkeypatch.setattr(plans, "run_compiled", lambda *a: (total.append(1), launch_mod.run_compiled(*a))[1])
     for i in range(3):
         before = len(direct), len(total)
         check(2, 300, 333, 4, 2, d, dtype=torch.bfloat16, device="cuda", causal=True)

@@ -142,7 +142,7 @@ def test_tma_varlen(monkeypatch, override):
 
 
 def test_tma_only_where_descriptors_can_address_the_tensors():
-    from fa_ck.backends.triton import _tma_ok
+    from fa_ck.backends.triton.host import _tma_ok
     x = torch.randn(2, 48, 4, 64, dtype=torch.bfloat16)
     assert _tma_ok(x, x) and _tma_ok(x.transpose(1, 2).contiguous().transpose(1, 2))   # BSHD or BHSD storage
     odd = torch.randn(2, 48, 4, 111, dtype=torch.bfloat16)       # rows of 222 bytes
@@ -228,5 +228,5 @@ def test_sm90_compiles_the_edge_shapes():
     assert "24 shapes, 0 with a kernel that did not compile" in res.stdout
     dq, gluon_dq = res.stdout.count("OK       bwd_dq_kernel"), res.stdout.count("OK       bwd_dq_gluon_kernel")
     assert dq + gluon_dq >= 24
-    gluon_missing = importlib.import_module("fa_ck.backends.triton")._GLUON_ERROR   # a Triton without Gluon
+    gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR   # a Triton without Gluon
     assert (res.stdout.count("OK       fwd_gluon_kernel") >= 2 and gluon_dq >= 2) or gluon_missing

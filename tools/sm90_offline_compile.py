@@ -114,7 +114,8 @@ def main(argv=None) -> int:
     configs.arch = lambda device: "cuda:sm90"      # the sm90 choices (tiles, TMA) for CPU tensors
     tb.available = lambda: (True, "")
     tb.unsupported = lambda q, k, v, p: None       # CPU tensors are fine: nothing launches
-    tb._sm_count = lambda device: 132              # an H100/H200's SMs: the persistent forward's programs
+    gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
+    gluon._sm_count = lambda device: 132           # an H100/H200's SMs: the persistent forward's programs
     log: list = []
     compile_only(log, args.show_specialization)
 

@@ -101,10 +101,12 @@ def _flags(d: int, causal: bool) -> dict:
 
 
 def _switches(kernel: str, arch: str, d: int, fp8: bool) -> dict:
-    """The kernel's constexpr switches. GLUON (and its PINGPONG) picks another kernel (forward_gluon.py, sm90 only),
-    which tools/sm90_offline_compile.py --scan compiles; here forward.py is compiled, as it
-    still serves every call the Gluon forward does not."""
-    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in ("GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC", "TMA_STORE")}
+    """The kernel's constexpr switches. GLUON (and its PINGPONG, PERSISTENT, HOST_DESC, TMA_STORE,
+    FROM_ZERO) picks another kernel (forward_gluon.py, backward_gluon.py, sm90 only), compiled
+    in gluon_kernels() below; here forward.py and backward.py are compiled, as they still serve
+    every call the Gluon kernels do not."""
+    gluon_only = ("GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC", "TMA_STORE", "FROM_ZERO")
+    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in gluon_only}
 
 
 def kernels(d: int, dtype, causal: bool, arch: str):
@@ -144,8 +146,8 @@ def gluon_kernels():
     backward_gluon.py's dK/dV and dQ) with their default configs, bf16, d64/d128, full/causal; nothing
     when this Triton has no Gluon Hopper API."""
     import importlib
-    tb = importlib.import_module("fa_ck.backends.triton")
-    if tb._GLUON_ERROR:
+    gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
+    if gluon._GLUON_ERROR:
         return
     from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
@@ -159,11 +161,11 @@ def gluon_kernels():
             mode = "causal" if causal else "full"
             masks = dict(VARLEN=False, MASK_LEFT=False, MASK_RIGHT=causal)
             cfg = configs.default("fwd", "cuda:sm90", d, bf16, gluon=True)
-            kv = tb._smem_layout(cfg["BLOCK_N"], bd, bf16)
+            kv = gluon._smem_layout(cfg["BLOCK_N"], bd, bf16)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
-                          SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
-                          SMEM_P=tb._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
-                          PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=tb._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
+                          SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
+                          SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
+                          PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                                                          if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -181,17 +183,17 @@ def gluon_kernels():
                 varlen, cfg
             # fp8 (e4m3fn, keys-contiguous v), same kernel body
             f8 = torch.float8_e4m3fn
-            consts = dict(consts, SMEM_Q=tb._smem_layout(bm, bd, f8), SMEM_KV=tb._smem_layout(bn, bd, f8),
-                          SMEM_V=tb._smem_layout(bd, bn, f8), SMEM_P=tb._smem_layout(bm // 2, bn, f8), FP8=True,
+            consts = dict(consts, SMEM_Q=gluon._smem_layout(bm, bd, f8), SMEM_KV=gluon._smem_layout(bn, bd, f8),
+                          SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
                           P_SCALE=448.0)
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
-                          SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16),
-                          STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=tb._smem_layout(64, cfg["BLOCK_M"], bf16),
+                          SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),
+                          STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
-                          SMEM_DQ=tb._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
+                          SMEM_DQ=gluon._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
                           FROM_ZERO=configs.dkdv_from_zero_wins(d, causal),
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
@@ -211,7 +213,7 @@ def gluon_kernels():
                     _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
             cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
-                          SMEM_Q=tb._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=tb._smem_layout(cfg["BLOCK_N"], bd, bf16),
+                          SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16),
                           num_warps=cfg["num_warps"])
             yield f"bwd_dq gluon bf16 d{d} {mode}", bwd_dq_gluon_kernel, \
                 _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
@@ -242,9 +244,9 @@ def _descs(dtype, bm: int, bn: int, bd: int) -> dict:
 
 def _desc_type(dtype, block: list) -> str:
     import importlib
-    tb = importlib.import_module("fa_ck.backends.triton")
+    gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
     ty = {torch.float8_e4m3fn: "fp8e4nv", torch.float32: "fp32"}.get(dtype, "bf16")
-    return f"tensordesc<{ty}{block},{tb._smem_layout4(block, dtype)!r}>"
+    return f"tensordesc<{ty}{block},{gluon._smem_layout4(block, dtype)!r}>"
 
 
 def _gluon_sig(fn, consts: dict, types: dict) -> dict:

@@ -214,7 +214,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     head (see backward()).
     GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
     the PV multiply; sm90 at head dims up to 128 (fp8: 65-128), for the calls it serves (see
-    triton._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
+    launch_gluon._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's. PERSISTENT
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
     this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host

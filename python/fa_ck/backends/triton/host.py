@@ -1,0 +1,54 @@
+"""Host-side helpers the triton backend's launchers share (__init__.py, launch_gluon.py): grid
+sizes, the (batch, seq, head) stride tuples the kernels take, stand-ins for absent tensor
+arguments, and whether TMA can address a tensor. No launches here: see plans.py for those.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def _cdiv(a: int, b: int) -> int:
+    """Grid sizes; triton.cdiv is a constexpr_function in Triton 3.7, ~7 us of host time a call."""
+    return -(-a // b)
+
+
+def _strides(t, varlen: bool):
+    """(batch, seq, head) strides; a packed varlen tensor has no batch stride."""
+    st = t.stride()
+    return (0, st[0], st[1]) if varlen else st[:3]
+
+
+def _lse_strides(lse, varlen: bool):
+    return (0, lse.stride(0)) if varlen else (lse.stride(0), lse.stride(1))
+
+
+_PLACEHOLDERS: dict = {}
+
+
+def _placeholders(device):
+    """Stand-ins for absent tensor arguments, made once per device (fresh ones cost a fill
+    kernel and allocations on every call); kernels never read them: their switches (VARLEN,
+    ALIBI, DROPOUT) are off. Empty, not zeroed: made inside a CUDA graph capture, a fill would
+    not run until replay."""
+    if device not in _PLACEHOLDERS:
+        _PLACEHOLDERS[device] = (torch.empty(0, dtype=torch.int32, device=device),
+                                 torch.empty(0, dtype=torch.float32, device=device),
+                                 torch.empty(2, dtype=torch.int64, device=device))
+    return _PLACEHOLDERS[device]
+
+
+def _tma_ok(*tensors, keys_contiguous=None) -> bool:
+    """Whether our TMA paths can serve these (.., S, H, D) tensors: head dim at most 128 (Triton
+    3.6's ptxas crashed on the d256 TMA forward), unit stride along the tile's inner dim (the
+    head dim; the keys for `keys_contiguous`, fp8's v), 16-byte aligned base and other strides
+    (a head's tile may start at any row)."""
+    for t in tensors:
+        if t.shape[-1] > 128 or t.data_ptr() % 16:
+            return False
+        strides = t.stride()
+        inner = 1 if t is keys_contiguous else len(strides) - 1
+        size = t.element_size()
+        for i, st in enumerate(strides):
+            if (st != 1) if i == inner else (st * size) % 16:
+                return False
+    return True

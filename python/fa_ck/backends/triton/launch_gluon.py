@@ -1,0 +1,167 @@
+"""Launchers of the Gluon (Hopper, sm90) kernels: forward_gluon.py's forward and backward_gluon.py's
+dK/dV and dQ, with the host-made TMA descriptors and shared-memory layouts they take, and
+_gluon_ok, which calls they serve. __init__.py picks them by config (GLUON); their launches go
+through plans._launch like every other.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...params import AttnParams
+from . import configs
+from .host import _cdiv, _lse_strides, _strides, _tma_ok
+from .plans import _launch, _tma_allocator
+
+try:
+    from .backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
+    from .forward_gluon import fwd_gluon_kernel
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    _GLUON_ERROR = ""
+except Exception as e:  # a Triton without Gluon's Hopper API: forward.py serves every call
+    _GLUON_ERROR = f"{type(e).__name__}: {e}"
+
+
+def _gluon_ok(q, k, v, out, p: AttnParams, kv_tma_ok: bool | None = None) -> bool:
+    """Whether the Gluon kernels serve this call: fp16/bf16 (the forward: also quantised e4m3fn
+    q, k, v with keys-contiguous v) without softcap, ALiBi or dropout (masks, windows and
+    varlen they have; GQA the forward and dQ), tensors TMA can address (see _tma_ok; `out` is
+    dO for the backward). kv_tma_ok: _tma_ok of k and v when the caller has it already."""
+    dtype_ok = q.dtype in (torch.float16, torch.bfloat16) or (p.fp8 and q.dtype == torch.float8_e4m3fn)
+    if _GLUON_ERROR or configs.INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None \
+            or p.dropout_p != 0:
+        return False
+    if kv_tma_ok is None:
+        return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None)
+    return kv_tma_ok and _tma_ok(q, out)
+
+
+_SMEM_LAYOUTS: dict = {}
+
+
+def _gl_dtype(dtype: torch.dtype):
+    return {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv, torch.float32: gl.float32}.get(dtype, gl.bfloat16)
+
+
+def _smem_layout4(block: list, dtype: torch.dtype):
+    key = (*block, dtype)
+    if key not in _SMEM_LAYOUTS:
+        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for(block, _gl_dtype(dtype))
+    return _SMEM_LAYOUTS[key]
+
+
+def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
+    """The swizzled shared-memory layout TMA writes and wgmma reads, for (rows, cols) tiles."""
+    key = (rows, cols, dtype)
+    if key not in _SMEM_LAYOUTS:
+        _SMEM_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for([rows, cols], _gl_dtype(dtype))
+    return _SMEM_LAYOUTS[key]
+
+
+def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal,
+                   p_scale):
+    """Launch forward_gluon.py into out and lse. q, k and v go as TMA descriptors made here
+    (HOST_DESC), or for varlen (and on request) as pointers, the kernel building each tile's
+    descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales."""
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
+    host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and _host_desc_ok(q, k, v)
+    # (float32 out, fp8 inputs' option, keeps plain stores: its TMA store has not run on a GPU)
+    tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
+        configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
+    o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
+    if host_desc:
+        q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
+        v_arg = _desc4(v, bd, bn, keys_contiguous=True) if p.fp8 else _desc4(v, bn, bd)
+    else:
+        _tma_allocator()
+        q_arg, k_arg, v_arg = q, k, v
+    persistent = bool(cfg.get("PERSISTENT"))
+    units = b * hq * (_cdiv(_cdiv(sq, bm), 2) if persistent else _cdiv(sq, bm))     # forward_gluon._tile
+    grid = max(1, min(units, _sm_count(q.device)) if persistent else units)
+    _launch(fwd_gluon_kernel, (grid, 1, 1), (
+        q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
+        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
+        *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
+        qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, b, hq, hq // hkv, d, scal["scale_log2"],
+        scal["window_left"], scal["window_right"]), dict(
+        BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
+        SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
+        SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
+        PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
+        TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), num_warps=cfg["num_warps"]))
+
+
+def _host_desc_ok(*tensors) -> bool:
+    """Whether host-made descriptors can describe these (B, S, H, D) tensors: nothing empty (a
+    tensor map has no zero-sized dimension), and no stride 0 on a dimension longer than 1 (an
+    expanded tensor: TMA's strides are not known to take 0; such calls build theirs per tile)."""
+    return all(t.numel() > 0 and all(st != 0 or n == 1 for st, n in zip(t.stride(), t.shape)) for t in tensors)
+
+
+def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False):
+    """A host-made TMA descriptor for (rows, cols) tiles of t (B, S, H, D) taken as (B, H, S, D),
+    or with keys_contiguous (fp8's v) as (B, H, D, S): tiles of one (batch, head), rows and
+    columns past the tensor's arriving as zeros. Made without TensorDescriptor's checks, which
+    _tma_ok has done (alignment, strides): they were a fifth of the forward's host time."""
+    b, s, h, d = t.shape
+    sb, ss, sh, sd = t.stride()
+    block = [1, 1, rows, cols]
+    desc = object.__new__(TensorDescriptor)
+    desc.base, desc.block_shape, desc.layout, desc.padding = t, block, _smem_layout4(block, t.dtype), "zero"
+    desc.shape, desc.strides = ([b, h, d, s], [sb, sh, sd, ss]) if keys_contiguous else ([b, h, s, d], [sb, sh, ss, sd])
+    return desc
+
+
+_SM_COUNTS: dict = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of the device: a persistent kernel's program count."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SM_COUNTS:
+        _SM_COUNTS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SM_COUNTS[index]
+
+
+def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
+    """Launch backward_gluon.py into dk and dv, and with ONE_PASS dQ / scale into dq_acc (fp32 zeros).
+    HOST_DESC: q, k, v, do, dq_acc as host-made 4-D descriptors (not for varlen, empty or
+    expanded tensors: those build theirs per program)."""
+    bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    one_pass = bool(cfg["ONE_PASS"])
+    host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
+    if host_desc:
+        args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))
+        dq_arg = _desc4(dq_acc, bm, bd // 2) if one_pass else dq_acc
+    else:
+        _tma_allocator()
+        args, dq_arg = (q, k, v, do), dq_acc
+    _launch(bwd_dkdv_gluon_kernel, (_cdiv(sk, bn), hkv, b), (
+        *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
+        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
+        *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
+        *_lse_strides(lse, p.varlen), sq, sk, d,
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
+        BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
+        SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
+        STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
+        SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
+        FROM_ZERO=bool(cfg.get("FROM_ZERO")), num_warps=cfg["num_warps"]))
+
+
+def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
+    """Launch backward_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON)."""
+    _tma_allocator()
+    bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    _launch(bwd_dq_gluon_kernel, (_cdiv(sq, bm), hq, b), (
+        q, k, v, do, lse, delta, dq, cu_q, cu_k,
+        *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
+        *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), sq, sk, hq // hkv, d,
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
+        BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"]))

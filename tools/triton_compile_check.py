@@ -6,7 +6,8 @@ float8_e4m3fnuz, "*fp8e4b8"; sm90: float8_e4m3fn, "*fp8e4nv") and fails unless i
 instructions are fp8 ones (v_mfma_*fp8* on gfx942, wgmma .e4m3 on sm90), not fp16 emulation.
 On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py; config "ws":
 warp-specialised; REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240
-per consumer thread; a spill anywhere shows as stack bytes, and fails the check).
+per consumer thread; a spill anywhere shows as stack bytes, and fails the check; so does
+ptxas serialising a Gluon kernel's wgmmas, which its -v notes say and Triton does not).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
 """
@@ -337,6 +338,9 @@ def main(argv=None) -> int:
             allowed = FWD_TILE_SPILL_BYTES if name.startswith("fwd gluon") else GLUON_SPILLS_MEASURED.get(name, 0)
             if st.get("stack", 0) > allowed:
                 failures.append(f"{target} {name}: spills ({st['stack']} bytes of stack) with the default config")
+            if st.get("wgmma_serialised"):        # our pipelines assume wgmmas overlap what follows them
+                failures.append(f"{target} {name}: ptxas serialised its wgmmas ({st['wgmma_serialised']}; see "
+                                "ck_compile_check._wgmma_notes)")
         for name, fn, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
             st = _compile(failures, target, name, fn, sig, consts, 4, 1)
             if st is None:
@@ -345,12 +349,15 @@ def main(argv=None) -> int:
             rows.append((target, name, "64x128 w4", st))
             if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                 failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR)")
-    head = "| target | kernel | config | VGPR/REG | AGPR | SGPR | VGPR spill | LDS/smem B | occupancy | MFMA/wgmma |"
-    lines = [head, "|" + "---|" * 10]
+    head = ("| target | kernel | config | VGPR/REG | AGPR | SGPR | VGPR spill | LDS/smem B | occupancy | MFMA/wgmma "
+            "| ptxas wgmma notes |")
+    lines = [head, "|" + "---|" * 11]
     for target, name, cfg_s, st in rows:
+        notes = ", ".join(n for n in (st.get("wgmma_serialised") and f"serialised ({st['wgmma_serialised']})",
+                                      st.get("injected_waits") and f"{st['injected_waits']} injected wait(s)") if n)
         lines.append(f"| {target} | {name} | {cfg_s} | {st.get('vgpr', '')} | {st.get('agpr', '')} | "
                      f"{st.get('sgpr', '')} | {st.get('vgpr_spill', '')} | {st.get('lds', st.get('smem', ''))} | "
-                     f"{st.get('occupancy', '')} | {st.get('matrix_ops', '')} |")
+                     f"{st.get('occupancy', '')} | {st.get('matrix_ops', '')} | {notes} |")
     table = "\n".join(lines)
     print(table)
     import triton
@@ -361,7 +368,8 @@ def main(argv=None) -> int:
             f"# Triton kernels compiled without a GPU ({time.strftime('%Y-%m-%d')})\n\n"
             f"Command: `python tools/triton_compile_check.py {' '.join(argv or sys.argv[1:])}`; "
             f"triton {triton.__version__}, torch {torch.__version__}. Compile-checked only: no run on these GPUs.\n"
-            "sm90 REG and spill come from cuobjdump (spill = stack bytes).\n\n" + table + "\n")
+            "sm90 REG and spill come from cuobjdump (spill = stack bytes); wgmma notes from `ptxas -v` "
+            "(C7512/C7514: wgmmas serialised; C7517: waits injected).\n\n" + table + "\n")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

@@ -98,6 +98,18 @@ def _query_stats(lse_base, delta_base, m0, seqlen_q, scale, BLOCK_M: gl.constexp
 
 
 @gluon.jit
+def _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right,
+            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
+    """S^T (keys offs_n along the rows, queries from m0 along the columns) at -inf where the mask
+    hides a score, for query blocks that straddle its edge; others come back as they are."""
+    if (m0 < full_lo) | (m0 >= full_hi):
+        offs_m = m0 + gl.arange(0, st.shape[1], layout=gl.SliceLayout(0, st.type.layout))
+        st, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
+                        window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+    return st
+
+
+@gluon.jit
 def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                   lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
                   full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
@@ -158,11 +170,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
             # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
             key_ok = offs_n[:, None] < seqlen_k
-            st0 = gl.where(key_ok, s_zero - lse_s[None, :], float("-inf"))
-            if (m0 < full_lo) | (m0 >= full_hi):
-                offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
-                st0, _ = _scores(st0, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
-                                 window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+            st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
+                          seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT)
             st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
                                is_async=True)
             dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
@@ -170,10 +179,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                                 is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
         if FROM_ZERO:
-            if (m0 < full_lo) | (m0 >= full_hi):
-                offs_m = m0 + gl.arange(0, BLOCK_M, layout=col_s)
-                st, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
-                                window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
+            st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
+                         MASK_RIGHT)
             pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
         else:
             pt = gl.exp2(st * scale_log2)

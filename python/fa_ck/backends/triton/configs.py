@@ -167,7 +167,7 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     return True
 
 
-def dkdv_host_desc_wins(head_dim: int, masked: bool = False, seqlen_k: int = 0) -> bool:
+def dkdv_host_desc_wins(head_dim: int, masked: bool, seqlen_k: int) -> bool:
     """Where the Gluon dK/dV kernel on host-made descriptors (HOST_DESC) beat the same kernel
     building its descriptors per program, fwd+bwd on the H200 (bf16, same run,
     h200-20261130-ninth call 1): d64 everywhere (the nanoGPT shape +15 %, causal +2-5 %, full

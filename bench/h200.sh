@@ -2,6 +2,7 @@
 # One device call on the lent H200. Everything lands in $OUT (at most 8 files come back).
 #   bash bench/h200.sh gpu-tests     GPU-only shapes, one process per test (~6 min)
 #   bash bench/h200.sh small-tests   the CPU suite's shapes on the GPU, 12 workers (~5 min)
+#   bash bench/h200.sh parallel-gpu-tests   every other GPU test (Gluon kernels, host path, ...), 12 workers (~4 min)
 #   bash bench/h200.sh sweep [SECONDS]   bench/random_sweep.py, 12 workers per GPU, budget SECONDS (default 480)
 #   bash bench/h200.sh kernels [args for bench/kernels.py]   the sweep against SDPA cuDNN / flash
 # (`tests` is gpu-tests then small-tests: more than one 10-minute call holds.)
@@ -9,7 +10,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"
-what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|tests|sweep [seconds]|kernels [kernels.py args]}; shift || true
+what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|parallel-gpu-tests|tests|sweep [seconds]|kernels [kernels.py args]}
+shift || true
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
@@ -34,6 +36,12 @@ if [[ $what == small-tests || $what == tests ]]; then
       tests/test_properties.py tests/test_fp8.py tests/test_tuning.py -v -rf -n 12 -m "not gpu" -p no:cacheprovider \
       > "$OUT/pytest.log" 2>&1          # -v: a run cut short still names its failures
   echo "small-shape tests rc=$?"; tail -4 "$OUT/pytest.log"
+fi
+if [[ $what == parallel-gpu-tests ]]; then
+  # the GPU tests that fit 12 at a time (bigmem ones, float64 references of long sequences, ran
+  # out of memory that way: h200-20261130-tenth call 4); gpu-tests runs those one at a time
+  timeout 420 python3 -m pytest tests -m "gpu and not bigmem" -q -rf -n 12 -p no:cacheprovider > "$OUT/pytest_parallel.log" 2>&1
+  echo "parallel GPU tests rc=$?"; grep -E "FAILED|Error|passed|failed" "$OUT/pytest_parallel.log" | tail -12
 fi
 if [[ $what == sweep ]]; then
   # 12 processes share each GPU (compiles dominate a case); ~750 cases took 14 workers 5 minutes.

@@ -9,7 +9,7 @@ from fa_ck import reference
 from attn_check import FWD_TOL, GRAD_TOL, alibi, assert_close, check, rand
 from conftest import GPU
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not GPU, reason="needs a GPU")]
+pytestmark = [pytest.mark.gpu, pytest.mark.bigmem, pytest.mark.skipif(not GPU, reason="needs a GPU")]
 DEV = "cuda"
 
 

@@ -51,6 +51,7 @@ def test_head_dims_up_to_256(d):
 
 
 @pytest.mark.gpu
+@pytest.mark.bigmem
 @pytest.mark.skipif(not GPU, reason="needs a GPU")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("s,d,group,causal", [(1024, 64, 1, True), (2048, 128, 4, False), (4096, 128, 2, True),

@@ -101,13 +101,13 @@ def _flags(d: int, causal: bool) -> dict:
                 ALIBI=False, MASK_LEFT=False, MASK_RIGHT=causal, DROPOUT=False, DOT_F32=False)
 
 
-def _switches(kernel: str, arch: str, d: int, fp8: bool) -> dict:
-    """The kernel's constexpr switches. GLUON (and its PINGPONG, PERSISTENT, HOST_DESC, TMA_STORE,
-    FROM_ZERO) picks another kernel (forward_gluon.py, backward_gluon.py, sm90 only), compiled
-    in gluon_kernels() below; here forward.py and backward.py are compiled, as they still serve
-    every call the Gluon kernels do not."""
-    gluon_only = ("GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC", "TMA_STORE", "FROM_ZERO")
-    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k not in gluon_only}
+def _switches(kernel: str, arch: str, d: int, fp8: bool, fn) -> dict:
+    """The kernel's constexpr switches that fn (forward.py's or backward.py's kernel) takes. The
+    others (GLUON and the switches of the Gluon kernels it picks: PINGPONG, PERSISTENT, HOST_DESC,
+    FROM_ZERO, ...) belong to forward_gluon.py / backward_gluon.py, compiled in gluon_kernels()
+    below; here forward.py and backward.py are compiled, as they still serve every call the Gluon
+    kernels do not."""
+    return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k in fn.arg_names}
 
 
 def kernels(d: int, dtype, causal: bool, arch: str):
@@ -118,7 +118,7 @@ def kernels(d: int, dtype, causal: bool, arch: str):
                                      ("bwd_dkdv", bwd_dkdv_kernel, "bwd_dkdv", {}),
                                      ("bwd_dkdv one-pass", bwd_dkdv_kernel, "bwd_dkdv", {"ONE_PASS": True}),
                                      ("bwd_dq", bwd_dq_kernel, "bwd_dq", {})):
-        sw = {**_switches(kernel, arch, d, False), **extra}
+        sw = {**_switches(kernel, arch, d, False, fn), **extra}
         cfg = configs.default(kernel, arch, d, dtype, tma=sw.get("TMA", False))
         consts = {**flags, "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], **sw}
         if label == "fwd":
@@ -135,7 +135,7 @@ def fp8_kernels(target: str, arch: str):
             cfg = configs.default("fwd", arch, d, f8)
             consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
                           stride_vs=1,       # fp8 v is stored keys-contiguous (see forward.py)
-                          **_switches("fwd", arch, d, True))
+                          **_switches("fwd", arch, d, True, fwd_kernel))
             sig = signature(fwd_kernel, torch.bfloat16, data_type=ty)
             for c in consts:
                 sig[c] = "constexpr"

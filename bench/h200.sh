@@ -8,14 +8,9 @@
 # (`tests` is gpu-tests then small-tests: more than one 10-minute call holds.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
-OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"
 what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|parallel-gpu-tests|tests|sweep [seconds]|kernels [kernels.py args]}
 shift || true
-{
-  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
-} | tee "$OUT/env.txt"
+source bench/device_env.sh          # PYTHONPATH etc., $OUT, $OUT/env.txt
 if [[ $what == gpu-tests || $what == tests ]]; then
   # GPU-only shapes, one process per test: a CUDA fault leaves its process unusable, and
   # CUDA_LAUNCH_BLOCKING=1 pins the fault on the launch that made it.

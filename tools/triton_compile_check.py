@@ -208,7 +208,7 @@ def gluon_kernels():
             host = dict(consts, HOST_DESC=True)
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
-            if d <= 64:      # asked for: dQ of each warpgroup's own keys (d128: ptxas serialised its wgmmas, C7512)
+            if d <= 64:     # asked for: dQ of each warpgroup's own keys (d128 spills 24-64 bytes, not yet measured)
                 own = dict(host, OWN_DQ=True, SMEM_DQ=gluon._smem_layout(bm, bd, torch.float32))
                 yield f"bwd_dkdv gluon own-dq bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, _gluon_sig(
                     bwd_dkdv_gluon_kernel, own, {**pointers, **descs, "DQ_ACC": _desc_type(torch.float32, [1, 1, bm, bd])}), \

@@ -126,7 +126,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
     128 keys) are added to dQ by a TMA reduce-add through dq_desc; ds_full / ds_free hand ds_smem
     between the two warpgroups. OWN_DQ (with ONE_PASS): each warpgroup instead adds dS K over its own
-    64 keys, all of dQ's columns, and the two never wait for each other (twice the adds).
+    64 keys, all of dQ's columns, and the two never wait for each other (twice the adds); over head
+    dim 64 in two halves of columns, the second multiplied after the block's wait (registers).
     Each tile that never moves (K, V, P^T, dS^T) comes through a leading axis indexed by `zero`,
     0 but not provably so: with a constant address the multiplies' wgmma descriptors were
     hoisted out of the loop, where they held registers for all of it (at d128 the staged causal
@@ -143,7 +144,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     ROW0: gl.constexpr = WG * ROWS
-    DQ_COLS: gl.constexpr = BLOCK_D if OWN_DQ else BLOCK_D // 2
+    DQ_COLS: gl.constexpr = dq_smem.shape[2]
+    NH: gl.constexpr = BLOCK_D // DQ_COLS if OWN_DQ else 1     # dQ column tiles per warpgroup
     D0: gl.constexpr = 0 if OWN_DQ else WG * DQ_COLS
     q_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, DQ_COLS, 16])
@@ -210,7 +212,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
             dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
         if ONE_PASS and OWN_DQ:
-            dq = warpgroup_mma(dst_smem.permute((1, 0)), k_smem.index(zero).slice(ROW0, ROWS), dq_zero, use_acc=False,
+            k_rows = k_smem.index(zero).slice(ROW0, ROWS)
+            dq = warpgroup_mma(dst_smem.permute((1, 0)), k_rows.slice(0, DQ_COLS, dim=1), dq_zero, use_acc=False,
                                is_async=True)
         elif ONE_PASS:
             mbarrier.arrive(ds_full, count=1)
@@ -232,15 +235,21 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                 mbarrier.arrive(ds_free, count=1)
             # dQ's columns through shared memory to a TMA reduce-add, not waited for here: the
             # next block's waits only until this one has read its tile
-            dq_tile = dq_smem.index(WG)
             tma.store_wait(0)
-            dq_tile.store(dq)
+            dq_smem.index(WG * NH).store(dq)
+            for hh in gl.static_range(1, NH):
+                dq = warpgroup_mma(dst_smem.permute((1, 0)), k_rows.slice(hh * DQ_COLS, DQ_COLS, dim=1), dq_zero,
+                                   use_acc=False)
+                dq_smem.index(WG * NH + hh).store(dq)
             fence_async_shared()
             _partition_barrier()              # the whole tile written before one thread issues the add
-            if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
-                _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
-            else:
-                _tma_add(dq_desc, [m0, D0], dq_tile)
+            for hh in gl.static_range(NH):
+                dq_tile = dq_smem.index(WG * NH + hh)
+                if HOST_DESC:                 # a 4-D descriptor over (batch, heads, rows, head_dim)
+                    _tma_add(dq_desc, [b, h, m0, D0 + hh * DQ_COLS],
+                             dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
+                else:
+                    _tma_add(dq_desc, [m0, D0 + hh * DQ_COLS], dq_tile)
     if ONE_PASS:
         tma.store_wait(0)
 
@@ -275,6 +284,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
+    # dQ's tiles: half its columns per warpgroup, or with OWN_DQ all of them (in halves over d64)
+    DQ_COLS: gl.constexpr = BLOCK_D if OWN_DQ and BLOCK_D <= 64 else BLOCK_D // 2
     # a head's key blocks side by side: they stream the same Q and dO, which stay in L2 (dispatching
     # key block by key block across heads, longest causal programs first, lost 7-18 % fwd+bwd:
     # h200-20261130-tenth call 5)
@@ -300,7 +311,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                         BLOCK_D, SMEM_Q)
         if ONE_PASS:
             dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim,
-                            BLOCK_M, BLOCK_D if OWN_DQ else BLOCK_D // 2, SMEM_DQ)
+                            BLOCK_M, DQ_COLS, SMEM_DQ)
         else:
             dq_desc = k_desc                                  # stand-in, never used
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
@@ -328,7 +339,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         ds_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_M], SMEM_P)  # dS^T, 64 rows per warpgroup
     dq_smem = q_smem
     if ONE_PASS:   # each warpgroup's dQ columns on their way to the TMA reduce-add
-        dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, BLOCK_D if OWN_DQ else BLOCK_D // 2], SMEM_DQ)
+        dq_smem = gl.allocate_shared_memory(gl.float32, [2 * (BLOCK_D // DQ_COLS if OWN_DQ else 1), BLOCK_M, DQ_COLS],
+                                            SMEM_DQ)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())

@@ -133,7 +133,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     one_pass = bool(cfg["ONE_PASS"])
     own_dq = one_pass and bool(cfg.get("OWN_DQ"))
-    dq_cols = bd if own_dq else bd // 2
+    dq_cols = bd if own_dq and bd <= 64 else bd // 2      # backward_gluon's DQ_COLS
     host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
     if host_desc:
         args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))

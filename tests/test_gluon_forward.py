@@ -173,44 +173,6 @@ def test_gluon_config_and_its_checks(monkeypatch):
         assert (c["BLOCK_M"], c["num_warps"]) == (128, 4)
 
 
-@pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
-def test_exp2_on_the_fma_pipe_spec():
-    """EXP2_EMU's arithmetic (forward_gluon._exp2's PTX, step for step in float32): 2^x within
-    8e-5 relative over the softmax's range, exact at integers; the PTX takes one value in `every`."""
-    fg = importlib.import_module("fa_ck.backends.triton.forward_gluon")
-    x = torch.cat([torch.linspace(-126.0, 0.0, 1_000_003), -torch.rand(100_000) * 4,
-                   torch.tensor([-127.0, -1000.0, -1e30])]).float()
-    magic = torch.tensor(12582912.0)
-    xc = x.clamp(min=-126.0)
-    t = xc + magic
-    f = xc - (t - magic)
-    assert f.abs().max() <= 0.5
-    c0, c1, c2, c3 = (torch.tensor(c, dtype=torch.float32) for c in fg.EXP2_CUBIC)
-    poly = (f * c3 + c2) * f + c1
-    poly = poly * f + c0
-    bits = (poly.view(torch.int32).long() + ((t.view(torch.int32).long() << 23) & 0xFFFFFFFF)) & 0xFFFFFFFF
-    y = torch.where(bits >= 1 << 31, bits - (1 << 32), bits).int().view(torch.float32)
-    want = torch.exp2(x.double())
-    normal = x >= -125.0
-    assert ((y.double() - want).abs() / want)[normal].max() <= 8e-5
-    assert (y[~normal] >= 0).all() and (y[~normal] < 2.0 ** -124).all()
-    for every in (2, 4):
-        asm = fg._exp2_asm(every)
-        assert asm.count("ex2.approx") == every - 1 and asm.count("fma.rn") == 3
-        assert f"mov.b32 ${every - 1}, %pb;" in asm and f"${2 * every - 1}," in asm
-
-
-def test_exp2_emu_is_checked(monkeypatch):
-    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    q = torch.randn(1, 16, 2, 64, dtype=torch.bfloat16)
-    assert tb._config("fwd", q, 64, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)["EXP2_EMU"] == 0
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, EXP2_EMU=4))
-    assert tb._config("fwd", q, 64, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)["EXP2_EMU"] == 4
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, EXP2_EMU=3))
-    with pytest.raises(ValueError, match="EXP2_EMU is 0 .off., 2 or 4"):
-        tb._config("fwd", q, 64, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-
-
 # ---------------------------------------------------------------------------- on an sm90 GPU
 
 gpu = pytest.mark.skipif(not SM90 or bool(gluon._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
@@ -416,33 +378,3 @@ def test_gluon_fp8_forward_leaves_unaligned_v_to_forward_py(gluon_calls):
     assert not gluon_calls
     fa_ck.flash_attn_fp8_func(q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16), backend="triton")
     assert gluon_calls
-
-
-@gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("every", [2, 4])
-@pytest.mark.parametrize("shape,causal", [((2, 1000, 1000, 8, 8, 64), True), ((1, 4096, 4096, 4, 4, 64), False),
-                                          ((3, 1531, 129, 6, 3, 96), False), ((2, 777, 1531, 4, 2, 128), True)])
-def test_gluon_forward_exp2_on_the_fma_pipe(monkeypatch, every, shape, causal):
-    """EXP2_EMU (asked for): against the float64 reference, and against the same kernel with
-    every exponential by ex2: lse within the cubic's error (8e-5 relative on l), out within
-    fp16's rounding; logits of std ~16 reach the cubic's clamp at -126."""
-    from attn_check import FWD_TOL, assert_close, rel_err
-    from fa_ck import reference
-    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, EXP2_EMU=every))
-    check(*shape, dtype=torch.float16, device="cuda", causal=causal, grads=False)
-    b, sq, sk, hq, hkv, d = shape
-    for spread in (1.0, 16.0):
-        q = torch.randn(b, sq, hq, d, dtype=torch.float16, device="cuda") * spread
-        k, v = (torch.randn(b, sk, hkv, d, dtype=torch.float16, device="cuda") for _ in range(2))
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, EXP2_EMU=every))
-        out, lse, _ = fa_ck.flash_attn_func(q, k, v, causal=causal, return_attn_probs=True)
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, EXP2_EMU=0))
-        out0, lse0, _ = fa_ck.flash_attn_func(q, k, v, causal=causal, return_attn_probs=True)
-        assert (lse - lse0).abs().max().item() <= 3e-4
-        assert rel_err(out.double(), out0.double()) <= 1e-3
-        ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
-        assert_close(f"out (logits x{spread})", out, ref, FWD_TOL[torch.float16])
-    assert launches and all(c["EXP2_EMU"] in (every, 0) for _, c in launches)
-    assert sum(c["EXP2_EMU"] == every for _, c in launches) >= 3

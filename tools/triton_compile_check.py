@@ -168,7 +168,7 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
-                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE", "EXP2_EMU")})
+                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
@@ -178,12 +178,6 @@ def gluon_kernels():
             yield f"fwd gluon {'tma' if other['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", fwd_gluon_kernel, \
                 _gluon_sig(fwd_gluon_kernel, other, dict(pointers, **_descs(bf16, bm, bn, bd),
                                                          **(out_desc if other["TMA_STORE"] else {}))), other, cfg
-            if d <= 64:     # asked for: part of the exponentials on the FMA pipe (not yet measured)
-                for every in (2, 4):
-                    emu = dict(consts, EXP2_EMU=every)
-                    yield f"fwd gluon exp2-emu{every} bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
-                        fwd_gluon_kernel, emu, dict(pointers, **_descs(bf16, bm, bn, bd),
-                                                    **(out_desc if emu["TMA_STORE"] else {}))), emu, cfg
             # varlen: descriptors built per tile on the device
             varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True)
             yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, varlen, pointers), \

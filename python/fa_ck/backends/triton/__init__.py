@@ -264,9 +264,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                              f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
                              f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
-    if cfg.get("EXP2_EMU", 0) not in (0, 2, 4):
-        raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: EXP2_EMU is 0 (off), 2 or 4 (one in that many exponentials "
-                         f"on the FMA pipe); got {cfg['EXP2_EMU']!r}")
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0

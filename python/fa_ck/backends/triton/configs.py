@@ -219,9 +219,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
     this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
     (never for varlen), not built per tile on the device. TMA_STORE (with HOST_DESC): out leaves
-    through shared memory as a TMA store, not waited for until the next tile's. EXP2_EMU (0, 2 or
-    4, with GLUON): one in EXP2_EMU of the unmasked blocks' exponentials computed on the FMA pipe
-    (forward_gluon._exp2), to relieve the MUFU unit, which bounds the d64 forward.
+    through shared memory as a TMA store, not waited for until the next tile's.
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
@@ -256,7 +254,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # h200-20261130-eighth call 6 (same run): d128 forward +1 to +12 % at five of six points
         # (S1024 full 0.87 -> 0.98x), -1 % at S16k full; at d64 -4 to +1 %: off there
         out["TMA_STORE"] = 64 < d <= 128
-        out["EXP2_EMU"] = 0                  # not yet measured on a GPU
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
@@ -322,7 +319,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "EXP2_EMU"),
+            "TMA_STORE"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "OWN_DQ"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),

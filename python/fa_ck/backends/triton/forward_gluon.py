@@ -25,8 +25,6 @@ FP8 (e4m3fn, on request: FA_CK_TRITON_CONFIG fwd GLUON with fp8=True): the schem
 fp8, out divided by it and multiplied by v's descale). fp8 wgmma reads both operands K-major,
 so v arrives keys-contiguous and streams as (head_dim, keys) tiles (V_KEYS_MAJOR).
 """
-import struct
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
@@ -39,58 +37,6 @@ _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thr
 # The key-block bounds and the score mask are forward.py's, compiled again as Gluon.
 _key_blocks = gluon.jit(key_blocks.fn)
 _scores = gluon.jit(scores.fn)
-
-
-# exp2 on the FMA pipe, for part of the softmax's exponentials (EXP2_EMU). At d64 a 128x128 tile's
-# exponentials take the SM's 16-per-clock MUFU unit about as long as its two multiplies take the
-# tensor cores, so the exponential bounds the forward. Of every EXP2_EMU values in a thread's
-# registers one is computed as 2^x = 2^n * 2^f (n = round(x), |f| <= 1/2): n by adding and
-# subtracting 1.5 * 2^23 (round to nearest, no conversion instruction), 2^f by a cubic (relative
-# error 7.5e-5, well below bf16's and fp16's rounding of P), 2^n added into the exponent bits.
-# x >= -126 only: used in blocks without masked scores (x = s - rowmax is finite and <= 0; a
-# masked score must give exactly 0, which ex2 does and this would not).
-EXP2_CUBIC = (0.9999281167984009, 0.6932609677314758, 0.24261054396629333, 0.05517132207751274)
-
-
-def _f32(x: float) -> str:
-    return "0f%08X" % struct.unpack("<I", struct.pack("<f", x))[0]
-
-
-def _exp2_asm(every: int) -> str:
-    """PTX for inline_asm_elementwise with pack=every: the first every-1 values by ex2, the last
-    by the cubic."""
-    c0, c1, c2, c3 = (_f32(c) for c in EXP2_CUBIC)
-    out, x = f"${every - 1}", f"${2 * every - 1}"
-    mufu = "".join(f"ex2.approx.ftz.f32 ${i}, ${every + i};\n" for i in range(every - 1))
-    return ("{\n.reg .f32 %x, %t, %r, %p;\n.reg .b32 %tb, %pb;\n" + mufu +
-            f"max.ftz.f32 %x, {x}, {_f32(-126.0)};\n"
-            f"add.rn.ftz.f32 %t, %x, {_f32(12582912.0)};\n"      # 1.5 * 2^23: t's low bits hold n
-            f"sub.rn.ftz.f32 %r, %t, {_f32(12582912.0)};\n"
-            "sub.rn.ftz.f32 %x, %x, %r;\n"
-            f"fma.rn.ftz.f32 %p, %x, {c3}, {c2};\n"
-            f"fma.rn.ftz.f32 %p, %p, %x, {c1};\n"
-            f"fma.rn.ftz.f32 %p, %p, %x, {c0};\n"
-            "mov.b32 %tb, %t;\nmov.b32 %pb, %p;\n"
-            "shl.b32 %tb, %tb, 23;\n"                          # (bits(1.5 * 2^23) << 23 is 0 mod 2^32)
-            "add.s32 %pb, %pb, %tb;\n"
-            f"mov.b32 {out}, %pb;\n}}")
-
-
-_EXP2_ASM_2 = gl.constexpr(_exp2_asm(2))
-_EXP2_ASM_4 = gl.constexpr(_exp2_asm(4))
-
-
-@gluon.jit
-def _exp2(x, EXP2_EMU: gl.constexpr):
-    """exp2(x) by ex2 (EXP2_EMU 0), or one in EXP2_EMU (2 or 4) values by the cubic (x >= -126)."""
-    if EXP2_EMU == 2:
-        y = gl.inline_asm_elementwise(_EXP2_ASM_2, "=f,=f,f,f", [x], dtype=gl.float32, is_pure=True, pack=2)
-    elif EXP2_EMU == 4:
-        y = gl.inline_asm_elementwise(_EXP2_ASM_4, "=f,=f,=f,=f,f,f,f,f", [x], dtype=gl.float32, is_pure=True,
-                                      pack=4)
-    else:
-        y = gl.exp2(x)
-    return y
 
 
 @gluon.jit
@@ -118,34 +64,30 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, EXP2_EMU: gl.constexpr):
-    """One online-softmax step: (p, alpha, new row max, new row sum). EXP2_EMU: see _exp2 (not
-    in masked blocks)."""
+             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr):
+    """One online-softmax step: (p, alpha, new row max, new row sum)."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
                    window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
     m_new = gl.maximum(m_i, gl.max(s, 1))
     m_safe = m_new
     if MASKED:   # a row that has seen no visible key yet keeps max -inf: subtract 0 instead
         m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
-    if MASKED:
-        p = gl.exp2(s - m_safe[:, None])
-    else:
-        p = _exp2(s - m_safe[:, None], EXP2_EMU)
+    p = gl.exp2(s - m_safe[:, None])
     alpha = gl.exp2(m_i - m_safe)
     return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-          window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, EXP2_EMU: gl.constexpr):
+          window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end."""
     offs_n = n0 + offs_n0
     if (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, EXP2_EMU)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, EXP2_EMU)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False)
     return p, alpha, m_i, l_i
 
 
@@ -373,7 +315,7 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, EXP2_EMU: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max, row sum in log2 units, rows laid out as acc's). Arrives on
     q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before."""
@@ -409,7 +351,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, EXP2_EMU)
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)
     p = _p_operand(p, p_smem, P_SCALE, dtype, p_layout)
 
     for j in range(1, n_blocks):
@@ -425,7 +367,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
                                         seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                        MASK_LEFT, MASK_RIGHT, EXP2_EMU)
+                                        MASK_LEFT, MASK_RIGHT)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -448,7 +390,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, EXP2_EMU: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -489,7 +431,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, EXP2_EMU)
+                                            PINGPONG, P_SCALE, FP8)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -532,8 +474,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
-                     HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, EXP2_EMU: gl.constexpr,
-                     num_warps: gl.constexpr):
+                     HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
@@ -541,8 +482,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
     for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only). HOST_DESC: Q, K, V are
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
-    written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
-    EXP2_EMU (0, 2, 4): one in EXP2_EMU of the unmasked blocks' exponentials on the FMA pipe (_exp2)."""
+    written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     if HOST_DESC:
@@ -581,12 +521,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, EXP2_EMU)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE)),
         (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, EXP2_EMU)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,

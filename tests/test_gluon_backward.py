@@ -177,12 +177,7 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
              "from_zero": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
                           '"HOST_DESC": true, "FROM_ZERO": true}}',
              "start_values": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                             '"HOST_DESC": true, "FROM_ZERO": false}}',
-             # each warpgroup adds the dQ of its own keys, host-made and per-program descriptors
-             "own_dq": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                       '"HOST_DESC": true, "OWN_DQ": true}}',
-             "own_dq_device_desc": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                                   '"HOST_DESC": false, "OWN_DQ": true}}'}
+                             '"HOST_DESC": true, "FROM_ZERO": false}}'}
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
@@ -198,7 +193,6 @@ def gluon_dkdv_calls(request, monkeypatch):
     # the switch reached the kernel (varlen calls build their descriptors on the device)
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(c["FROM_ZERO"] == asked["FROM_ZERO"] for _, c in launches if "FROM_ZERO" in asked)
-    assert all(c["OWN_DQ"] == asked.get("OWN_DQ", False) for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

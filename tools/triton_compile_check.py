@@ -195,7 +195,7 @@ def gluon_kernels():
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
                           SMEM_DQ=gluon._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), OWN_DQ=False,
+                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal),
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
@@ -208,11 +208,6 @@ def gluon_kernels():
             host = dict(consts, HOST_DESC=True)
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
-            if d <= 64:     # asked for: dQ of each warpgroup's own keys (d128 spills 24-64 bytes, not yet measured)
-                own = dict(host, OWN_DQ=True, SMEM_DQ=gluon._smem_layout(bm, bd, torch.float32))
-                yield f"bwd_dkdv gluon own-dq bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, _gluon_sig(
-                    bwd_dkdv_gluon_kernel, own, {**pointers, **descs, "DQ_ACC": _desc_type(torch.float32, [1, 1, bm, bd])}), \
-                    own, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \

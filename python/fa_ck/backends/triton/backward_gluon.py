@@ -114,7 +114,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
                   full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  FROM_ZERO: gl.constexpr, OWN_DQ: gl.constexpr, WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr):
+                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr):
     """Warpgroup WG (0 or 1): keys [n0, n0 + 64) (rows 64 * WG of k_smem, v_smem) against the
     query blocks, then their dK and dV.
     FROM_ZERO: S^T and dP^T start from zero, lse, delta and the mask applied after (registers for
@@ -125,9 +125,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     dV and dK multiplies (else they take them from registers). ONE_PASS: once both warpgroups'
     dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
     128 keys) are added to dQ by a TMA reduce-add through dq_desc; ds_full / ds_free hand ds_smem
-    between the two warpgroups. OWN_DQ (with ONE_PASS): each warpgroup instead adds dS K over its own
-    64 keys, all of dQ's columns, and the two never wait for each other (twice the adds); over head
-    dim 64 in two halves of columns, the second multiplied after the block's wait (registers).
+    between the two warpgroups.
     Each tile that never moves (K, V, P^T, dS^T) comes through a leading axis indexed by `zero`,
     0 but not provably so: with a constant address the multiplies' wgmma descriptors were
     hoisted out of the loop, where they held registers for all of it (at d128 the staged causal
@@ -144,15 +142,14 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     ROW0: gl.constexpr = WG * ROWS
-    DQ_COLS: gl.constexpr = dq_smem.shape[2]
-    NH: gl.constexpr = BLOCK_D // DQ_COLS if OWN_DQ else 1     # dQ column tiles per warpgroup
-    D0: gl.constexpr = 0 if OWN_DQ else WG * DQ_COLS
+    HALF_D: gl.constexpr = BLOCK_D // 2
+    D0: gl.constexpr = WG * HALF_D
     q_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, DQ_COLS, 16])
+                                                       instr_shape=[16, HALF_D, 16])
 
     offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     s_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, s_layout)
-    dq_zero = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, q_layout)
+    dq_zero = gl.zeros([BLOCK_M, HALF_D], gl.float32, q_layout)
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s)
@@ -199,7 +196,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dpt = warpgroup_mma_wait(0, deps=[dpt])
         dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
         if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
-            if ONE_PASS and not OWN_DQ:       # both warpgroups' dQ multiplies of the last block read it
+            if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
                 mbarrier.wait(ds_free, (i & 1) ^ 1, pred=i > 0)
             dst_smem = ds_smem.index(zero).slice(ROW0, ROWS)
             dst_smem.store(dst)
@@ -211,14 +208,10 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dst_a = gl.convert_layout(dst, a_layout)
             dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
             dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
-        if ONE_PASS and OWN_DQ:
-            k_rows = k_smem.index(zero).slice(ROW0, ROWS)
-            dq = warpgroup_mma(dst_smem.permute((1, 0)), k_rows.slice(0, DQ_COLS, dim=1), dq_zero, use_acc=False,
-                               is_async=True)
-        elif ONE_PASS:
+        if ONE_PASS:
             mbarrier.arrive(ds_full, count=1)
             mbarrier.wait(ds_full, i & 1)     # the other warpgroup's dS^T rows are in too
-            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(zero).slice(D0, DQ_COLS, dim=1),
+            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(zero).slice(D0, HALF_D, dim=1),
                                dq_zero, use_acc=False, is_async=True)
         lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s)
         if ONE_PASS and STAGE_P:
@@ -231,25 +224,18 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
         mbarrier.arrive(q_empty.index(buf), count=1)
         if ONE_PASS:
-            if not OWN_DQ:
-                mbarrier.arrive(ds_free, count=1)
+            mbarrier.arrive(ds_free, count=1)
             # dQ's columns through shared memory to a TMA reduce-add, not waited for here: the
             # next block's waits only until this one has read its tile
+            dq_tile = dq_smem.index(WG)
             tma.store_wait(0)
-            dq_smem.index(WG * NH).store(dq)
-            for hh in gl.static_range(1, NH):
-                dq = warpgroup_mma(dst_smem.permute((1, 0)), k_rows.slice(hh * DQ_COLS, DQ_COLS, dim=1), dq_zero,
-                                   use_acc=False)
-                dq_smem.index(WG * NH + hh).store(dq)
+            dq_tile.store(dq)
             fence_async_shared()
             _partition_barrier()              # the whole tile written before one thread issues the add
-            for hh in gl.static_range(NH):
-                dq_tile = dq_smem.index(WG * NH + hh)
-                if HOST_DESC:                 # a 4-D descriptor over (batch, heads, rows, head_dim)
-                    _tma_add(dq_desc, [b, h, m0, D0 + hh * DQ_COLS],
-                             dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
-                else:
-                    _tma_add(dq_desc, [m0, D0 + hh * DQ_COLS], dq_tile)
+            if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
+                _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
+            else:
+                _tma_add(dq_desc, [m0, D0], dq_tile)
     if ONE_PASS:
         tma.store_wait(0)
 
@@ -275,7 +261,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
-                          FROM_ZERO: gl.constexpr, OWN_DQ: gl.constexpr, num_warps: gl.constexpr):
+                          FROM_ZERO: gl.constexpr, num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
@@ -284,8 +270,6 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
-    # dQ's tiles: half its columns per warpgroup, or with OWN_DQ all of them (in halves over d64)
-    DQ_COLS: gl.constexpr = BLOCK_D if OWN_DQ and BLOCK_D <= 64 else BLOCK_D // 2
     # a head's key blocks side by side: they stream the same Q and dO, which stay in L2 (dispatching
     # key block by key block across heads, longest causal programs first, lost 7-18 % fwd+bwd:
     # h200-20261130-tenth call 5)
@@ -311,7 +295,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                         BLOCK_D, SMEM_Q)
         if ONE_PASS:
             dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim,
-                            BLOCK_M, DQ_COLS, SMEM_DQ)
+                            BLOCK_M, BLOCK_D // 2, SMEM_DQ)
         else:
             dq_desc = k_desc                                  # stand-in, never used
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
@@ -339,8 +323,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         ds_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_M], SMEM_P)  # dS^T, 64 rows per warpgroup
     dq_smem = q_smem
     if ONE_PASS:   # each warpgroup's dQ columns on their way to the TMA reduce-add
-        dq_smem = gl.allocate_shared_memory(gl.float32, [2 * (BLOCK_D // DQ_COLS if OWN_DQ else 1), BLOCK_M, DQ_COLS],
-                                            SMEM_DQ)
+        dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, BLOCK_D // 2], SMEM_DQ)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
@@ -357,11 +340,11 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, OWN_DQ, 0, b, h, HOST_DESC)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, b, h, HOST_DESC)),
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                          lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
                          n0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, OWN_DQ, 1, b, h, HOST_DESC)),
+                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, b, h, HOST_DESC)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
                          n0, lo, n_blocks, b, h, HOST_DESC)),
     ], [4, 1], [240, 24])

@@ -236,8 +236,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     knows the mask).
     FROM_ZERO (bwd_dkdv, with GLUON): S^T and dP^T start from zero, lse, delta and the mask applied
     after; with start values ptxas waits for S^T's multiply before issuing dP^T's
-    (backward_gluon._bwd_consumer). OWN_DQ (bwd_dkdv, with ONE_PASS): each warpgroup adds the dQ of
-    its own 64 keys (all columns), so the two never wait for each other; not yet run on a GPU."""
+    (backward_gluon._bwd_consumer)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -259,7 +258,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["GLUON"] = sm == 90 and d <= 128
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
-        out["OWN_DQ"] = False
     return out
 
 
@@ -321,7 +319,7 @@ OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
-                 "FROM_ZERO", "OWN_DQ"),
+                 "FROM_ZERO"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 

@@ -132,12 +132,10 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     expanded tensors: those build theirs per program)."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     one_pass = bool(cfg["ONE_PASS"])
-    own_dq = one_pass and bool(cfg.get("OWN_DQ"))
-    dq_cols = bd if own_dq and bd <= 64 else bd // 2      # backward_gluon's DQ_COLS
     host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
     if host_desc:
         args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))
-        dq_arg = _desc4(dq_acc, bm, dq_cols) if one_pass else dq_acc
+        dq_arg = _desc4(dq_acc, bm, bd // 2) if one_pass else dq_acc
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
@@ -151,8 +149,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
         STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
-        SMEM_DQ=_smem_layout(bm, dq_cols, torch.float32), HOST_DESC=host_desc,
-        FROM_ZERO=bool(cfg.get("FROM_ZERO")), OWN_DQ=own_dq, num_warps=cfg["num_warps"]))
+        SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
+        FROM_ZERO=bool(cfg.get("FROM_ZERO")), num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

@@ -253,6 +253,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # h200-20261130-eighth call 6 (same run): d128 forward +1 to +12 % at five of six points
         # (S1024 full 0.87 -> 0.98x), -1 % at S16k full; at d64 -4 to +1 %: off there
         out["TMA_STORE"] = 64 < d <= 128
+        out["RAW_MAX"] = False               # not yet measured on a GPU
+        out["ROWSUM_MMA"] = False            # not yet measured on a GPU
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
@@ -272,6 +274,8 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 else 0)
+    if cfg.get("ROWSUM_MMA") and not fp8:
+        total += 2 * 8 * bn * elem
     if cfg.get("TMA_STORE"):
         total += bm * d * (out_bytes or (4 if fp8 else elem))
     return total + 1024
@@ -317,7 +321,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE"),
+            "TMA_STORE", "RAW_MAX", "ROWSUM_MMA"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),

@@ -90,16 +90,15 @@ def test_host_descriptors():
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
     assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300, masked=True)
     assert configs.gluon_wins("fwd", 64, 4096, masked=True) and configs.gluon_wins("fwd", 64, 1024)
-    assert not configs.gluon_wins("fwd", 64, 1024, masked=True)                  # short masked d64: forward.py
+    assert configs.gluon_wins("fwd", 64, 1024, masked=True)          # short masked d64 too, since RAW_MAX
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 64, dtype=torch.bfloat16)
     causal = _params(causal=True, window_right=0)
-    assert not tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
-    assert tb._config("fwd", q, 64, _params(), 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
-    assert tb._config("fwd", q, 64, causal, 16384, 16384, tma_possible=True, gluon_possible=True)["GLUON"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": true}}')    # asked for: wherever it can run
     assert tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
+    assert tb._config("fwd", q, 64, _params(), 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
     assert not tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=False)["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"GLUON": false}}')   # asked for: forward.py
+    assert not tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
 
 
 def test_gluon_switch_only_on_sm90():
@@ -171,23 +170,6 @@ def test_gluon_config_and_its_checks(monkeypatch):
     assert (cfg["BLOCK_N"], cfg["num_stages"]) == (64, 3)
     for c in configs.candidates("fwd", "cuda:sm90", 128, torch.bfloat16, gluon=True):
         assert (c["BLOCK_M"], c["num_warps"]) == (128, 4)
-
-
-def test_gluon_softmax_forms_are_asked_for(monkeypatch):
-    """RAW_MAX and ROWSUM_MMA: off by default, either can be asked for; the row sums' tile of ones
-    counts in the shared memory the kernel needs."""
-    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    q = torch.randn(1, 16, 2, 64, dtype=torch.bfloat16)
-    cfg = tb._config("fwd", q, 64, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-    assert not cfg["RAW_MAX"] and not cfg["ROWSUM_MMA"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, RAW_MAX=True, ROWSUM_MMA=True))
-    cfg = tb._config("fwd", q, 64, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-    assert cfg["RAW_MAX"] and cfg["ROWSUM_MMA"]
-    plain = dict(BLOCK_M=128, BLOCK_N=128, num_stages=2)
-    assert configs.fwd_gluon_smem(64, dict(plain, ROWSUM_MMA=True), torch.bfloat16) == \
-        configs.fwd_gluon_smem(64, plain, torch.bfloat16) + 2 * 8 * 128 * 2
-    assert configs.fwd_gluon_smem(64, dict(plain, ROWSUM_MMA=True), torch.bfloat16, fp8=True) == \
-        configs.fwd_gluon_smem(64, plain, torch.bfloat16, fp8=True)
 
 
 # ---------------------------------------------------------------------------- on an sm90 GPU
@@ -397,49 +379,38 @@ def test_gluon_fp8_forward_leaves_unaligned_v_to_forward_py(gluon_calls):
     assert gluon_calls
 
 
-# The softmax's other forms (asked for): the row max of the raw scores, scaled inside each
-# exponential's argument (RAW_MAX), and the row sums by the tensor cores (ROWSUM_MMA)
-SOFTMAX_FORMS = {"raw_max": {"RAW_MAX": True}, "rowsum_mma": {"ROWSUM_MMA": True},
-                 "both": {"RAW_MAX": True, "ROWSUM_MMA": True}}
-
-
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("form", sorted(SOFTMAX_FORMS))
-def test_gluon_forward_softmax_forms(monkeypatch, form, dtype):
-    """Against the float64 reference: masks, windows, GQA, one query, one key, varlen, head dims
-    16-128; a negative softmax scale keeps the row max of scaled scores (a raw max would be the
-    minimum's)."""
-    asked = SOFTMAX_FORMS[form]
+@pytest.mark.parametrize("scale", [0.3, -0.1, 0.0])
+def test_gluon_forward_softmax_scales(monkeypatch, dtype, scale):
+    """The row max is of the raw scores (RAW_MAX) for a positive softmax scale; of the scaled
+    ones for a negative scale (a raw max would be the minimum's) and for 0. Masks, windows,
+    GQA, varlen and head dims 16-128 against the float64 reference."""
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, **asked))
-    for shape, feat in [((2, 1000, 1000, 8, 8, 64), dict(causal=True)), ((1, 4096, 4096, 4, 4, 64), {}),
-                        ((2, 777, 1531, 4, 2, 128), dict(causal=True)), ((3, 1531, 129, 6, 3, 96), dict(window_size=(200, 37))),
-                        ((2, 1, 300, 4, 1, 128), {}), ((1, 300, 1, 2, 2, 64), dict(causal=True)),
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}))
+    calls = count_calls(monkeypatch, gluon, "_forward_gluon")
+    for shape, feat in [((2, 1000, 1000, 8, 8, 64), dict(causal=True)), ((2, 777, 1531, 4, 2, 128), dict(causal=True)),
+                        ((3, 1531, 129, 6, 3, 96), dict(window_size=(200, 37))), ((2, 1, 300, 4, 1, 128), {}),
                         ((2, 130, 257, 2, 1, 16), {}), ((2, 260, 260, 2, 2, 32), dict(window_size=(0, 0)))]:
-        check(*shape, dtype=dtype, device="cuda", grads=False, **feat)
+        check(*shape, dtype=dtype, device="cuda", grads=False, softmax_scale=scale, **feat)
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 2, 128, dtype=dtype, device="cuda",
-                 causal=True, grads=False)
-    n = len(launches)
-    check(2, 300, 300, 2, 2, 64, dtype=dtype, device="cuda", grads=False, softmax_scale=-0.1)
-    assert n >= 9 and len(launches) == n + 1
-    assert all(c["ROWSUM_MMA"] == asked.get("ROWSUM_MMA", False) for _, c in launches)
-    assert all(c["RAW_MAX"] == asked.get("RAW_MAX", False) for _, c in launches[:n])
-    assert not launches[-1][1]["RAW_MAX"]
+                 causal=True, grads=False, softmax_scale=scale)
+    assert calls and len(launches) >= 7 and all(c["RAW_MAX"] == (scale > 0) for _, c in launches)
 
 
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
-def test_gluon_fp8_forward_raw_max(monkeypatch, causal):
-    """fp8 with RAW_MAX and ROWSUM_MMA asked for: the row max scaled by the descales too; the row
-    sums stay FADDs (P in e4m3 is too coarse to sum); the same numbers as without, to rounding."""
-    from attn_check import rel_err
-    q, k, v = (torch.randn(2, 1000, 4, 128, dtype=torch.bfloat16, device="cuda") * 3 for _ in range(3))
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, RAW_MAX=True, ROWSUM_MMA=True))
-    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}))
-    want, want_lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
-    assert rel_err(out.double(), want.double()) <= 2e-3
-    assert (lse - want_lse).abs().max().item() <= 1e-4
+def test_gluon_fp8_forward_negative_scale(monkeypatch, causal):
+    """fp8 with a negative softmax scale (the descales fold into it): the row max of the scaled
+    scores, against the float64 reference within fp8's bound."""
+    from test_fp8 import FWD_BOUND
+    from attn_check import assert_close
+    from fa_ck import reference
+    calls = count_calls(monkeypatch, gluon, "_forward_gluon")
+    q, k, v = (torch.randn(2, 1000, 4, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    out = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, softmax_scale=-0.05, backend="triton")
+    assert calls
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, scale=-0.05, dtype=torch.float64)
+    assert_close("out vs float64", out, ref, FWD_BOUND)

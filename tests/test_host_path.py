@@ -111,7 +111,8 @@ def _kernels(described):
 FORWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG): what the sm90 defaults and switches reach
     "gluon-d128-causal": (dict(d=128), True, ""),           # host-made descriptors, TMA store, persistent
     "gluon-d64-full": (dict(d=64), False, ""),
-    "triton-d64-causal": (dict(d=64), True, ""),            # forward.py
+    "gluon-d64-causal": (dict(d=64), True, ""),
+    "triton-d64-causal": (dict(d=64), True, '{"fwd": {"GLUON": false}}'),    # forward.py
     "triton-tma-d128-gqa": (dict(d=128, hkv=2), True, '{"fwd": {"GLUON": false}}'),
     "gluon-device-descriptors": (dict(d=96), False, '{"fwd": {"HOST_DESC": false}}'),
     "triton-float32": (dict(d=128, dtype=torch.float32), True, ""),  # (TMA too)

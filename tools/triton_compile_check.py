@@ -167,10 +167,9 @@ def gluon_kernels():
                           SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
-                          SMEM_ONES=gluon._smem_layout(8, cfg["BLOCK_N"], bf16),
+                          RAW_MAX=True,
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
-                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE", "RAW_MAX",
-                                                                  "ROWSUM_MMA")})
+                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
@@ -180,11 +179,10 @@ def gluon_kernels():
             yield f"fwd gluon {'tma' if other['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", fwd_gluon_kernel, \
                 _gluon_sig(fwd_gluon_kernel, other, dict(pointers, **_descs(bf16, bm, bn, bd),
                                                          **(out_desc if other["TMA_STORE"] else {}))), other, cfg
-            # the softmax's other form (not measured yet): row max of the raw scores, row sums by wgmma
-            other = dict(consts, RAW_MAX=not consts["RAW_MAX"], ROWSUM_MMA=not consts["ROWSUM_MMA"])
-            yield f"fwd gluon {'raw-max-rowsum-mma' if other['RAW_MAX'] else 'scaled-max-rowsum-fadd'} bf16 d{d} {mode}", \
-                fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, other, dict(
-                    pointers, **_descs(bf16, bm, bn, bd), **(out_desc if other["TMA_STORE"] else {}))), other, cfg
+            # a softmax scale <= 0: the row max of scaled scores
+            scaled = dict(consts, RAW_MAX=False)
+            yield f"fwd gluon scaled-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, scaled, dict(
+                pointers, **_descs(bf16, bm, bn, bd), **(out_desc if scaled["TMA_STORE"] else {}))), scaled, cfg
             # varlen: descriptors built per tile on the device
             varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True)
             yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, varlen, pointers), \

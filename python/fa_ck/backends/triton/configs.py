@@ -141,7 +141,9 @@ GLUON_BLOCK_N_BWD = 128                # backward_gluon.py: two consumer warpgro
 def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
     """Where a Gluon kernel beat its Triton twin on the H200 (bf16, same runs); masked: causal or
     a sliding window.
-    fwd (bench/results/h200-20261130-gluon): at head dims 65-128 everywhere (call 4: +13-22% at
+    fwd: everywhere since its softmax takes the row max of the raw scores (h200-20261130-eleventh
+    call 2, same run: at d64 S1024 causal 0.77x -> 0.85x cuDNN and the nanoGPT shape 0.80x ->
+    0.88x, where forward.py had served). Before that (h200-20261130-gluon): at head dims 65-128 everywhere (call 4: +13-22% at
     S >= 4k; call 6, timed alternately: +4-10% at S1024-2048, causal or not); at d64 from S4k and
     on full calls (persistent, host-made descriptors; h200-20261130-ninth call 2, 5 rounds: S4k
     causal +9 %, full +4 %, S1024 full +4 %; S1024 causal -1 %, the nanoGPT shape +1 %: level, so
@@ -161,7 +163,7 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     between runs), so from 4k keys only, as at d64."""
     d = block_d(head_dim)
     if kernel == "fwd":
-        return d > 64 or seqlen_k >= 4096 or not masked
+        return True
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
     return True
@@ -253,8 +255,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # h200-20261130-eighth call 6 (same run): d128 forward +1 to +12 % at five of six points
         # (S1024 full 0.87 -> 0.98x), -1 % at S16k full; at d64 -4 to +1 %: off there
         out["TMA_STORE"] = 64 < d <= 128
-        out["RAW_MAX"] = False               # not yet measured on a GPU
-        out["ROWSUM_MMA"] = False            # not yet measured on a GPU
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
@@ -274,8 +274,6 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 else 0)
-    if cfg.get("ROWSUM_MMA") and not fp8:
-        total += 2 * 8 * bn * elem
     if cfg.get("TMA_STORE"):
         total += bm * d * (out_bytes or (4 if fp8 else elem))
     return total + 1024
@@ -321,7 +319,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "ROWSUM_MMA"),
+            "TMA_STORE"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),

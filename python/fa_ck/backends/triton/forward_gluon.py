@@ -64,12 +64,14 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
-             ROWSUM: gl.constexpr):
+             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr):
     """One online-softmax step: (p, alpha, new row max, new row sum). RAW_MAX: the row max is of
     the raw scores q.k (scale_log2 > 0), so each score is scaled inside its exponential's
-    argument, one FFMA, not first by an FMUL of its own: the consumer's loop is issue-bound.
-    ROWSUM: the row sum is left to the tensor cores (see _attend); l_i comes back as it came."""
+    argument, one FFMA, not first by an FMUL of its own. The consumer's loop is issue-bound
+    (~490 instructions per warp and key block at d64, two warps per SM sub-partition, against
+    ~1024 cycles of multiplies): 64 fewer per block made the forward 3-12 % faster on the H200
+    (bench/results/h200-20261130-eleventh, call 2). Off for scale <= 0 (the raw max would be the
+    minimum's)."""
     if RAW_MAX:
         s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
                        window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
@@ -87,23 +89,20 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
     else:
         p = gl.exp2(s - m_safe[:, None])
         alpha = gl.exp2(m_i - m_safe)
-    if not ROWSUM:
-        l_i = l_i * alpha + gl.sum(p, 1)
-    return p, alpha, m_new, l_i
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-          window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          ROWSUM: gl.constexpr):
+          window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end."""
     offs_n = n0 + offs_n0
     if (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, ROWSUM)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, ROWSUM)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX)
     return p, alpha, m_i, l_i
 
 
@@ -328,15 +327,14 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 
 
 @gluon.jit
-def _attend(q_smem, k_smem, v_smem, p_smem, ones_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
+def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, ROWSUM: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
-    position `it`: (acc, row max, row sum in log2 units, rows laid out as acc's). Arrives on
-    q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before. ROWSUM: the row sums by the
-    tensor cores, P times ones_smem's (8, keys) tile of ones, issued before each PV multiply and
-    so waited for with S: ~64 fewer FADDs per thread and key block in an issue-bound loop."""
+    position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
+    rows laid out as acc's). Arrives on
+    q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -352,10 +350,6 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones_smem, q_empty, k_full, v_full, 
                                                  k_width=32 // dtype.primitive_bitwidth)
     row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, 8, 256 // dtype.primitive_bitwidth])
-    pl_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=l_layout,
-                                                  k_width=32 // dtype.primitive_bitwidth)
 
     offs_m = m0 + gl.arange(0, ROWS, layout=row_s)
     offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -363,7 +357,6 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones_smem, q_empty, k_full, v_full, 
     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
     l_i = gl.zeros([ROWS], gl.float32, row_s)
-    l_acc = gl.zeros([ROWS, 8], gl.float32, l_layout)       # ROWSUM: every column the row sum
 
     # Block 0: S_0 and its softmax; nothing to multiply with V yet.
     buf = it % NUM_BUF
@@ -374,7 +367,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones_smem, q_empty, k_full, v_full, 
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, ROWSUM)
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX)
     p = _p_operand(p, p_smem, P_SCALE, dtype, p_layout)
 
     for j in range(1, n_blocks):
@@ -384,50 +377,36 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones_smem, q_empty, k_full, v_full, 
         mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
         _take_turn(my_turn, (turns + j) & 1, PINGPONG)
         qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if ROWSUM:
-            p_l = gl.convert_layout(p, pl_layout)
-            l_acc = warpgroup_mma(p_l, ones_smem.permute((1, 0)), l_acc, is_async=True)
         acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR)
         _pass_turn(other_turn, PINGPONG)
-        if ROWSUM:      # S_j and the row sums done; the PV multiply may still run
-            qk, l_acc, p_l = warpgroup_mma_wait(1, deps=[qk, l_acc, p_l])
-        else:
-            qk = warpgroup_mma_wait(1, deps=[qk])
+        qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
                                         seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, ROWSUM)
+                                        MASK_LEFT, MASK_RIGHT, RAW_MAX)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        if ROWSUM:
-            l_acc = l_acc * gl.convert_layout(alpha, gl.SliceLayout(1, l_layout))[:, None]
         p = _p_operand(p_next, p_smem, P_SCALE, dtype, p_layout)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
     _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
-    if ROWSUM:
-        p_l = gl.convert_layout(p, pl_layout)
-        l_acc = warpgroup_mma(p_l, ones_smem.permute((1, 0)), l_acc, is_async=True)
     acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR)
     _pass_turn(other_turn, PINGPONG)
     acc, p = _pv_wait(acc, p, dtype)
     mbarrier.arrive(v_empty.index(last), count=1)
-    if ROWSUM:
-        l_acc, p_l = warpgroup_mma_wait(0, deps=[l_acc, p_l])
-        l_i = gl.convert_layout(gl.max(l_acc, 1), row_s)
     return acc, gl.convert_layout(m_i, row_o), gl.convert_layout(l_i, row_o)
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, ones_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
+def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
               other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, ROWSUM: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -444,11 +423,6 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, ones_smem, q_full, q_empty
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_D, 256 // dtype.primitive_bitwidth])
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    if ROWSUM:     # the ones the row sums multiply by, before any multiply reads them
-        ones_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
-        ones_smem.store(gl.full([8, BLOCK_N], 1.0, dtype, ones_layout))
-        fence_async_shared()
-        _partition_barrier()
     if PINGPONG and row0 > 0:
         mbarrier.arrive(other_turn, count=1)
     n_q = 0                                    # Q tiles used
@@ -470,10 +444,10 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, ones_smem, q_full, q_empty
                     out_scale = gl.load(VD + b64 * stride_kdb + hk) / P_SCALE
                 if n_blocks > 0:
                     mbarrier.wait(q_full, n_q & 1)
-                    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, ones_smem, q_empty, k_full, v_full, k_empty, v_empty,
+                    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, ROWSUM)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -519,7 +493,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
-                     ROWSUM_MMA: gl.constexpr, SMEM_ONES: gl.constexpr, num_warps: gl.constexpr):
+                     num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
@@ -528,8 +502,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only). HOST_DESC: Q, K, V are
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
-    RAW_MAX: see _softmax (scale_log2 and the fp8 descales > 0). ROWSUM_MMA: see _attend (not for
-    fp8, whose P is far coarser); SMEM_ONES the layout of its (8, BLOCK_N) tile of ones."""
+    RAW_MAX: see _softmax (scale_log2 > 0; the fp8 descales are)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     if HOST_DESC:
@@ -547,14 +520,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
         p_smem0 = q_smem                     # stand-ins: P stays in registers
         p_smem1 = q_smem
-    ROWSUM: gl.constexpr = ROWSUM_MMA and not FP8
-    if ROWSUM:
-        ones_smem = gl.allocate_shared_memory(dtype, [2, 8, BLOCK_N], SMEM_ONES)     # one per warpgroup
-        ones_smem0 = ones_smem.index(0)
-        ones_smem1 = ones_smem.index(1)
-    else:
-        ones_smem0 = q_smem                  # stand-ins
-        ones_smem1 = q_smem
     if TMA_STORE:
         o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [2, HALF, BLOCK_D], SMEM_O)   # one per warpgroup
         o_smem0 = o_smem.index(0)
@@ -572,16 +537,16 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     mbarrier.init(turn.index(1), count=1)
 
     gl.warp_specialize([
-        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, ones_smem0, q_full, q_empty, k_full, v_full,
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, ROWSUM)),
-        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, ones_smem1, q_full, q_empty, k_full, v_full,
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, ROWSUM)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,

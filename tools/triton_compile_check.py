@@ -174,7 +174,7 @@ def gluon_kernels():
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
-            # out the other way (plain stores at d128, TMA stores at d64: asked for)
+            # out the other way (plain stores: asked for)
             other = dict(consts, TMA_STORE=not consts["TMA_STORE"])
             yield f"fwd gluon {'tma' if other['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", fwd_gluon_kernel, \
                 _gluon_sig(fwd_gluon_kernel, other, dict(pointers, **_descs(bf16, bm, bn, bd),

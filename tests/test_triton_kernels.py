@@ -3,6 +3,7 @@
 On the CPU they run in the interpreter over many small shapes; with a GPU the same file also
 runs larger shapes (marked gpu)."""
 import importlib
+import json
 import os
 
 import pytest
@@ -231,3 +232,21 @@ def test_sm90_compiles_the_edge_shapes():
     assert dq + gluon_dq >= 24
     gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR   # a Triton without Gluon
     assert (res.stdout.count("OK       fwd_gluon_kernel") >= 2 and gluon_dq >= 2) or gluon_missing
+
+
+@pytest.mark.parametrize("case", ["plain", "window", "softcap", "alibi", "negative-scale", "zero-scale", "asked-off"])
+def test_raw_row_max_where_it_is_exact(monkeypatch, case):
+    """forward.py takes the row max of the raw scores (RAW_MAX) where the score is the raw one
+    times a positive scale: not with softcap or ALiBi, nor for a negative or zero scale, nor when
+    asked not to; every case against the float64 reference."""
+    from attn_check import record_launches
+    tb = importlib.import_module("fa_ck.backends.triton")
+    plans = importlib.import_module("fa_ck.backends.triton.plans")
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": False, "RAW_MAX": case != "asked-off"}}))
+    launches = record_launches(monkeypatch, plans, tb.fwd_kernel)
+    feat = {"plain": {}, "window": dict(window_size=(9, 3)), "softcap": dict(softcap=5.0),
+            "alibi": dict(alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625], device=DEVICE)),
+            "negative-scale": dict(softmax_scale=-0.2), "zero-scale": dict(softmax_scale=0.0),
+            "asked-off": {}}[case]
+    check(2, 37, 70, 4, 2, 32, causal=True, device=DEVICE, **feat)
+    assert launches and all(c["RAW_MAX"] == (case in ("plain", "window")) for _, c in launches)

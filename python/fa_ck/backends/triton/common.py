@@ -42,6 +42,27 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
 
 
 @triton.jit
+def softmax_step(s, m_i, scale_log2, RAW_MAX: tl.constexpr, MASKED: tl.constexpr):
+    """One online-softmax step over scores s: (p, alpha, new row max). RAW_MAX: s and m_i are raw
+    scores q.k (scale_log2 > 0, no softcap or ALiBi), each scaled inside its exponential's
+    argument, one FFMA, not first by an FMUL of its own: the forward's loop is issue-bound
+    (bench/results/h200-20261130-eleventh, call 2: +3-12 % on the H200). Else s and m_i are in
+    log2 units already. MASKED: a row may have seen no visible key yet (max -inf): subtract 0."""
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_safe = m_new
+    if MASKED:
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    if RAW_MAX:
+        m_scaled = m_safe * scale_log2
+        p = tl.math.exp2(s * scale_log2 - m_scaled[:, None])
+        alpha = tl.math.exp2(m_i * scale_log2 - m_scaled)
+    else:
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+    return p, alpha, m_new
+
+
+@triton.jit
 def load_tile(base, offs, rows_ok, d_ok, MASKED: tl.constexpr, EVEN_D: tl.constexpr):
     """The tile at base + offs. rows_ok (keys or queries in range) is checked only in blocks that
     straddle a mask edge, d_ok only when the head dim is padded; both come oriented like the tile."""

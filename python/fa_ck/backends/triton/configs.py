@@ -238,13 +238,19 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     knows the mask).
     FROM_ZERO (bwd_dkdv, with GLUON): S^T and dP^T start from zero, lse, delta and the mask applied
     after; with start values ptxas waits for S^T's multiply before issuing dP^T's
-    (backward_gluon._bwd_consumer)."""
+    (backward_gluon._bwd_consumer).
+    RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
+    exponential's argument (common.softmax_step), where host._raw_max allows: one instruction
+    fewer per score. The Gluon forward +3-12 % on the H200 (h200-20261130-eleventh call 2);
+    forward.py's: see that folder's README rows; on gfx942 compile-checked only (fewer VALU
+    instructions, no spills)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
         return {"GLUON": sm == 90 and d <= 128}
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
+        out["RAW_MAX"] = True                # where host._raw_max allows (both forward kernels)
         # fp8 (h200-20261130-bwd call 9): +5-22 % over forward.py's fp8 kernel at d128, -9 % at d64
         out["GLUON"] = sm == 90 and d <= 128 and (not fp8 or d > 64)
         out["PINGPONG"] = False
@@ -321,7 +327,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE"),
+            "TMA_STORE", "RAW_MAX"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),

@@ -2,6 +2,7 @@
 
 Key blocks are walked in up to three ranges (see common.key_blocks): blocks that straddle a
 mask edge apply the mask, whole visible blocks skip it. Features are constexpr switches.
+RAW_MAX (no softcap or ALiBi, scale > 0): the row max is of the raw scores (common.softmax_step).
 
 FP8: q, k, v arrive in an e4m3 format with per-(batch, head) descale factors (v stored with
 keys contiguous, stride_vd = seqlen: fp8 wgmma/MFMA read both operands K-major). QK^T runs in
@@ -15,7 +16,7 @@ import triton
 import triton.language as tl
 
 from .common import (dropout_keep, fp8_round, head_constants, head_ptr, key_blocks, load_tile, query_block,
-                     scores, tma_rows, wide)
+                     scores, softmax_step, tma_rows, wide)
 
 
 @triton.jit
@@ -25,7 +26,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc
                 BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                 MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                 DOT_F32: tl.constexpr, MASKED: tl.constexpr, FP8: tl.constexpr, P_SCALE: tl.constexpr,
-                TMA: tl.constexpr):
+                TMA: tl.constexpr, RAW_MAX: tl.constexpr):
     k_ptrs += wide(start) * stride_ks
     v_ptrs += wide(start) * stride_vs
     for n0 in range(start, end, BLOCK_N):
@@ -42,13 +43,10 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc
         if DOT_F32:
             kt = kt.to(tl.float32)
         qk = tl.dot(q, kt)
-        s, _ = scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2,
+        s, _ = scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                       softcap_in, softcap_out, slope_log2, window_left, window_right,
                       SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row with nothing visible yet
-        p = tl.math.exp2(s - m_safe[:, None])
-        alpha = tl.math.exp2(m_i - m_safe)
+        p, alpha, m_new = softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED)
         l_i = l_i * alpha + tl.sum(p, 1)
         if DROPOUT:
             keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)
@@ -84,7 +82,7 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                DOT_F32: tl.constexpr, FP8: tl.constexpr = False, P_SCALE: tl.constexpr = 1.0,
-               TMA: tl.constexpr = False):
+               TMA: tl.constexpr = False, RAW_MAX: tl.constexpr = False):
     m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
                                                                             BLOCK_M, VARLEN)
     if m0 >= seqlen_q:
@@ -141,19 +139,19 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True, FP8, P_SCALE, TMA)
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE, TMA, RAW_MAX)
     acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, k_desc, v_desc,
                                 full_lo, full_hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, False, FP8, P_SCALE, TMA)
+                                DROPOUT, DOT_F32, False, FP8, P_SCALE, TMA, RAW_MAX)
     acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, k_offs, v_offs, k_desc, v_desc,
                                 full_hi, hi, offs_m, offs_n0, d_ok,
                                 stride_ks, stride_vs, seqlen_q, seqlen_k, scale_log2, softcap_in,
                                 softcap_out, slope_log2, window_left, window_right, seed, rng_row,
                                 dropout_p, BLOCK_N, EVEN_D, SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT,
-                                DROPOUT, DOT_F32, True, FP8, P_SCALE, TMA)
+                                DROPOUT, DOT_F32, True, FP8, P_SCALE, TMA, RAW_MAX)
 
     empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
     inv_l = tl.where(empty, 0.0, 1.0 / tl.where(empty, 1.0, l_i))
@@ -163,6 +161,8 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
         inv_l = inv_l * (v_descale / P_SCALE)
     out = acc * inv_l[:, None]
     tl.store(o_base + rows[:, None] * stride_os + offs_d[None, :], out.to(O.dtype.element_ty), mask=q_ok)
+    if RAW_MAX:
+        m_i = m_i * scale_log2
     lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
     lse_ptrs = head_ptr(LSE, b64, h, stride_lb, stride_lh) + q_start + offs_m
     tl.store(lse_ptrs, lse, mask=offs_m < seqlen_q)

@@ -30,13 +30,14 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-from .common import key_blocks, scores
+from .common import key_blocks, scores, softmax_step
 
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thread_barrier in Triton 3.6)
 
-# The key-block bounds and the score mask are forward.py's, compiled again as Gluon.
+# The key-block bounds, the score mask and the softmax step are forward.py's, compiled again as Gluon.
 _key_blocks = gluon.jit(key_blocks.fn)
 _scores = gluon.jit(scores.fn)
+_softmax_step = gluon.jit(softmax_step.fn)
 
 
 @gluon.jit
@@ -65,30 +66,11 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr):
-    """One online-softmax step: (p, alpha, new row max, new row sum). RAW_MAX: the row max is of
-    the raw scores q.k (scale_log2 > 0), so each score is scaled inside its exponential's
-    argument, one FFMA, not first by an FMUL of its own. The consumer's loop is issue-bound
-    (~490 instructions per warp and key block at d64, two warps per SM sub-partition, against
-    ~1024 cycles of multiplies): 64 fewer per block made the forward 3-12 % faster on the H200
-    (bench/results/h200-20261130-eleventh, call 2). Off for scale <= 0 (the raw max would be the
-    minimum's)."""
-    if RAW_MAX:
-        s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
-                       window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
-    else:
-        s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
-                       window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
-    m_new = gl.maximum(m_i, gl.max(s, 1))
-    m_safe = m_new
-    if MASKED:   # a row that has seen no visible key yet keeps max -inf: subtract 0 instead
-        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
-    if RAW_MAX:
-        m_scaled = m_safe * scale_log2
-        p = gl.exp2(s * scale_log2 - m_scaled[:, None])
-        alpha = gl.exp2(m_i * scale_log2 - m_scaled)
-    else:
-        p = gl.exp2(s - m_safe[:, None])
-        alpha = gl.exp2(m_i - m_safe)
+    """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX: see
+    common.softmax_step (on whenever the softmax scale is positive)."""
+    s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
+                   0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
+    p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED)
     return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 

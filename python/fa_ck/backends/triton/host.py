@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from ...params import AttnParams
+
 
 def _cdiv(a: int, b: int) -> int:
     """Grid sizes; triton.cdiv is a constexpr_function in Triton 3.7, ~7 us of host time a call."""
@@ -52,3 +54,10 @@ def _tma_ok(*tensors, keys_contiguous=None) -> bool:
             if (st != 1) if i == inner else (st * size) % 16:
                 return False
     return True
+
+
+def _raw_max(cfg: dict, p: AttnParams) -> bool:
+    """Whether a forward takes the row max of raw scores (RAW_MAX, common.softmax_step): asked or
+    by default, where the score is the raw one scaled (no softcap or ALiBi) by a positive scale
+    (with a negative one the raw max would be the minimum's)."""
+    return bool(cfg.get("RAW_MAX", True)) and p.scale > 0 and p.softcap == 0 and p.alibi_slopes is None

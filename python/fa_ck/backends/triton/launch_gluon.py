@@ -9,7 +9,7 @@ import torch
 
 from ...params import AttnParams
 from . import configs
-from .host import _cdiv, _lse_strides, _strides, _tma_ok
+from .host import _cdiv, _lse_strides, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
 try:
@@ -91,7 +91,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
-        TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), RAW_MAX=p.scale > 0,
+        TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), RAW_MAX=_raw_max(cfg, p),
         num_warps=cfg["num_warps"]))
 
 

@@ -382,11 +382,12 @@ def test_gluon_fp8_forward_leaves_unaligned_v_to_forward_py(gluon_calls):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("scale", [0.3, -0.1, 0.0])
+@pytest.mark.parametrize("scale", [0.3, -0.1, 0.0, 1e-300])
 def test_gluon_forward_softmax_scales(monkeypatch, dtype, scale):
     """The row max is of the raw scores (RAW_MAX) for a positive softmax scale; of the scaled
-    ones for a negative scale (a raw max would be the minimum's) and for 0. Masks, windows,
-    GQA, varlen and head dims 16-128 against the float64 reference."""
+    ones for a negative scale (a raw max would be the minimum's) and for one that is 0 in
+    float32 (-inf times it would be NaN). Masks, windows, GQA, varlen and head dims 16-128
+    against the float64 reference."""
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}))
     calls = count_calls(monkeypatch, gluon, "_forward_gluon")
@@ -396,7 +397,7 @@ def test_gluon_forward_softmax_scales(monkeypatch, dtype, scale):
         check(*shape, dtype=dtype, device="cuda", grads=False, softmax_scale=scale, **feat)
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 2, 128, dtype=dtype, device="cuda",
                  causal=True, grads=False, softmax_scale=scale)
-    assert calls and len(launches) >= 7 and all(c["RAW_MAX"] == (scale > 0) for _, c in launches)
+    assert calls and len(launches) >= 7 and all(c["RAW_MAX"] == (scale > 1e-30) for _, c in launches)
 
 
 @gpu
@@ -404,13 +405,14 @@ def test_gluon_forward_softmax_scales(monkeypatch, dtype, scale):
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_fp8_forward_negative_scale(monkeypatch, causal):
     """fp8 with a negative softmax scale (the descales fold into it): the row max of the scaled
-    scores, against the float64 reference within fp8's bound."""
+    scores (never RAW_MAX for fp8), against the float64 reference within fp8's bound."""
     from test_fp8 import FWD_BOUND
     from attn_check import assert_close
     from fa_ck import reference
     calls = count_calls(monkeypatch, gluon, "_forward_gluon")
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     q, k, v = (torch.randn(2, 1000, 4, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     out = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, softmax_scale=-0.05, backend="triton")
-    assert calls
+    assert calls and launches and not any(c["RAW_MAX"] for _, c in launches)
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, scale=-0.05, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)

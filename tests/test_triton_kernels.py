@@ -234,19 +234,35 @@ def test_sm90_compiles_the_edge_shapes():
     assert (res.stdout.count("OK       fwd_gluon_kernel") >= 2 and gluon_dq >= 2) or gluon_missing
 
 
-@pytest.mark.parametrize("case", ["plain", "window", "softcap", "alibi", "negative-scale", "zero-scale", "asked-off"])
+RAW_MAX_CASES = {"default": {}, "window": dict(window_size=(9, 3)), "softcap": dict(softcap=5.0),
+                 "alibi": dict(alibi_slopes=[0.5, 0.25, 0.125, 0.0625]), "negative-scale": dict(softmax_scale=-0.2),
+                 "zero-scale": dict(softmax_scale=0.0), "tiny-scale": dict(softmax_scale=1e-300), "asked-off": {}}
+
+
+@pytest.mark.parametrize("case", sorted(RAW_MAX_CASES))
 def test_raw_row_max_where_it_is_exact(monkeypatch, case):
-    """forward.py takes the row max of the raw scores (RAW_MAX) where the score is the raw one
-    times a positive scale: not with softcap or ALiBi, nor for a negative or zero scale, nor when
-    asked not to; every case against the float64 reference."""
+    """forward.py takes the row max of the raw scores (RAW_MAX, on by default) where the score is
+    the raw one times a positive scale: not with softcap or ALiBi, nor for a negative scale or one
+    that is 0 in float32 (-inf times it would be NaN), nor when asked not to; every case against
+    the float64 reference."""
     from attn_check import record_launches
     tb = importlib.import_module("fa_ck.backends.triton")
     plans = importlib.import_module("fa_ck.backends.triton.plans")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": False, "RAW_MAX": case != "asked-off"}}))
+    fwd = {"GLUON": False, **({"RAW_MAX": False} if case == "asked-off" else {})}
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": fwd}))
     launches = record_launches(monkeypatch, plans, tb.fwd_kernel)
-    feat = {"plain": {}, "window": dict(window_size=(9, 3)), "softcap": dict(softcap=5.0),
-            "alibi": dict(alibi_slopes=torch.tensor([0.5, 0.25, 0.125, 0.0625], device=DEVICE)),
-            "negative-scale": dict(softmax_scale=-0.2), "zero-scale": dict(softmax_scale=0.0),
-            "asked-off": {}}[case]
+    feat = dict(RAW_MAX_CASES[case])
+    if "alibi_slopes" in feat:
+        feat["alibi_slopes"] = torch.tensor(feat["alibi_slopes"], device=DEVICE)
     check(2, 37, 70, 4, 2, 32, causal=True, device=DEVICE, **feat)
-    assert launches and all(c["RAW_MAX"] == (case in ("plain", "window")) for _, c in launches)
+    assert launches and all(c["RAW_MAX"] == (case in ("default", "window")) for _, c in launches)
+
+
+def test_raw_row_max_never_for_fp8():
+    """fp8 kernels fold the descales (a caller's, of any sign, or 0 for an all-zero head) into the
+    scale: no raw max there, whatever the softmax scale."""
+    from fa_ck.params import AttnParams
+    host = importlib.import_module("fa_ck.backends.triton.host")
+    assert host._raw_max({}, AttnParams(scale=0.125)) and not host._raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
+    assert not host._raw_max({}, AttnParams(scale=0.125, fp8=True))
+    assert not host._raw_max({}, AttnParams(scale=1e-39)) and host._raw_max({}, AttnParams(scale=1e-37))

@@ -136,7 +136,7 @@ def fp8_kernels(target: str, arch: str):
             consts = dict(_flags(d, causal), FP8=True, P_SCALE=p_scale, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
                           stride_vs=1,       # fp8 v is stored keys-contiguous (see forward.py)
                           **_switches("fwd", arch, d, True, fwd_kernel))
-            consts["RAW_MAX"] = False        # as launched: forward.py's fp8 kernel spilled on sm90 with it
+            consts["RAW_MAX"] = False        # as launched (host._raw_max: never for fp8)
             sig = signature(fwd_kernel, torch.bfloat16, data_type=ty)
             for c in consts:
                 sig[c] = "constexpr"

@@ -1,6 +1,7 @@
 """Pieces shared by the forward and backward kernels: one definition of a score.
 
-Scores are kept in log2 units (scale * log2(e) folded in) so softmax uses exp2. Every
+Scores are kept in log2 units (scale * log2(e) folded in) so softmax uses exp2 (the forward's
+softmax_step with RAW_MAX takes raw scores and scales them inside the exponential). Every
 feature is a constexpr switch, so a kernel compiled without it carries no trace of it.
 `i` and `j` are broadcastable index tensors of query and key positions (the backward
 works on transposed tiles, so orientation is the caller's).
@@ -44,7 +45,8 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
 @triton.jit
 def softmax_step(s, m_i, scale_log2, RAW_MAX: tl.constexpr, MASKED: tl.constexpr):
     """One online-softmax step over scores s: (p, alpha, new row max). RAW_MAX: s and m_i are raw
-    scores q.k (scale_log2 > 0, no softcap or ALiBi), each scaled inside its exponential's
+    scores q.k (scale_log2 a normal positive float32, no softcap or ALiBi, no fp8: see
+    host._raw_max), each scaled inside its exponential's
     argument, one FFMA, not first by an FMUL of its own: the forward's loop is issue-bound
     (bench/results/h200-20261130-eleventh, call 2: +3-12 % on the H200). Else s and m_i are in
     log2 units already. MASKED: a row may have seen no visible key yet (max -inf): subtract 0."""

@@ -2,7 +2,7 @@
 
 Key blocks are walked in up to three ranges (see common.key_blocks): blocks that straddle a
 mask edge apply the mask, whole visible blocks skip it. Features are constexpr switches.
-RAW_MAX (no softcap or ALiBi, scale > 0): the row max is of the raw scores (common.softmax_step).
+RAW_MAX (no softcap, ALiBi or fp8; scale > 0): the row max is of the raw scores (common.softmax_step).
 
 FP8: q, k, v arrive in an e4m3 format with per-(batch, head) descale factors (v stored with
 keys contiguous, stride_vd = seqlen: fp8 wgmma/MFMA read both operands K-major). QK^T runs in

@@ -20,7 +20,7 @@ P stays in registers as wgmma's A operand.
 Serves the plain calls (fp16/bf16, head dim up to 128, causal and sliding windows, varlen,
 GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same out and lse.
 
-FP8 (e4m3fn, on request: FA_CK_TRITON_CONFIG fwd GLUON with fp8=True): the scheme of forward.py
+FP8 (e4m3fn; by default on sm90 at head dims 65-128, see configs.switches): the scheme of forward.py
 (per-(batch, head) descales folded into the score scale, P multiplied by P_SCALE and rounded to
 fp8, out divided by it and multiplied by v's descale). fp8 wgmma reads both operands K-major,
 so v arrives keys-contiguous and streams as (head_dim, keys) tiles (V_KEYS_MAJOR).
@@ -67,7 +67,7 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr):
     """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX: see
-    common.softmax_step (on whenever the softmax scale is positive)."""
+    common.softmax_step (where host._raw_max allows)."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
     p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED)
@@ -484,7 +484,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only). HOST_DESC: Q, K, V are
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
-    RAW_MAX: see _softmax (scale_log2 > 0; the fp8 descales are)."""
+    RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; never FP8)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     if HOST_DESC:

@@ -3,6 +3,7 @@ signature was seen before replays the launches its slow path made, on its own te
 on the CPU with the GPU path faked (sm90, launches recorded, not run), the replayed launches are
 compared argument by argument with the slow path's, and calls that differ in what the slow path
 decides from are shown to get their own."""
+import contextvars
 import dataclasses
 import importlib
 
@@ -33,6 +34,9 @@ def gpu_path(monkeypatch):
     monkeypatch.setattr(gluon, "_sm_count", lambda device: 132)
     monkeypatch.setattr(plans, "launch", lambda kernel, grid, args, constexprs: log.append((kernel, grid, args, constexprs)))
     monkeypatch.setattr(plans.triton, "set_allocator", lambda allocator: log.append("set_allocator"))
+    if plans._allocation is not None:    # as in a fresh process: no allocator set (an earlier test may have)
+        monkeypatch.setattr(plans._allocation, "_allocator",
+                            contextvars.ContextVar("_allocator", default=plans._allocation.NullAllocator()))
     monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
     monkeypatch.delenv("FA_CK_AUTOTUNE", raising=False)
     monkeypatch.setenv("FA_CK_POISON", "0")    # outputs not cloned after the launches: tests name them

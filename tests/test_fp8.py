@@ -32,8 +32,11 @@ GRAD_BOUND = 6e-2           # gradients of the fp8 forward's out (see test_gradi
 # the fp8 matrix units accumulate with fewer bits than fp32 (Hopper keeps about 14 mantissa bits
 # inside a wgmma) and P's rounding follows the GPU's exp2, so the match is looser there; still 10x
 # under the fp8 error itself, so a wrong scale, descale or P rounding fails it.
+# On the CPU, float32 inputs: a P value within float32's rounding of an fp8 rounding edge rounds
+# either way between the kernel (float32 exp2) and the emulation (float64 exp); one such flip in
+# test_forward's softcap + ALiBi case gave 1.1e-5 (seen once in ~35 runs), so 5e-5, not 1e-6.
 if DEVICE == "cpu":
-    EMU_BOUND = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 6e-3}
+    EMU_BOUND = {torch.float32: 5e-5, torch.float16: 1e-3, torch.bfloat16: 6e-3}
     EMU_LSE_BOUND = 1e-5
 else:
     EMU_BOUND = {torch.float32: 5e-3, torch.float16: 5e-3, torch.bfloat16: 8e-3}

@@ -64,6 +64,6 @@ def _raw_max(cfg: dict, p: AttnParams) -> bool:
     by default, where the score is the raw one scaled (no softcap or ALiBi) by a scale known
     positive in float32: with a negative one the raw max would be the minimum's, and with one
     that rounds to 0 a masked score's -inf times it would be NaN. Not for fp8, whose kernels
-    fold the descales (the caller's, of any sign, or 0 for an all-zero head) into the scale."""
+    fold the descales into the scale (a caller's may be of any sign, or 0)."""
     return (bool(cfg.get("RAW_MAX", True)) and p.scale * 1.4426950408889634 >= _FP32_TINY and not p.fp8
             and p.softcap == 0 and p.alibi_slopes is None)

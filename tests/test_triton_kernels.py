@@ -262,7 +262,11 @@ def test_raw_row_max_never_for_fp8():
     """fp8 kernels fold the descales (a caller's, of any sign, or 0 for an all-zero head) into the
     scale: no raw max there, whatever the softmax scale."""
     from fa_ck.params import AttnParams
+    tb = importlib.import_module("fa_ck.backends.triton")
     host = importlib.import_module("fa_ck.backends.triton.host")
-    assert host._raw_max({}, AttnParams(scale=0.125)) and not host._raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
-    assert not host._raw_max({}, AttnParams(scale=0.125, fp8=True))
-    assert not host._raw_max({}, AttnParams(scale=1e-39)) and host._raw_max({}, AttnParams(scale=1e-37))
+
+    def raw_max(cfg, p):
+        return host._raw_max(cfg, p, tb._scalars(p)["scale_log2"])
+    assert raw_max({}, AttnParams(scale=0.125)) and not raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
+    assert not raw_max({}, AttnParams(scale=0.125, fp8=True))
+    assert not raw_max({}, AttnParams(scale=1e-39)) and raw_max({}, AttnParams(scale=1e-37))

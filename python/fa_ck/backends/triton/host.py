@@ -62,8 +62,9 @@ _FP32_TINY = 2.0 ** -126          # the smallest normal float32
 def _raw_max(cfg: dict, p: AttnParams, scale_log2: float) -> bool:
     """Whether a forward takes the row max of raw scores (RAW_MAX, common.softmax_step): asked or
     by default, where the score is the raw one scaled (no softcap or ALiBi) by a scale_log2 (the
-    kernels' argument, from _scalars) known positive in float32: with a negative one the raw max would be the minimum's, and with one
-    that rounds to 0 a masked score's -inf times it would be NaN. Not for fp8, whose kernels
-    fold the descales into the scale (a caller's may be of any sign, or 0)."""
+    kernels' argument, from _scalars) known positive in float32: with a negative one the raw max
+    would be the minimum's, and with one that rounds to 0 a masked score's -inf times it would be
+    NaN. Not for fp8, whose kernels fold the descales into the scale (a caller's may be of any
+    sign, or 0)."""
     return (bool(cfg.get("RAW_MAX", True)) and scale_log2 >= _FP32_TINY and not p.fp8
             and p.softcap == 0 and p.alibi_slopes is None)

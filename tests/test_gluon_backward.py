@@ -177,7 +177,13 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
              "from_zero": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
                           '"HOST_DESC": true, "FROM_ZERO": true}}',
              "start_values": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                             '"HOST_DESC": true, "FROM_ZERO": false}}'}
+                             '"HOST_DESC": true, "FROM_ZERO": false}}',
+             # lse / scale from bwd_preprocess, with start values and from zero, per-program descriptors too
+             "lse_prep": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                         '"HOST_DESC": true, "FROM_ZERO": false, "LSE_PREP": true}}',
+             "lse_prep_from_zero_device_desc": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, '
+                                               '"ONE_PASS": true, "HOST_DESC": false, "FROM_ZERO": true, '
+                                               '"LSE_PREP": true}}'}
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
@@ -193,6 +199,7 @@ def gluon_dkdv_calls(request, monkeypatch):
     # the switch reached the kernel (varlen calls build their descriptors on the device)
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(c["FROM_ZERO"] == asked["FROM_ZERO"] for _, c in launches if "FROM_ZERO" in asked)
+    assert all(c["LSE_PREP"] == asked.get("LSE_PREP", False) for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

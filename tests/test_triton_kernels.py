@@ -270,3 +270,36 @@ def test_raw_row_max_never_for_fp8():
     assert raw_max({}, AttnParams(scale=0.125)) and not raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
     assert not raw_max({}, AttnParams(scale=0.125, fp8=True))
     assert not raw_max({}, AttnParams(scale=1e-39)) and raw_max({}, AttnParams(scale=1e-37))
+    assert host._raw_max({}, AttnParams(scale=0.125)) and not host._raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
+    assert not host._raw_max({}, AttnParams(scale=0.125, fp8=True))
+    assert not host._raw_max({}, AttnParams(scale=1e-39)) and host._raw_max({}, AttnParams(scale=1e-37))
+
+
+def test_bwd_preprocess_writes_delta_and_lse_over_scale(monkeypatch):
+    """bwd_preprocess: delta = rowsum(out * dO) and lse / scale, +inf for a query that saw no key
+    (here the first rows: causal with more queries than keys), for the Gluon dK/dV kernel's
+    LSE_PREP."""
+    import fa_ck
+    tb = importlib.import_module("fa_ck.backends.triton")
+    plans = importlib.import_module("fa_ck.backends.triton.plans")
+    seen = []
+    real = plans.launch
+
+    def recording(kernel, grid, args, constexprs):
+        result = real(kernel, grid, args, constexprs)
+        if kernel is tb.bwd_preprocess:
+            seen.append([a.clone() if torch.is_tensor(a) else a for a in args[:5]])
+        return result
+    monkeypatch.setattr(plans, "launch", recording)
+    q = torch.randn(2, 40, 2, 32, device=DEVICE, requires_grad=True)
+    k, v = (torch.randn(2, 30, 2, 32, device=DEVICE, requires_grad=True) for _ in range(2))
+    out, lse, _ = fa_ck.flash_attn_func(q, k, v, causal=True, softmax_scale=0.3, return_attn_probs=True)
+    do = torch.randn_like(out)
+    out.backward(do)
+    (o, dout, delta, lse_in, lse_s), = seen
+    assert torch.isinf(lse[:, :, :10]).all() and torch.isfinite(lse[:, :, 10:]).all()
+    assert torch.equal(lse_in, lse.detach())
+    want = torch.where(lse_in == float("-inf"), float("inf"), lse_in / 0.3)
+    assert torch.equal(torch.isinf(lse_s), torch.isinf(want)) and (lse_s[:, :, :10] > 0).all()
+    torch.testing.assert_close(lse_s[:, :, 10:], want[:, :, 10:], rtol=1e-6, atol=0)
+    torch.testing.assert_close(delta, (o.float() * dout.float()).sum(-1).transpose(1, 2), rtol=1e-5, atol=1e-5)

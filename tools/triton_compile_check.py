@@ -201,7 +201,7 @@ def gluon_kernels():
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
                           SMEM_DQ=gluon._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal),
+                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), LSE_PREP=False,
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
@@ -214,6 +214,9 @@ def gluon_kernels():
             host = dict(consts, HOST_DESC=True)
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
+            prep = dict(host, LSE_PREP=True)  # lse / scale from bwd_preprocess (asked for; not yet run on a GPU)
+            yield f"bwd_dkdv gluon lse-prep bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+                _gluon_sig(bwd_dkdv_gluon_kernel, prep, dict(pointers, **descs)), prep, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \

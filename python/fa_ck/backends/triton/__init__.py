@@ -369,7 +369,8 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     dk = _empty(k.shape, k.dtype, k.device, poison)
     dv = _empty(v.shape, v.dtype, v.device, poison)
     delta = _empty(lse.shape, torch.float32, lse.device, poison)
-    slots = [do, q, k, v, out, lse, dq, dk, dv, delta]
+    lse_s = _empty(lse.shape, torch.float32, lse.device, poison)     # lse / scale: bwd_preprocess
+    slots = [do, q, k, v, out, lse, dq, dk, dv, delta, lse_s]
     key = plans._plan_key("bwd", p, poison, slots[:6], slots[6:], dlse is None)
     plan = plans._PLANS.get(key)
     if plan is not None:
@@ -382,7 +383,7 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         plan.replay(slots + [dq_acc], start=1, direct=dq_acc is None or dq_acc.data_ptr() % 16 == 0)
     else:
         with plans._Recording(key) as rec:
-            dq_acc = _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, p, dlse)
+            dq_acc = _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p, dlse)
             rec.save(slots + [dq_acc], one_pass=dq_acc is not None)
     if dq_acc is not None:                   # ONE_PASS: dq was accumulated by bwd_dkdv
         torch.mul(dq_acc, p.scale, out=dq)
@@ -392,7 +393,7 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     return dq, dk, dv
 
 
-def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, p: AttnParams, dlse):
+def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, dlse):
     """The backward's slow path: works out the kernels, their configs and their arguments, and
     launches them; -> ONE_PASS's fp32 dq buffer (dq / scale, for the caller to scale into dq),
     or None when a dQ kernel wrote dq."""
@@ -403,7 +404,8 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, p: AttnParams, dl
 
     pre_bm = 64 if configs.arch(q.device) != "interpreter" else 32
     _launch(bwd_preprocess, (_cdiv(sq, pre_bm), hq, b),
-            (out, do, delta, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen), sq, d, cu_q),
+            (out, do, delta, lse, lse_s, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen),
+             sq, d, p.scale, cu_q),
             dict(BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen))
 
     if dlse is not None:
@@ -423,8 +425,8 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, p: AttnParams, dl
         if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
             dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         if cfg.get("GLUON"):
-            return launch_gluon._dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p, cfg, sq, sk, hkv, b,
-                                            d, scal)
+            return launch_gluon._dkdv_gluon(q, k, v, do, lse_s if cfg.get("LSE_PREP") else lse, delta, dk, dv, dq_acc,
+                                            cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
         if cfg["TMA"]:
             _tma_allocator()
         _launch(bwd_dkdv_kernel, (_cdiv(sk, cfg["BLOCK_N"]), hkv, b),

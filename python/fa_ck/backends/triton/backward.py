@@ -21,9 +21,12 @@ from .common import (dropout_keep, head_constants, head_ptr, key_blocks, load_ti
 
 
 @triton.jit
-def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, stride_dos, stride_doh,
-                   stride_lb, stride_lh, seqlen_q, head_dim, CU_Q,
+def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, stride_ob, stride_os, stride_oh, stride_dob, stride_dos, stride_doh,
+                   stride_lb, stride_lh, seqlen_q, head_dim, scale, CU_Q,
                    BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, VARLEN: tl.constexpr):
+    """delta = rowsum(O * dO), and LSE_S = lse / scale (+inf where lse is -inf: a query that saw no
+    key) for the Gluon dK/dV kernel's LSE_PREP: once per row here, not once per key block there.
+    DELTA, LSE and LSE_S share strides."""
     pid_m = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
     b = tl.program_id(2)
@@ -38,7 +41,11 @@ def bwd_preprocess(O, DO, DELTA, stride_ob, stride_os, stride_oh, stride_dob, st
                 + offs_d[None, :], mask=ok, other=0.0).to(tl.float32)
     do = tl.load(head_ptr(DO, b, h, stride_dob, stride_doh) + (q_start + m0) * stride_dos + rows[:, None] * stride_dos
                  + offs_d[None, :], mask=ok, other=0.0).to(tl.float32)
-    tl.store(head_ptr(DELTA, b, h, stride_lb, stride_lh) + q_start + offs_m, tl.sum(o * do, 1), mask=offs_m < seqlen_q)
+    row_ok = offs_m < seqlen_q
+    tl.store(head_ptr(DELTA, b, h, stride_lb, stride_lh) + q_start + offs_m, tl.sum(o * do, 1), mask=row_ok)
+    lse = tl.load(head_ptr(LSE, b, h, stride_lb, stride_lh) + q_start + offs_m, mask=row_ok, other=0.0)
+    tl.store(head_ptr(LSE_S, b, h, stride_lb, stride_lh) + q_start + offs_m,
+             tl.where(lse == float("-inf"), float("inf"), lse / scale), mask=row_ok)
 
 
 @triton.jit

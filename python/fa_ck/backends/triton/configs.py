@@ -238,7 +238,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     knows the mask).
     FROM_ZERO (bwd_dkdv, with GLUON): S^T and dP^T start from zero, lse, delta and the mask applied
     after; with start values ptxas waits for S^T's multiply before issuing dP^T's
-    (backward_gluon._bwd_consumer).
+    (backward_gluon._bwd_consumer). LSE_PREP (bwd_dkdv, with GLUON): the kernel reads lse / scale
+    (+inf for empty rows) that bwd_preprocess wrote once per row, not lse, converted per key block
+    (not yet measured on a GPU).
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap, ALiBi or fp8): one instruction fewer per score. On the H200 (h200-20261130-eleventh calls 2 and 8, same runs): the Gluon
@@ -268,6 +270,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["GLUON"] = sm == 90 and d <= 128
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
+        out["LSE_PREP"] = False              # not yet measured on a GPU
     return out
 
 
@@ -329,7 +332,7 @@ OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
-                 "FROM_ZERO"),
+                 "FROM_ZERO", "LSE_PREP"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 

@@ -236,7 +236,9 @@ def gluon_kernels():
 # 3-5; call 5: one pass with register operands fastest at every d128 point).
 GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
                          "bwd_dkdv gluon two-pass bf16 d128 full": 8, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
-                         "bwd_dkdv gluon host-desc bf16 d128 causal": 48}
+                         "bwd_dkdv gluon host-desc bf16 d128 causal": 48,
+                         # asked for, not yet measured: the same bytes as the host-desc rows (Triton 3.7.1)
+                         "bwd_dkdv gluon lse-prep bf16 d128 full": 8, "bwd_dkdv gluon lse-prep bf16 d128 causal": 48}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

@@ -63,6 +63,18 @@ def test_dkdv_from_zero_on_full_calls_up_to_d64(monkeypatch):
     assert not _config(monkeypatch, head_dim=64)["FROM_ZERO"]
 
 
+def test_dkdv_lse_prep_up_to_d64(monkeypatch):
+    """LSE_PREP (h200-20261130-twelfth call 1): the dK/dV kernel reads bwd_preprocess's lse / scale
+    up to head dim 64, lse itself above (d128 measured level to slower); either when asked."""
+    assert _config(monkeypatch, head_dim=64)["LSE_PREP"] and _config(monkeypatch, head_dim=32)["LSE_PREP"]
+    assert _config(monkeypatch, head_dim=64, causal=True, window_right=0)["LSE_PREP"]
+    assert not _config(monkeypatch, head_dim=128)["LSE_PREP"] and not _config(monkeypatch, head_dim=96)["LSE_PREP"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"LSE_PREP": true}}')
+    assert _config(monkeypatch, head_dim=128)["LSE_PREP"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"LSE_PREP": false}}')
+    assert not _config(monkeypatch, head_dim=64)["LSE_PREP"]
+
+
 def test_gluon_dkdv_when_asked(monkeypatch):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK)
     cfg = _config(monkeypatch)
@@ -173,11 +185,11 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
              "host_desc_registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, "ONE_PASS": false, '
                                     '"HOST_DESC": true}}',
              # S^T and dP^T from zero (the default up to d64) or from start values (over d64), asked for
-             # at every head dim
+             # at every head dim (start values with lse itself, not bwd_preprocess's lse / scale)
              "from_zero": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
                           '"HOST_DESC": true, "FROM_ZERO": true}}',
              "start_values": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                             '"HOST_DESC": true, "FROM_ZERO": false}}',
+                             '"HOST_DESC": true, "FROM_ZERO": false, "LSE_PREP": false}}',
              # lse / scale from bwd_preprocess, with start values and from zero, per-program descriptors too
              "lse_prep": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
                          '"HOST_DESC": true, "FROM_ZERO": false, "LSE_PREP": true}}',
@@ -199,7 +211,7 @@ def gluon_dkdv_calls(request, monkeypatch):
     # the switch reached the kernel (varlen calls build their descriptors on the device)
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(c["FROM_ZERO"] == asked["FROM_ZERO"] for _, c in launches if "FROM_ZERO" in asked)
-    assert all(c["LSE_PREP"] == asked.get("LSE_PREP", False) for _, c in launches)
+    assert all(c["LSE_PREP"] == asked["LSE_PREP"] for _, c in launches if "LSE_PREP" in asked)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

@@ -201,7 +201,7 @@ def gluon_kernels():
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
                           SMEM_DQ=gluon._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), LSE_PREP=False,
+                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), LSE_PREP=bool(cfg.get("LSE_PREP")),
                           num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
@@ -214,9 +214,10 @@ def gluon_kernels():
             host = dict(consts, HOST_DESC=True)
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
-            prep = dict(host, LSE_PREP=True)  # lse / scale from bwd_preprocess (asked for; not yet run on a GPU)
-            yield f"bwd_dkdv gluon lse-prep bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
-                _gluon_sig(bwd_dkdv_gluon_kernel, prep, dict(pointers, **descs)), prep, cfg
+            # LSE_PREP the other way from its default (on at d64, off at d128)
+            flip = dict(host, LSE_PREP=not host["LSE_PREP"])
+            yield f"bwd_dkdv gluon host-desc {'lse-prep' if flip['LSE_PREP'] else 'plain-lse'} bf16 d{d} {mode}", \
+                bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, flip, dict(pointers, **descs)), flip, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
@@ -237,8 +238,9 @@ def gluon_kernels():
 GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
                          "bwd_dkdv gluon two-pass bf16 d128 full": 8, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
                          "bwd_dkdv gluon host-desc bf16 d128 causal": 48,
-                         # asked for, not yet measured: the same bytes as the host-desc rows (Triton 3.7.1)
-                         "bwd_dkdv gluon lse-prep bf16 d128 full": 8, "bwd_dkdv gluon lse-prep bf16 d128 causal": 48}
+                         # asked for (off by default at d128): the same bytes as the host-desc rows (Triton 3.7.1)
+                         "bwd_dkdv gluon host-desc lse-prep bf16 d128 full": 8,
+                         "bwd_dkdv gluon host-desc lse-prep bf16 d128 causal": 48}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

@@ -239,8 +239,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     FROM_ZERO (bwd_dkdv, with GLUON): S^T and dP^T start from zero, lse, delta and the mask applied
     after; with start values ptxas waits for S^T's multiply before issuing dP^T's
     (backward_gluon._bwd_consumer). LSE_PREP (bwd_dkdv, with GLUON): the kernel reads lse / scale
-    (+inf for empty rows) that bwd_preprocess wrote once per row, not lse, converted per key block
-    (not yet measured on a GPU).
+    (+inf for empty rows) that bwd_preprocess wrote once per row, not lse, converted per key block.
+    On the H200 (h200-20261130-twelfth call 1, fwd+bwd, same run) d64 +2 to +8 % at five of six
+    points (S16k causal level), nanoGPT +1.7 %; d128 -6 to +3 % (its causal kernel spills 8 bytes
+    more): on by default at d64 only.
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap, ALiBi or fp8): one instruction fewer per score. On the H200 (h200-20261130-eleventh calls 2 and 8, same runs): the Gluon
@@ -270,7 +272,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["GLUON"] = sm == 90 and d <= 128
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
-        out["LSE_PREP"] = False              # not yet measured on a GPU
+        out["LSE_PREP"] = d <= 64            # d128: -6 to +3 % (h200-20261130-twelfth call 1)
     return out
 
 

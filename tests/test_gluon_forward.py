@@ -405,7 +405,7 @@ def test_gluon_forward_softmax_scales(monkeypatch, dtype, scale):
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_fp8_forward_negative_scale(monkeypatch, causal):
     """fp8 with a negative softmax scale (the descales fold into it): the row max of the scaled
-    scores (never RAW_MAX for fp8), against the float64 reference within fp8's bound."""
+    scores (no RAW_MAX with a negative scale), against the float64 reference within fp8's bound."""
     from test_fp8 import FWD_BOUND
     from attn_check import assert_close
     from fa_ck import reference
@@ -416,3 +416,33 @@ def test_gluon_fp8_forward_negative_scale(monkeypatch, causal):
     assert calls and launches and not any(c["RAW_MAX"] for _, c in launches)
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, scale=-0.05, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_fp8_forward_raw_max(monkeypatch, causal):
+    """fp8 on fa_ck's own descales takes RAW_MAX (by default): the same numbers as without, to
+    rounding; an all-zero head (descale 1e-12 / 448, its product with the scale kept normal)
+    gives the float64 reference's uniform average, not NaN; a caller's descales leave it off."""
+    from attn_check import assert_close, rel_err
+    from test_fp8 import FWD_BOUND
+    from fa_ck import reference
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    q, k, v = (torch.randn(2, 1000, 4, 128, dtype=torch.bfloat16, device="cuda") * 3 for _ in range(3))
+    q[0, :, 1] = 0                            # an all-zero head
+    k[1, :, 2] = 0
+    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
+    assert launches and launches[-1][1]["RAW_MAX"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"RAW_MAX": False}}))
+    want, want_lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
+    assert not launches[-1][1]["RAW_MAX"]
+    assert rel_err(out.double(), want.double()) <= 2e-3
+    assert (lse - want_lse).abs().max().item() <= 1e-4
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
+    assert_close("out vs float64", out, ref, FWD_BOUND)
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG")
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    fa_ck.flash_attn_fp8_func(q8, k8, tb._keys_contiguous(v8), causal=causal, q_descale=qd, k_descale=kd,
+                              v_descale=vd, backend="triton")
+    assert not launches[-1][1]["RAW_MAX"]

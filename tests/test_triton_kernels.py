@@ -258,9 +258,9 @@ def test_raw_row_max_where_it_is_exact(monkeypatch, case):
     assert launches and all(c["RAW_MAX"] == (case in ("default", "window")) for _, c in launches)
 
 
-def test_raw_row_max_never_for_fp8():
-    """fp8 kernels fold the descales (a caller's, of any sign, or 0 for an all-zero head) into the
-    scale: no raw max there, whatever the softmax scale."""
+def test_raw_row_max_for_fp8_only_with_our_descales():
+    """fp8 kernels fold the descales into the scale: a raw max only with fa_ck's own (positive),
+    not a caller's (of any sign, or 0)."""
     from fa_ck.params import AttnParams
     tb = importlib.import_module("fa_ck.backends.triton")
     host = importlib.import_module("fa_ck.backends.triton.host")
@@ -268,7 +268,8 @@ def test_raw_row_max_never_for_fp8():
     def raw_max(cfg, p):
         return host._raw_max(cfg, p, tb._scalars(p)["scale_log2"])
     assert raw_max({}, AttnParams(scale=0.125)) and not raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
-    assert not raw_max({}, AttnParams(scale=0.125, fp8=True))
+    assert raw_max({}, AttnParams(scale=0.125, fp8=True))          # fa_ck quantises: its descales
+    assert not raw_max({}, AttnParams(scale=0.125, fp8=True, q_descale=torch.ones(1, 1)))   # a caller's
     assert not raw_max({}, AttnParams(scale=1e-39)) and raw_max({}, AttnParams(scale=1e-37))
 
 

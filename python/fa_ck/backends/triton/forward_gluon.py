@@ -423,6 +423,9 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                 if FP8:     # descales folded as in forward.py
                     hk = (h // group).to(gl.int64)
                     tile_scale_log2 = scale_log2 * gl.load(QD + b64 * stride_qdb + h) * gl.load(KD + b64 * stride_kdb + hk)
+                    if RAW_MAX:     # fa_ck's own descales (host._raw_max), > 0; kept a normal float, as
+                        # -inf times a product flushed to 0 would be NaN (the scores are ~0 then anyway)
+                        tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
                     out_scale = gl.load(VD + b64 * stride_kdb + hk) / P_SCALE
                 if n_blocks > 0:
                     mbarrier.wait(q_full, n_q & 1)
@@ -484,7 +487,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only). HOST_DESC: Q, K, V are
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
-    RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; never FP8)."""
+    RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
+    fa_ck's own descales, the folded scale kept >= 2^-126)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     if HOST_DESC:

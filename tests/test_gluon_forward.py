@@ -439,8 +439,12 @@ def test_gluon_fp8_forward_raw_max(monkeypatch, causal):
     assert not launches[-1][1]["RAW_MAX"]
     assert rel_err(out.double(), want.double()) <= 2e-3
     assert (lse - want_lse).abs().max().item() <= 1e-4
+    # the zero heads' uniform averages against float64 (the other heads' scores, std 9 at these
+    # x3 inputs, make a far sharper softmax than test_fp8's bound is for: 12 % with RAW_MAX on or off)
+    assert torch.isfinite(out).all()
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
-    assert_close("out vs float64", out, ref, FWD_BOUND)
+    assert_close("all-zero q head vs float64", out[0, :, 1], ref[0, :, 1], FWD_BOUND)
+    assert_close("all-zero k head vs float64", out[1, :, 2], ref[1, :, 2], FWD_BOUND)
     monkeypatch.delenv("FA_CK_TRITON_CONFIG")
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
     fa_ck.flash_attn_fp8_func(q8, k8, tb._keys_contiguous(v8), causal=causal, q_descale=qd, k_descale=kd,

@@ -245,9 +245,12 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     more): on by default at d64 only.
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
-    no softcap, ALiBi or fp8): one instruction fewer per score. On the H200 (h200-20261130-eleventh calls 2 and 8, same runs): the Gluon
-    forward +3-12 %, forward.py +0.5-3.6 % at d64 and +0-1.3 % at d128. On gfx942 compile-checked
-    only: VALU instructions -4 to -6 % per forward kernel, VGPRs at d128 308/320 -> 286/291."""
+    no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
+    fewer per score. On the H200 (h200-20261130-eleventh calls 2 and 8, same runs): the Gluon
+    forward +3-12 %, forward.py +0.5-3.6 % at d64 and +0-1.3 % at d128; the Gluon fp8 forward at
+    d128 (h200-20261130-twelfth call 1) +3.5 % at S4k, +7.5 % at S16k full, -2.3 % S16k causal.
+    On gfx942 compile-checked only: VALU instructions -4 to -6 % per forward kernel, VGPRs at d128
+    308/320 -> 286/291."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":

@@ -10,6 +10,7 @@ import torch
 
 from attn_check import check, check_varlen, count_calls, record_launches
 from conftest import GPU
+import fa_ck
 from fa_ck.params import AttnParams
 
 tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is the function)
@@ -195,7 +196,12 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
                          '"HOST_DESC": true, "FROM_ZERO": false, "LSE_PREP": true}}',
              "lse_prep_from_zero_device_desc": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, '
                                                '"ONE_PASS": true, "HOST_DESC": false, "FROM_ZERO": true, '
-                                               '"LSE_PREP": true}}'}
+                                               '"LSE_PREP": true}}',
+             # persistent programs (host-made descriptors only: varlen calls run one program per unit)
+             "persistent": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                           '"HOST_DESC": true, "PERSISTENT": true}}',
+             "persistent_two_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, '
+                                    '"ONE_PASS": false, "HOST_DESC": true, "PERSISTENT": true}}'}
 
 
 @pytest.fixture(params=sorted(DKDV_ASKS))
@@ -212,6 +218,7 @@ def gluon_dkdv_calls(request, monkeypatch):
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(c["FROM_ZERO"] == asked["FROM_ZERO"] for _, c in launches if "FROM_ZERO" in asked)
     assert all(c["LSE_PREP"] == asked["LSE_PREP"] for _, c in launches if "LSE_PREP" in asked)
+    assert all(c["PERSISTENT"] == (asked.get("PERSISTENT", False) and c["HOST_DESC"]) for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:
@@ -239,6 +246,36 @@ def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window):
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 2, 2, 128, dtype=torch.bfloat16,
                  device="cuda", window_size=window, same_precision=True)
     assert gluon_dkdv_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_gluon_dkdv_persistent_takes_units_in_turn(monkeypatch, causal, head_dim):
+    """PERSISTENT with several units per program (4 x 8 heads x 16 key blocks = 512 units on at
+    most one program per SM; the last key block partial): dK and dV bit for bit those of one
+    program per unit, dQ to fp32 summation order (its reduce-adds land in another order); then
+    the gradients against the float64 reference."""
+    launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
+    q, k, v = (torch.randn(4, 2000, 8, head_dim, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+               for _ in range(3))
+    do = torch.randn_like(q)
+    grads = {}
+    for persistent in (True, False):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"PERSISTENT": persistent}}))
+        for t in (q, k, v):
+            t.grad = None
+        fa_ck.flash_attn_func(q, k, v, causal=causal).backward(do)
+        assert launches[-1][1]["PERSISTENT"] == persistent
+        grads[persistent] = [t.grad.clone() for t in (q, k, v)]
+    (dq, dk, dv), (dq1, dk1, dv1) = grads[True], grads[False]
+    assert torch.equal(dk, dk1) and torch.equal(dv, dv1)
+    assert (dq.float() - dq1.float()).abs().max().item() <= 2 * dq1.float().abs().max().item() * 2 ** -8
+    # another config string than above: a replayed plan would record no launch
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"GLUON": True, "PERSISTENT": True}}))
+    check(4, 2000, 2000, 8, 8, head_dim, dtype=torch.bfloat16, device="cuda", causal=causal, same_precision=True)
+    assert launches[-1][1]["PERSISTENT"]
 
 
 @pytest.fixture

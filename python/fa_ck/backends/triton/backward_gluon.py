@@ -6,9 +6,11 @@ FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}
 
 dK and dV:
 
-One program owns 128 keys of one kv head: two consumer warpgroups of 64 keys each (their own
-partitions) and one producer warp that loads K and V once, then streams the query blocks' Q and
-dO through NUM_BUF-deep rings by TMA (full/empty mbarriers, as in the forward). Per query block,
+A work unit is 128 keys of one kv head: two consumer warpgroups of 64 keys each (their own
+partitions) and one producer warp that loads the unit's K and V once, then streams the query
+blocks' Q and dO through NUM_BUF-deep rings by TMA (full/empty mbarriers, as in the forward).
+A program takes one unit, or PERSISTENT several in turn (rings, barriers and, up to d64, two K
+and V buffers carried across them: the next unit's tiles load under this one). Per query block,
 each consumer computes, with keys along the rows (FlashAttention-2's transposed tiles):
 
     A = K Q^T - lse / scale,  B = V dO^T - delta
@@ -67,23 +69,75 @@ def _tma_add(desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
-                  n0, lo, n_blocks, b, h, HOST_DESC: gl.constexpr):
-    """One warp: K and V once, then Q_i and dO_i into buffer i % NUM_BUF once the consumers freed
-    it. HOST_DESC: the descriptors are host-made 4-D ones over (batch, heads, rows, head_dim)."""
+def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
+               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
+               MASK_RIGHT: gl.constexpr):
+    """Work unit u: key block u % n_kb of kv head (u // n_kb) % num_heads of batch entry
+    u // (n_kb * num_heads), a head's key blocks side by side (they stream the same Q and dO,
+    which stay in L2; longest causal blocks first across heads lost 7-18 % fwd+bwd,
+    h200-20261130-tenth call 5) -> (b, h, first key n0, q_start, k_start, seqlen_q, seqlen_k,
+    and the query blocks: lo, full_lo, full_hi, their count)."""
+    n0 = (u % n_kb) * BLOCK_N
+    h = (u // n_kb) % num_heads
+    b = u // (n_kb * num_heads)
+    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
+    lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
+                                             MASK_LEFT, MASK_RIGHT)
+    return b, h, n0, q_start, k_start, seqlen_q, seqlen_k, lo, full_lo, full_hi, gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
+
+
+@gluon.jit
+def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
+                  u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
+                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr,
+                  PERSISTENT: gl.constexpr):
+    """One warp: per work unit, its K and V into buffer t % NUM_KV once both consumers are done
+    with unit t - NUM_KV's (kv_empty), then Q_j and dO_j (j counts steps across units) into
+    buffer j % NUM_BUF once the consumers freed it: a persistent program loads the next unit's
+    tiles under this one's last steps and epilogue. HOST_DESC: the descriptors are host-made 4-D
+    ones over (batch, heads, rows, head_dim)."""
+    if PERSISTENT:
+        j = 0
+        t = 0
+        for u in range(u0, n_units, gl.num_programs(0)):
+            j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
+                              q_full, q_empty, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left,
+                              window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC)
+            t += 1
+    else:   # one unit: no loop-carried counters (u0 * 0: a 0 that the compiler folds, not a constexpr)
+        _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
+                      q_empty, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
+                      VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC)
+
+
+@gluon.jit
+def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
+                  u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
+                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr):
+    """_bwd_producer's unit u, the program's t-th, after j steps -> j after it."""
     BLOCK_M: gl.constexpr = q_smem.shape[1]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
-    mbarrier.expect(kv_bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
-    _issue(k_desc, n0, 0, kv_bar, k_smem.index(0), b, h, HOST_DESC)
-    _issue(v_desc, n0, 0, kv_bar, v_smem.index(0), b, h, HOST_DESC)
+    NUM_KV: gl.constexpr = k_smem.shape[0]
+    b, h, n0, _, _, _, _, lo, _, _, n_blocks = _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+                                                        window_left, window_right, BLOCK_M, BLOCK_N, VARLEN,
+                                                        MASK_LEFT, MASK_RIGHT)
+    kb = t % NUM_KV
+    mbarrier.wait(kv_empty.index(kb), ((t // NUM_KV) & 1) ^ 1, pred=t >= NUM_KV)
+    kv_bar_t = kv_bar.index(kb)
+    mbarrier.expect(kv_bar_t, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+    _issue(k_desc, n0, 0, kv_bar_t, k_smem.index(kb), b, h, HOST_DESC)
+    _issue(v_desc, n0, 0, kv_bar_t, v_smem.index(kb), b, h, HOST_DESC)
     for i in range(n_blocks):
-        buf = i % NUM_BUF
-        mbarrier.wait(q_empty.index(buf), ((i // NUM_BUF) & 1) ^ 1, pred=i >= NUM_BUF)
+        buf = j % NUM_BUF
+        mbarrier.wait(q_empty.index(buf), ((j // NUM_BUF) & 1) ^ 1, pred=j >= NUM_BUF)
         # Q and dO of a block share one barrier: the consumers need both
         bar = q_full.index(buf)
         mbarrier.expect(bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
         _issue(q_desc, lo + i * BLOCK_M, 0, bar, q_smem.index(buf), b, h, HOST_DESC)
         _issue(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h, HOST_DESC)
+        j += 1
+    return j
 
 
 @gluon.jit
@@ -115,13 +169,90 @@ def _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, w
 
 
 @gluon.jit
-def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
-                  lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs, n0, lo, full_lo,
-                  full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
+def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
+                  q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                  stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
+                  seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr):
-    """Warpgroup WG (0 or 1): keys [n0, n0 + 64) (rows 64 * WG of k_smem, v_smem) against the
-    query blocks, then their dK and dV.
+                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr,
+                  PERSISTENT: gl.constexpr):
+    """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
+    the unit's K and V buffer) against the unit's query blocks (_bwd_unit), then their dK and dV
+    stored from registers while the producer may already load the next unit's tiles; j counts
+    steps across units (the Q / dO ring's and ds_full / ds_free's phases). One unit (not
+    PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at d128."""
+    if PERSISTENT:
+        j = 0
+        t = 0
+        for u in range(u0, n_units, gl.num_programs(0)):
+            j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar,
+                              kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh,
+                              stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb,
+                              num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                              window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG,
+                              HOST_DESC, LSE_PREP)
+            t += 1
+    else:
+        _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
+                      q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                      stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K,
+                      seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN, MASK_LEFT,
+                      MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP)
+    if ONE_PASS:
+        tma.store_wait(0)
+
+
+@gluon.jit
+def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
+                  q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                  stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K,
+                  seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
+                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
+                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr):
+    """_bwd_consumer's unit u, the program's t-th, after j steps -> j after it."""
+    ROWS: gl.constexpr = 64
+    BLOCK_D: gl.constexpr = k_smem.shape[2]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    NUM_KV: gl.constexpr = k_smem.shape[0]
+    dtype: gl.constexpr = q_smem.dtype
+    d_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_D, 16])
+    ROW0: gl.constexpr = WG * ROWS
+    b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks = _dkdv_tile(
+        u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, 2 * ROWS,
+        VARLEN, MASK_LEFT, MASK_RIGHT)
+    b64 = b.to(gl.int64)
+    h64 = h.to(gl.int64)
+    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
+    delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
+    kb = t % NUM_KV
+    dk, dv, j = _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free,
+                          kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, dq_desc, kb, (t // NUM_KV) & 1,
+                          j, n0 + ROW0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2,
+                          window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, b, h,
+                          HOST_DESC, LSE_PREP)
+    mbarrier.arrive(kv_empty.index(kb), count=1)  # the unit's multiplies, all waited for, read K and V no more
+    # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
+    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
+    ok = (n0 + ROW0 + rows[:, None] < sk) & (cols[None, :] < head_dim)
+    key0 = k_start + n0 + ROW0
+    gl.store(DK + b64 * stride_dkb + h64 * stride_dkh + key0 * stride_dks + rows[:, None] * stride_dks
+             + cols[None, :], (dk * scale).to(dtype), mask=ok)
+    gl.store(DV + b64 * stride_dvb + h64 * stride_dvh + key0 * stride_dvs + rows[:, None] * stride_dvs
+             + cols[None, :], dv.to(dtype), mask=ok)
+    return j
+
+
+@gluon.jit
+def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+              lse_base, delta_base, dq_desc, kb, kv_phase, j, n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k,
+              scale, scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+              STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h,
+              HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr):
+    """One work unit of _bwd_consumer: keys [n0, n0 + 64) (rows 64 * WG of K and V buffer kb,
+    complete on kv_bar at kv_phase) against its n_blocks query blocks from lo; j: the steps done
+    before it -> (dK / scale, dV, j after it).
     FROM_ZERO: S^T and dP^T start from zero, lse, delta and the mask applied after (registers for
     the per-query vectors at the step's peak); else from start values (below), which ptxas copies
     into the accumulator registers between the two multiplies, and so waits for S^T's to finish
@@ -131,10 +262,10 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
     128 keys) are added to dQ by a TMA reduce-add through dq_desc; ds_full / ds_free hand ds_smem
     between the two warpgroups.
-    Each tile that never moves (K, V, P^T, dS^T) comes through a leading axis indexed by `zero`,
-    0 but not provably so: with a constant address the multiplies' wgmma descriptors were
-    hoisted out of the loop, where they held registers for all of it (at d128 the staged causal
-    kernel spilled 32 bytes, one pass 140+)."""
+    Each tile that never moves within the unit (K, V, P^T, dS^T) comes through a leading axis
+    indexed by `zero` (+ kb), 0 (kb) but not provably so: with a constant address the multiplies'
+    wgmma descriptors were hoisted out of the loop, where they held registers for all of it (at
+    d128 the staged causal kernel spilled 32 bytes, one pass 140+)."""
     ROWS: gl.constexpr = 64
     BLOCK_D: gl.constexpr = k_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -158,16 +289,17 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
-    mbarrier.wait(kv_bar, 0)
+    mbarrier.wait(kv_bar, kv_phase)
     for i in range(n_blocks):
-        buf = i % NUM_BUF
+        buf = j % NUM_BUF
         m0 = lo + i * BLOCK_M
-        mbarrier.wait(q_full.index(buf), (i // NUM_BUF) & 1)
+        mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
         zero = (m0 < 0).to(gl.int32)
+        kz = zero + kb                        # kb, but not provably loop-invariant (see _bwd_consumer)
         if FROM_ZERO:
-            st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
+            st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
                                use_acc=False, is_async=True)
-            dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
+            dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
                                 use_acc=False, is_async=True)
         else:
             # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
@@ -177,10 +309,10 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             key_ok = offs_n[:, None] < seqlen_k
             st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
                           seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT)
-            st = warpgroup_mma(k_smem.index(zero).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
+            st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
                                is_async=True)
             dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-            dpt = warpgroup_mma(v_smem.index(zero).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
+            dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
                                 is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
         if FROM_ZERO:
@@ -202,7 +334,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
         dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
         if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
             if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
-                mbarrier.wait(ds_free, (i & 1) ^ 1, pred=i > 0)
+                mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)
             dst_smem = ds_smem.index(zero).slice(ROW0, ROWS)
             dst_smem.store(dst)
             fence_async_shared()
@@ -215,8 +347,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
             dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
         if ONE_PASS:
             mbarrier.arrive(ds_full, count=1)
-            mbarrier.wait(ds_full, i & 1)     # the other warpgroup's dS^T rows are in too
-            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(zero).slice(D0, HALF_D, dim=1),
+            mbarrier.wait(ds_full, j & 1)     # the other warpgroup's dS^T rows are in too
+            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(kz).slice(D0, HALF_D, dim=1),
                                dq_zero, use_acc=False, is_async=True)
         lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
         if ONE_PASS and STAGE_P:
@@ -241,17 +373,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                 _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
             else:
                 _tma_add(dq_desc, [m0, D0], dq_tile)
-    if ONE_PASS:
-        tma.store_wait(0)
-
-    # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
-    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
-    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
-    ok = (n0 + rows[:, None] < seqlen_k) & (cols[None, :] < head_dim)
-    n0_64 = n0.to(gl.int64)
-    gl.store(dk_base + n0_64 * stride_dks + rows[:, None] * stride_dks + cols[None, :], (dk * scale).to(dtype),
-             mask=ok)
-    gl.store(dv_base + n0_64 * stride_dvs + rows[:, None] * stride_dvs + cols[None, :], dv.to(dtype), mask=ok)
+        j += 1
+    return dk, dv, j
 
 
 @gluon.jit
@@ -261,13 +384,18 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
                           stride_dqb, stride_dqs, stride_dqh,
                           stride_lb, stride_lh, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                          window_left, window_right,
-                          BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
-                          MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                          window_left, window_right, num_heads, batch,
+                          BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, NUM_KV: gl.constexpr,
+                          VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
-                          FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, num_warps: gl.constexpr):
-    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
+                          FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr,
+                          num_warps: gl.constexpr):
+    """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head): one program per unit, or
+    with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
+    rings and barriers carried from one unit to the next.
+    NUM_KV: K and V buffers (2 lets a persistent program load the next unit's under this one).
+    num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     LSE_PREP: LSE holds lse / scale, +inf for empty rows (bwd_preprocess), not lse.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
@@ -276,50 +404,38 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
-    # a head's key blocks side by side: they stream the same Q and dO, which stay in L2 (dispatching
-    # key block by key block across heads, longest causal programs first, lost 7-18 % fwd+bwd:
-    # h200-20261130-tenth call 5)
-    pid_n = gl.program_id(0)
-    h = gl.program_id(1)
-    b = gl.program_id(2)
-    n0 = pid_n * BLOCK_N
-    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
-    if n0 >= seqlen_k:
-        return
-    b64 = b.to(gl.int64)
-    h64 = h.to(gl.int64)
+    u0 = gl.program_id(0)
+    n_kb = gl.cdiv(seqlen_k, BLOCK_N)               # seqlen_k: the longest sequence's (varlen)
+    n_units = n_kb * num_heads * batch
     if HOST_DESC:
         k_desc, v_desc, q_desc, do_desc, dq_desc = K, V, Q, DO, DQ_ACC
-    else:
-        k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N,
+        dtype: gl.constexpr = Q.dtype
+    else:   # one unit per program: its descriptors (varlen: its sequence's bounds) made here
+        b, h, n0, q_start, k_start, sq, sk, _, _, _, _ = _dkdv_tile(u0, n_kb, num_heads, CU_Q, CU_K, seqlen_q,
+                                                                    seqlen_k, window_left, window_right, BLOCK_M,
+                                                                    BLOCK_N, VARLEN, MASK_LEFT, MASK_RIGHT)
+        if n0 >= sk:
+            return
+        b64 = b.to(gl.int64)
+        h64 = h.to(gl.int64)
+        k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
                        BLOCK_D, SMEM_KV)
-        v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N,
+        v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, sk, head_dim, BLOCK_N,
                        BLOCK_D, SMEM_KV)
-        q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M,
+        q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, sq, head_dim, BLOCK_M,
                        BLOCK_D, SMEM_Q)
-        do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, seqlen_q, head_dim, BLOCK_M,
+        do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, sq, head_dim, BLOCK_M,
                         BLOCK_D, SMEM_Q)
         if ONE_PASS:
-            dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim,
+            dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, sq, head_dim,
                             BLOCK_M, BLOCK_D // 2, SMEM_DQ)
         else:
             dq_desc = k_desc                                  # stand-in, never used
-    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
-    delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
-    dk_base = DK + b64 * stride_dkb + h64 * stride_dkh + k_start * stride_dks
-    dv_base = DV + b64 * stride_dvb + h64 * stride_dvh + k_start * stride_dvs
-
-    lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
-                                             MASK_LEFT, MASK_RIGHT)
-    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
-
-    if HOST_DESC:
-        dtype: gl.constexpr = Q.dtype
-    else:
         dtype: gl.constexpr = Q.dtype.element_ty
-    # K, V and dS^T with a leading axis of 1: see _bwd_consumer
-    k_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_D], SMEM_KV)
-    v_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_D], SMEM_KV)
+
+    # K, V and dS^T with a leading axis: see _bwd_unit
+    k_smem = gl.allocate_shared_memory(dtype, [NUM_KV, BLOCK_N, BLOCK_D], SMEM_KV)
+    v_smem = gl.allocate_shared_memory(dtype, [NUM_KV, BLOCK_N, BLOCK_D], SMEM_KV)
     q_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
     do_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
     p_smem, ds_smem = q_smem, q_smem                          # stand-ins where operands stay in registers
@@ -330,36 +446,42 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     dq_smem = q_smem
     if ONE_PASS:   # each warpgroup's dQ columns on their way to the TMA reduce-add
         dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, BLOCK_D // 2], SMEM_DQ)
-    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    kv_bar = gl.allocate_shared_memory(gl.int64, [NUM_KV, 1], mbarrier.MBarrierLayout())
+    kv_empty = gl.allocate_shared_memory(gl.int64, [NUM_KV, 1], mbarrier.MBarrierLayout())
     q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     ds_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     ds_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    mbarrier.init(kv_bar, count=1)
     mbarrier.init(ds_full, count=2)                 # one arrival per consumer warpgroup
     mbarrier.init(ds_free, count=2)
+    for i in gl.static_range(NUM_KV):
+        mbarrier.init(kv_bar.index(i), count=1)
+        mbarrier.init(kv_empty.index(i), count=2)   # one arrival per consumer warpgroup
     for i in gl.static_range(NUM_BUF):
         mbarrier.init(q_full.index(i), count=1)
-        mbarrier.init(q_empty.index(i), count=2)    # one arrival per consumer warpgroup
+        mbarrier.init(q_empty.index(i), count=2)
 
     gl.warp_specialize([
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
-                         lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
-                         n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, b, h, HOST_DESC,
-                         LSE_PREP)),
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
-                         lse_base, delta_base, dk_base, dv_base, dq_desc, stride_dks, stride_dvs,
-                         n0 + HALF, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, b, h, HOST_DESC,
-                         LSE_PREP)),
-        (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty,
-                         n0, lo, n_blocks, b, h, HOST_DESC)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
+                         q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                         stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
+                         seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, HOST_DESC, LSE_PREP, PERSISTENT)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
+                         q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                         stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
+                         seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC, LSE_PREP, PERSISTENT)),
+        (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
+                         q_empty, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left,
+                         window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT)),
     ], [4, 1], [240, 24])
 
-    mbarrier.invalidate(kv_bar)
     mbarrier.invalidate(ds_full)
     mbarrier.invalidate(ds_free)
+    for i in gl.static_range(NUM_KV):
+        mbarrier.invalidate(kv_bar.index(i))
+        mbarrier.invalidate(kv_empty.index(i))
     for i in gl.static_range(NUM_BUF):
         mbarrier.invalidate(q_full.index(i))
         mbarrier.invalidate(q_empty.index(i))

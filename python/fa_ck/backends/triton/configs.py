@@ -243,6 +243,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     On the H200 (h200-20261130-twelfth call 1, fwd+bwd, same run) d64 +2 to +8 % at five of six
     points (S16k causal level), nanoGPT +1.7 %; d128 -6 to +3 % (its causal kernel spills 8 bytes
     more): on by default at d64 only.
+    PERSISTENT (bwd_dkdv, with GLUON and host-made descriptors): at most one program per SM, each
+    taking 128-key units in turn, the next unit's K, V (two buffers up to d64), Q and dO loaded
+    under this one's last steps and its dK / dV stores (not yet measured on a GPU).
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
@@ -276,6 +279,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
         out["LSE_PREP"] = d <= 64            # d128: -6 to +3 % (h200-20261130-twelfth call 1)
+        out["PERSISTENT"] = False            # not yet measured on a GPU
     return out
 
 
@@ -337,7 +341,7 @@ OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
-                 "FROM_ZERO", "LSE_PREP"),
+                 "FROM_ZERO", "LSE_PREP", "PERSISTENT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 

@@ -131,28 +131,33 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     """Launch backward_gluon.py into dk and dv, and with ONE_PASS dQ / scale into dq_acc (fp32 zeros).
     LSE_PREP: `lse` is bwd_preprocess's lse / scale (+inf for empty rows), not lse.
     HOST_DESC: q, k, v, do, dq_acc as host-made 4-D descriptors (not for varlen, empty or
-    expanded tensors: those build theirs per program)."""
+    expanded tensors: those build theirs per program). PERSISTENT (host-made descriptors only):
+    one program per SM at most, each taking units in turn; up to d64 with two K and V buffers."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     one_pass = bool(cfg["ONE_PASS"])
     host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
+    units = _cdiv(sk, bn) * hkv * b
+    persistent = bool(cfg.get("PERSISTENT")) and host_desc
+    num_kv = 2 if persistent and bd <= 64 else 1     # two at d128 would pass shared memory's 227 KB
     if host_desc:
         args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))
         dq_arg = _desc4(dq_acc, bm, bd // 2) if one_pass else dq_acc
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
-    _launch(bwd_dkdv_gluon_kernel, (_cdiv(sk, bn), hkv, b), (
+    _launch(bwd_dkdv_gluon_kernel, (min(units, _sm_count(q.device)) if persistent else units,), (
         *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
         *_lse_strides(lse, p.varlen), sq, sk, d,
-        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
-        BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"], hkv, b), dict(
+        BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=num_kv, VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
         STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
         SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
-        FROM_ZERO=bool(cfg.get("FROM_ZERO")), LSE_PREP=bool(cfg.get("LSE_PREP")), num_warps=cfg["num_warps"]))
+        FROM_ZERO=bool(cfg.get("FROM_ZERO")), LSE_PREP=bool(cfg.get("LSE_PREP")), PERSISTENT=persistent,
+        num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

@@ -87,6 +87,16 @@ def test_launch_returns_the_compiled_kernel_for_run_compiled(kernel):
     assert launch_mod.launch(kernel, (4, 2, 1), (x1, 128, 0.5), dict(num_warps=4)) is None   # BLOCK left to Triton
 
 
+def test_run_compiled_takes_a_grid_of_fewer_dimensions(kernel):
+    """A 1-D or 2-D grid, as kernel[grid] takes it, runs with the missing dimensions 1 (a 1-D
+    grid once failed only on a replay, h200-20261130-twelfth call 2)."""
+    x = torch.zeros(64)
+    launch_mod.launch(kernel, (5,), (x, 128, 0.5), dict(BLOCK=32, num_warps=4))
+    launch_mod.launch(kernel, (5,), (x, 128, 0.5), dict(BLOCK=32, num_warps=4))
+    launch_mod.run_compiled(kernel.compiled, kernel, (3, 2), (x, 128, 0.5), dict(BLOCK=32, num_warps=4))
+    assert [grid for grid, _ in kernel.compiled.runs] == [(5, 1, 1), (3, 2, 1)]
+
+
 @pytest.mark.parametrize("change", ["int multiple of 16", "int one", "int width", "constexpr", "constexpr type",
                                     "option", "dtype", "alignment", "current device"])
 def test_anything_triton_specialises_on_takes_tritons_path(kernel, change):

@@ -98,6 +98,7 @@ def run_compiled(compiled, kernel, grid: tuple, args: tuple, constexprs: dict, d
     # every parameter in signature order, as Triton passes its bound arguments
     values = (*args, *(constexprs[name] for name in kernel.arg_names[len(args):]))
     stream = driver.active.get_current_stream(device)
+    grid = (*grid, 1, 1)[:3]                 # a 1- or 2-D grid as Triton pads it
     meta = compiled.launch_metadata(grid, stream, *values)
     compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, meta,
                  knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)

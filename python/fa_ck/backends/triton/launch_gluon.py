@@ -145,7 +145,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
-    _launch(bwd_dkdv_gluon_kernel, (min(units, _sm_count(q.device)) if persistent else units,), (
+    _launch(bwd_dkdv_gluon_kernel, (min(units, _sm_count(q.device)) if persistent else units, 1, 1), (
         *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),

@@ -5,6 +5,8 @@ through plans._launch like every other.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ...params import AttnParams
@@ -127,6 +129,20 @@ def _sm_count(device: torch.device) -> int:
     return _SM_COUNTS[index]
 
 
+def _dkdv_programs(units: int, key_blocks: int, sm_count: int) -> int:
+    """A persistent dK/dV grid: at most one program per SM, their count P coprime to the key
+    blocks per head, so that program p's units p, p + P, ... cycle through every key block of a
+    head (under a causal mask their lengths differ up to key_blocks-fold; with P = 132 and 8 key
+    blocks each program kept to two of them, and causal fwd+bwd fell from 0.88x to 0.75x cuDNN:
+    h200-20261130-twelfth call 3)."""
+    if units <= sm_count:
+        return units
+    programs = sm_count
+    while math.gcd(programs, key_blocks) != 1:
+        programs -= 1
+    return programs
+
+
 def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
     """Launch backward_gluon.py into dk and dv, and with ONE_PASS dQ / scale into dq_acc (fp32 zeros).
     LSE_PREP: `lse` is bwd_preprocess's lse / scale (+inf for empty rows), not lse.
@@ -145,7 +161,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
-    _launch(bwd_dkdv_gluon_kernel, (min(units, _sm_count(q.device)) if persistent else units, 1, 1), (
+    grid = _dkdv_programs(units, _cdiv(sk, bn), _sm_count(q.device)) if persistent else units
+    _launch(bwd_dkdv_gluon_kernel, (grid, 1, 1), (
         *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),

@@ -76,6 +76,19 @@ def test_dkdv_lse_prep_up_to_d64(monkeypatch):
     assert not _config(monkeypatch, head_dim=64)["LSE_PREP"]
 
 
+def test_dkdv_persistent_up_to_1024_keys(monkeypatch):
+    """configs.dkdv_persistent_wins (h200-20261130-twelfth call 4): a persistent dK/dV grid up to
+    1024 keys, one program per unit from there; either when asked."""
+    for d in (64, 128):
+        assert _config(monkeypatch, head_dim=d, seqlen=1024)["PERSISTENT"]
+        assert _config(monkeypatch, head_dim=d, seqlen=1024, causal=True, window_right=0)["PERSISTENT"]
+        assert not _config(monkeypatch, head_dim=d, seqlen=2048)["PERSISTENT"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"PERSISTENT": true}}')
+    assert _config(monkeypatch, seqlen=16384)["PERSISTENT"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"PERSISTENT": false}}')
+    assert not _config(monkeypatch, seqlen=1024)["PERSISTENT"]
+
+
 def test_persistent_dkdv_programs_cycle_through_every_key_block():
     """A persistent grid's program count is coprime to the key blocks per head (unit u's key
     block is u % key_blocks, program p takes units p, p + P, ...), at most one per SM, and one
@@ -230,7 +243,7 @@ def gluon_dkdv_calls(request, monkeypatch):
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(c["FROM_ZERO"] == asked["FROM_ZERO"] for _, c in launches if "FROM_ZERO" in asked)
     assert all(c["LSE_PREP"] == asked["LSE_PREP"] for _, c in launches if "LSE_PREP" in asked)
-    assert all(c["PERSISTENT"] == (asked.get("PERSISTENT", False) and c["HOST_DESC"]) for _, c in launches)
+    assert all(c["PERSISTENT"] == (asked["PERSISTENT"] and c["HOST_DESC"]) for _, c in launches if "PERSISTENT" in asked)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

@@ -188,6 +188,16 @@ def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
     return block_d(head_dim) <= 64 and not masked
 
 
+def dkdv_persistent_wins(seqlen_k: int) -> bool:
+    """Where the persistent Gluon dK/dV grid (PERSISTENT) beat one program per unit, fwd+bwd on
+    the H200 (bf16, same run, h200-20261130-twelfth call 4, program count coprime to the key
+    blocks per head): at 1024 keys, the nanoGPT shape +3.5 %, d64 causal +3 %, d128 causal +5 %,
+    full level (+0.3 %, +0.7 %); from 4k keys level to -6 % (d128) and to -19 % (d64 S16k causal):
+    a static round-robin of units whose lengths differ up to 128-fold, against the hardware's
+    dispatch of the next program to whichever SM is free."""
+    return seqlen_k <= 1024
+
+
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
 
 
@@ -245,7 +255,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     more): on by default at d64 only.
     PERSISTENT (bwd_dkdv, with GLUON and host-made descriptors): at most one program per SM, each
     taking 128-key units in turn, the next unit's K, V (two buffers up to d64), Q and dO loaded
-    under this one's last steps and its dK / dV stores (not yet measured on a GPU).
+    under this one's last steps and its dK / dV stores; by default where dkdv_persistent_wins.
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
@@ -279,7 +289,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
         out["LSE_PREP"] = d <= 64            # d128: -6 to +3 % (h200-20261130-twelfth call 1)
-        out["PERSISTENT"] = False            # not yet measured on a GPU
+        out["PERSISTENT"] = False            # where dkdv_persistent_wins; the launcher decides
     return out
 
 

@@ -101,6 +101,34 @@ def test_persistent_dkdv_programs_cycle_through_every_key_block():
         assert {u % blocks for u in range(0, units, p)} == set(range(blocks))     # program 0's key blocks
 
 
+@pytest.mark.parametrize("head_dim, asked, units_per_head, sms, want_grid, want_kv", [
+    (64, {}, 8, 4, 3, 2),                      # 16 units on 4 SMs: 3 programs (coprime to 8), two K/V buffers
+    (128, {}, 8, 4, 3, 1),                     # d128: one K/V buffer (two would pass 227 KB)
+    (64, {}, 8, 16, 16, 1),                    # no more units than SMs: one program per unit
+    (64, {"BLOCK_M": 128, "num_stages": 3, "STAGE_P": True}, 8, 4, 3, 1),   # 263 KB with two buffers
+    (64, {"PERSISTENT": False}, 8, 4, 16, 1),
+])
+def test_persistent_dkdv_launch(monkeypatch, head_dim, asked, units_per_head, sms, want_grid, want_kv):
+    """_dkdv_gluon: a persistent grid only with more units than SMs, its program count coprime
+    to the key blocks per head, and two K and V buffers only where shared memory holds them
+    (configs.dkdv_gluon_smem, which the compile check holds to the compiled kernels' bytes)."""
+    launched = []
+    monkeypatch.setattr(gluon, "_launch", lambda kernel, grid, args, consts: launched.append((grid, consts)))
+    monkeypatch.setattr(gluon, "_sm_count", lambda device: sms)
+    b, h, s = 1, 2, 128 * units_per_head
+    q, k, v, do = (torch.randn(b, s, h, head_dim, dtype=torch.bfloat16) for _ in range(4))
+    lse, delta = torch.zeros(b, h, s), torch.zeros(b, h, s)
+    cfg = {**configs.default("bwd_dkdv", "cuda:sm90", head_dim, torch.bfloat16, gluon=True), "ONE_PASS": True,
+           "HOST_DESC": True, "PERSISTENT": True, **asked}
+    p = AttnParams(scale=0.1, causal=True)
+    scal = dict(scale_log2=0.1, window_left=-1, window_right=0)
+    gluon._dkdv_gluon(q, k, v, do, lse, delta, torch.empty_like(k), torch.empty_like(v), torch.zeros(q.shape),
+                      None, None, p, cfg, s, s, h, b, head_dim, scal)
+    (grid, consts), = launched
+    assert grid == (want_grid, 1, 1) and consts["NUM_KV"] == want_kv
+    assert consts["PERSISTENT"] == (want_grid < b * h * units_per_head)
+
+
 def test_gluon_dkdv_when_asked(monkeypatch):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK)
     cfg = _config(monkeypatch)
@@ -229,21 +257,32 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
                                     '"ONE_PASS": false, "HOST_DESC": true, "PERSISTENT": true}}'}
 
 
+PROGRAMS = 1        # SMs a persistent ask sees (gluon_dkdv_calls): one program takes every unit
+
+
 @pytest.fixture(params=sorted(DKDV_ASKS))
 def gluon_dkdv_calls(request, monkeypatch):
-    """Asks for the Gluon dK/dV kernel (one way of staging its operands) and counts its launches."""
+    """Asks for the Gluon dK/dV kernel (one way of staging its operands) and counts its launches.
+    Persistent asks see a GPU of PROGRAMS SMs, so that small calls too (two units at least) give
+    a program several units, empty ones among them under windows."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", DKDV_ASKS[request.param])
+    asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
+    if asked.get("PERSISTENT"):
+        monkeypatch.setattr(gluon, "_sm_count", lambda device: PROGRAMS)
     launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
     calls = count_calls(monkeypatch, gluon, "_dkdv_gluon")
     dq_calls = count_calls(monkeypatch, gluon, "_dq_gluon")
     yield calls
     cfgs = [args[12] for args, _ in calls]                    # _dkdv_gluon's cfg
-    asked = json.loads(DKDV_ASKS[request.param])["bwd_dkdv"]
     # the switch reached the kernel (varlen calls build their descriptors on the device)
     assert all(c["HOST_DESC"] == bool(asked.get("HOST_DESC")) for _, c in launches if not c["VARLEN"])
     assert all(c["FROM_ZERO"] == asked["FROM_ZERO"] for _, c in launches if "FROM_ZERO" in asked)
     assert all(c["LSE_PREP"] == asked["LSE_PREP"] for _, c in launches if "LSE_PREP" in asked)
-    assert all(c["PERSISTENT"] == (asked["PERSISTENT"] and c["HOST_DESC"]) for _, c in launches if "PERSISTENT" in asked)
+    if asked.get("PERSISTENT"):       # where there are more units than SMs (host-made descriptors)
+        assert all(not c["PERSISTENT"] or (c["HOST_DESC"] and grid[0] <= PROGRAMS) for grid, c in launches)
+        assert any(c["PERSISTENT"] for _, c in launches)
+    elif "PERSISTENT" in asked:
+        assert not any(c["PERSISTENT"] for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:
@@ -293,6 +332,7 @@ def test_gluon_dkdv_persistent_takes_units_in_turn(monkeypatch, causal, head_dim
             t.grad = None
         fa_ck.flash_attn_func(q, k, v, causal=causal).backward(do)
         assert launches[-1][1]["PERSISTENT"] == persistent
+        assert (launches[-1][0][0] < 512) == persistent               # programs took several units
         grads[persistent] = [t.grad.clone() for t in (q, k, v)]
     (dq, dk, dv), (dq1, dk1, dv1) = grads[True], grads[False]
     assert torch.equal(dk, dk1) and torch.equal(dv, dv1)

@@ -218,7 +218,7 @@ def gluon_kernels():
             flip = dict(host, LSE_PREP=not host["LSE_PREP"])
             yield f"bwd_dkdv gluon host-desc {'lse-prep' if flip['LSE_PREP'] else 'plain-lse'} bf16 d{d} {mode}", \
                 bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, flip, dict(pointers, **descs)), flip, cfg
-            # persistent (asked for; not yet run on a GPU): two K and V buffers up to d64
+            # persistent (the default up to 1024 keys): two K and V buffers up to d64
             persist = dict(host, NUM_KV=2 if d <= 64 else 1, PERSISTENT=True)
             yield f"bwd_dkdv gluon persistent bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, persist, dict(pointers, **descs)), persist, cfg
@@ -239,13 +239,12 @@ def gluon_kernels():
 # with P^T / dS^T as register operands, with and without dQ in the kernel, beat staging them
 # through shared memory (no spills) by 0-8 % fwd+bwd (bench/results/h200-20261130-seventh, calls
 # 3-5; call 5: one pass with register operands fastest at every d128 point).
-GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 full": 8, "bwd_dkdv gluon bf16 d128 causal": 48,
-                         "bwd_dkdv gluon two-pass bf16 d128 full": 8, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
+GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
                          "bwd_dkdv gluon host-desc bf16 d128 causal": 56,
                          # asked for (off by default at d128): the same bytes as the host-desc rows (Triton 3.7.1)
                          "bwd_dkdv gluon host-desc lse-prep bf16 d128 full": 8,
                          "bwd_dkdv gluon host-desc lse-prep bf16 d128 causal": 56,
-                         # asked for, not yet measured (the loop over units: 24 / 64 bytes at d128)
+                         # the default up to 1024 keys (the loop over units: 24 / 64 bytes at d128)
                          "bwd_dkdv gluon persistent bf16 d128 full": 24,
                          "bwd_dkdv gluon persistent bf16 d128 causal": 64}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
@@ -358,6 +357,14 @@ def main(argv=None) -> int:
             allowed = FWD_TILE_SPILL_BYTES if name.startswith("fwd gluon") else GLUON_SPILLS_MEASURED.get(name, 0)
             if st.get("stack", 0) > allowed:
                 failures.append(f"{target} {name}: spills ({st['stack']} bytes of stack) with the default config")
+            if name.startswith("bwd_dkdv gluon"):  # the launcher sizes its K/V buffers by this estimate
+                d = consts["BLOCK_D"]
+                est = configs.dkdv_gluon_smem(d, dict(BLOCK_M=consts["BLOCK_M"], num_stages=consts["NUM_BUF"],
+                                                      STAGE_P=consts["STAGE_P"], ONE_PASS=consts["ONE_PASS"]),
+                                              torch.bfloat16, consts["NUM_KV"])
+                if not st.get("lds", 0) <= est <= st.get("lds", 0) + 1024:
+                    failures.append(f"{target} {name}: configs.dkdv_gluon_smem says {est} bytes, the kernel has "
+                                    f"{st.get('lds')}")
             if st.get("wgmma_serialised"):        # our pipelines assume wgmmas overlap what follows them
                 failures.append(f"{target} {name}: ptxas serialised its wgmmas ({st['wgmma_serialised']}; see "
                                 "ck_compile_check._wgmma_notes)")

@@ -295,7 +295,7 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
         m0 = lo + i * BLOCK_M
         mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
         zero = (m0 < 0).to(gl.int32)
-        kz = zero + kb                        # kb, but not provably loop-invariant (see _bwd_consumer)
+        kz = zero + kb                        # kb, but not provably loop-invariant (see above)
         if FROM_ZERO:
             st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
                                use_acc=False, is_async=True)
@@ -404,6 +404,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
+    gl.static_assert(HOST_DESC or not PERSISTENT, "per-program descriptors serve one unit")
     u0 = gl.program_id(0)
     n_kb = gl.cdiv(seqlen_k, BLOCK_N)               # seqlen_k: the longest sequence's (varlen)
     n_units = n_kb * num_heads * batch

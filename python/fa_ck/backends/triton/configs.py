@@ -253,9 +253,11 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     On the H200 (h200-20261130-twelfth call 1, fwd+bwd, same run) d64 +2 to +8 % at five of six
     points (S16k causal level), nanoGPT +1.7 %; d128 -6 to +3 % (its causal kernel spills 8 bytes
     more): on by default at d64 only.
-    PERSISTENT (bwd_dkdv, with GLUON and host-made descriptors): at most one program per SM, each
-    taking 128-key units in turn, the next unit's K, V (two buffers up to d64), Q and dO loaded
-    under this one's last steps and its dK / dV stores; by default where dkdv_persistent_wins.
+    PERSISTENT (bwd_dkdv, with GLUON and host-made descriptors, more units than SMs): at most one
+    program per SM, each taking 128-key units in turn. With two K and V buffers (where shared
+    memory holds them: the defaults' up to d64) the next unit's K, V, Q and dO load under this
+    one's last steps; with one (d128) its loads wait for this unit's multiplies and overlap only
+    its dK / dV stores. By default where dkdv_persistent_wins.
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
@@ -306,6 +308,22 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
     total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 else 0)
     if cfg.get("TMA_STORE"):
         total += bm * d * (out_bytes or (4 if fp8 else elem))
+    return total + 1024
+
+
+def dkdv_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, num_kv: int = 1) -> int:
+    """Shared memory (bytes) backward_gluon.py's dK/dV kernel allocates: num_kv K and V tiles,
+    the Q and dO rings, P^T with STAGE_P, dS^T with STAGE_P or ONE_PASS, dQ's two fp32 tiles with
+    ONE_PASS, and a little for its barriers."""
+    d, elem = block_d(head_dim), torch.finfo(dtype).bits // 8
+    bm, bn = cfg["BLOCK_M"], GLUON_BLOCK_N_BWD
+    total = 2 * num_kv * bn * d * elem + 2 * cfg["num_stages"] * bm * d * elem
+    if cfg.get("STAGE_P"):
+        total += bn * bm * elem
+    if cfg.get("STAGE_P") or cfg.get("ONE_PASS"):
+        total += bn * bm * elem
+    if cfg.get("ONE_PASS"):
+        total += bm * d * 4
     return total + 1024
 
 

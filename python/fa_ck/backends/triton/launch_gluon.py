@@ -147,21 +147,22 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     """Launch backward_gluon.py into dk and dv, and with ONE_PASS dQ / scale into dq_acc (fp32 zeros).
     LSE_PREP: `lse` is bwd_preprocess's lse / scale (+inf for empty rows), not lse.
     HOST_DESC: q, k, v, do, dq_acc as host-made 4-D descriptors (not for varlen, empty or
-    expanded tensors: those build theirs per program). PERSISTENT (host-made descriptors only):
-    one program per SM at most, each taking units in turn; up to d64 with two K and V buffers."""
+    expanded tensors: those build theirs per program). PERSISTENT (host-made descriptors only,
+    more units than SMs): one program per SM at most, each taking units in turn, with two K and V
+    buffers where shared memory holds them (the defaults' up to d64)."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     one_pass = bool(cfg["ONE_PASS"])
     host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
-    units = _cdiv(sk, bn) * hkv * b
-    persistent = bool(cfg.get("PERSISTENT")) and host_desc
-    num_kv = 2 if persistent and bd <= 64 else 1     # two at d128 would pass shared memory's 227 KB
+    units, sms = _cdiv(sk, bn) * hkv * b, _sm_count(q.device)
+    persistent = bool(cfg.get("PERSISTENT")) and host_desc and units > sms
+    num_kv = 2 if persistent and configs.dkdv_gluon_smem(d, cfg, q.dtype, 2) <= configs.SMEM_BYTES_SM90 else 1
     if host_desc:
         args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))
         dq_arg = _desc4(dq_acc, bm, bd // 2) if one_pass else dq_acc
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
-    grid = _dkdv_programs(units, _cdiv(sk, bn), _sm_count(q.device)) if persistent else units
+    grid = _dkdv_programs(units, _cdiv(sk, bn), sms) if persistent else units
     _launch(bwd_dkdv_gluon_kernel, (grid, 1, 1), (
         *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),

@@ -107,6 +107,10 @@ def test_persistent_dkdv_programs_cycle_through_every_key_block():
     (64, {}, 8, 16, 16, 1),                    # no more units than SMs: one program per unit
     (64, {"BLOCK_M": 128, "num_stages": 3, "STAGE_P": True}, 8, 4, 3, 1),   # 263 KB with two buffers
     (64, {"PERSISTENT": False}, 8, 4, 16, 1),
+    (64, {"DYNAMIC": True}, 8, 4, 4, 2),       # units from a counter: one program per SM
+    (128, {"DYNAMIC": True}, 8, 4, 4, 1),
+    (64, {"DYNAMIC": True}, 8, 16, 16, 1),     # no more units than SMs: not persistent, not dynamic
+    (64, {"DYNAMIC": True, "ONE_PASS": False}, 8, 4, 3, 2),   # its counter lies past dQ's buffer: static
 ])
 def test_persistent_dkdv_launch(monkeypatch, head_dim, asked, units_per_head, sms, want_grid, want_kv):
     """_dkdv_gluon: a persistent grid only with more units than SMs, its program count coprime
@@ -122,11 +126,25 @@ def test_persistent_dkdv_launch(monkeypatch, head_dim, asked, units_per_head, sm
            "HOST_DESC": True, "PERSISTENT": True, **asked}
     p = AttnParams(scale=0.1, causal=True)
     scal = dict(scale_log2=0.1, window_left=-1, window_right=0)
-    gluon._dkdv_gluon(q, k, v, do, lse, delta, torch.empty_like(k), torch.empty_like(v), torch.zeros(q.shape),
+    dq_acc = tb._dq_accumulator(q)
+    gluon._dkdv_gluon(q, k, v, do, lse, delta, torch.empty_like(k), torch.empty_like(v), dq_acc,
                       None, None, p, cfg, s, s, h, b, head_dim, scal)
     (grid, consts), = launched
     assert grid == (want_grid, 1, 1) and consts["NUM_KV"] == want_kv
-    assert consts["PERSISTENT"] == (want_grid < b * h * units_per_head)
+    persistent = cfg["PERSISTENT"] and b * h * units_per_head > sms
+    assert consts["PERSISTENT"] == persistent
+    assert consts["DYNAMIC"] == (persistent and bool(asked.get("DYNAMIC")) and cfg["ONE_PASS"])
+
+
+def test_dq_accumulator_has_a_zero_counter_past_its_end():
+    """The dynamic dK/dV grid's counter: an int32 zero just past dQ's fp32 buffer, which is
+    contiguous zeros in q's shape whatever q's strides."""
+    q = torch.randn(2, 8, 3, 5, dtype=torch.bfloat16).transpose(1, 2)
+    dq_acc = tb._dq_accumulator(q)
+    assert dq_acc.shape == q.shape and dq_acc.dtype == torch.float32 and dq_acc.is_contiguous()
+    assert dq_acc.storage_offset() == 0 and not dq_acc.any()
+    tail = torch.empty(0, dtype=torch.float32).set_(dq_acc.untyped_storage())[dq_acc.numel():]
+    assert tail.numel() >= 1 and tail.view(torch.int32)[0].item() == 0
 
 
 def test_gluon_dkdv_when_asked(monkeypatch):
@@ -254,7 +272,10 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
              "persistent": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
                            '"HOST_DESC": true, "PERSISTENT": true}}',
              "persistent_two_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, '
-                                    '"ONE_PASS": false, "HOST_DESC": true, "PERSISTENT": true}}'}
+                                    '"ONE_PASS": false, "HOST_DESC": true, "PERSISTENT": true}}',
+             # units handed out by an atomic counter (ONE_PASS: the counter lies past dQ's buffer)
+             "dynamic": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                        '"HOST_DESC": true, "PERSISTENT": true, "DYNAMIC": true}}'}
 
 
 PROGRAMS = 1        # SMs a persistent ask sees (gluon_dkdv_calls): one program takes every unit
@@ -283,6 +304,7 @@ def gluon_dkdv_calls(request, monkeypatch):
         assert any(c["PERSISTENT"] for _, c in launches)
     elif "PERSISTENT" in asked:
         assert not any(c["PERSISTENT"] for _, c in launches)
+    assert all(c["DYNAMIC"] == (c["PERSISTENT"] and bool(asked.get("DYNAMIC"))) for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:
@@ -326,17 +348,19 @@ def test_gluon_dkdv_persistent_takes_units_in_turn(monkeypatch, causal, head_dim
                for _ in range(3))
     do = torch.randn_like(q)
     grads = {}
-    for persistent in (True, False):
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"PERSISTENT": persistent}}))
+    for persistent, dynamic in ((True, False), (True, True), (False, False)):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"PERSISTENT": persistent,
+                                                                            "DYNAMIC": dynamic}}))
         for t in (q, k, v):
             t.grad = None
         fa_ck.flash_attn_func(q, k, v, causal=causal).backward(do)
-        assert launches[-1][1]["PERSISTENT"] == persistent
+        assert launches[-1][1]["PERSISTENT"] == persistent and launches[-1][1]["DYNAMIC"] == dynamic
         assert (launches[-1][0][0] < 512) == persistent               # programs took several units
-        grads[persistent] = [t.grad.clone() for t in (q, k, v)]
-    (dq, dk, dv), (dq1, dk1, dv1) = grads[True], grads[False]
-    assert torch.equal(dk, dk1) and torch.equal(dv, dv1)
-    assert (dq.float() - dq1.float()).abs().max().item() <= 2 * dq1.float().abs().max().item() * 2 ** -8
+        grads[persistent, dynamic] = [t.grad.clone() for t in (q, k, v)]
+    dq1, dk1, dv1 = grads[False, False]
+    for dq, dk, dv in (grads[True, False], grads[True, True]):
+        assert torch.equal(dk, dk1) and torch.equal(dv, dv1)
+        assert (dq.float() - dq1.float()).abs().max().item() <= 2 * dq1.float().abs().max().item() * 2 ** -8
     # another config string than above: a replayed plan would record no launch
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"GLUON": True, "PERSISTENT": True}}))
     check(4, 2000, 2000, 8, 8, head_dim, dtype=torch.bfloat16, device="cuda", causal=causal, same_precision=True)

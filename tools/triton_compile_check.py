@@ -154,7 +154,7 @@ def gluon_kernels():
     from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
     pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "O_DESC", "DO", "DK", "DV", "DQ")}
-    pointers.update(DQ_ACC="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
+    pointers.update(DQ_ACC="*fp32", DQ_BUF="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
                     scale="fp32", scale_log2="fp32")
     bf16 = torch.bfloat16
     for d in (64, 128):
@@ -196,7 +196,8 @@ def gluon_kernels():
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
-            consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False, **masks,
+            consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False,
+                          DYNAMIC=False, **masks,
                           SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
@@ -222,6 +223,9 @@ def gluon_kernels():
             persist = dict(host, NUM_KV=2 if d <= 64 else 1, PERSISTENT=True)
             yield f"bwd_dkdv gluon persistent bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, persist, dict(pointers, **descs)), persist, cfg
+            dynamic = dict(persist, DYNAMIC=True)
+            yield f"bwd_dkdv gluon dynamic bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+                _gluon_sig(bwd_dkdv_gluon_kernel, dynamic, dict(pointers, **descs)), dynamic, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \

@@ -381,7 +381,7 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         plan.replay(slots, stop=1)           # the slow path's first launch: bwd_preprocess, into delta
         if dlse is not None:
             delta -= dlse
-        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device) if plan.one_pass else None
+        dq_acc = _dq_accumulator(q) if plan.one_pass else None
         # (the one slot made after the key: its alignment is the allocator's, 16 bytes or more
         # under torch's; were it less, the compiled kernels' specialisation would not hold)
         plan.replay(slots + [dq_acc], start=1, direct=dq_acc is None or dq_acc.data_ptr() % 16 == 0)
@@ -395,6 +395,12 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         _check_canaries("backward")
         dq, dk, dv = dq.clone(), dk.clone(), dv.clone()
     return dq, dk, dv
+
+
+def _dq_accumulator(q: torch.Tensor) -> torch.Tensor:
+    """ONE_PASS's fp32 dQ / scale buffer, zeros in q's shape (contiguous), with 16 bytes of zeros
+    past its end: the Gluon dK/dV kernel's unit counter (launch_gluon._dkdv_gluon, DYNAMIC)."""
+    return torch.zeros(q.numel() + 4, dtype=torch.float32, device=q.device)[:q.numel()].view(q.shape)
 
 
 def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, dlse):
@@ -427,7 +433,7 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
     def run_dkdv(cfg):
         nonlocal dq_acc
         if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
-            dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+            dq_acc = _dq_accumulator(q)
         if cfg.get("GLUON"):
             return launch_gluon._dkdv_gluon(q, k, v, do, lse_s if cfg.get("LSE_PREP") else lse, delta, dk, dv, dq_acc,
                                             cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)

@@ -88,32 +88,50 @@ def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, 
 
 @gluon.jit
 def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
-                  u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
-                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr,
-                  PERSISTENT: gl.constexpr):
+                  unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left,
+                  window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                  HOST_DESC: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
     """One warp: per work unit, its K and V into buffer t % NUM_KV once both consumers are done
     with unit t - NUM_KV's (kv_empty), then Q_j and dO_j (j counts steps across units) into
     buffer j % NUM_BUF once the consumers freed it: a persistent program loads the next unit's
     tiles under this one's last steps and epilogue. HOST_DESC: the descriptors are host-made 4-D
     ones over (batch, heads, rows, head_dim)."""
-    if PERSISTENT:
+    if DYNAMIC:
+        j = 0
+        t = 0
+        u = u0
+        while u < n_units:
+            j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
+                              q_full, q_empty, unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC)
+            # the next unit, asked for once this one's loads are all issued: the atomic's round
+            # trip (the warp waits for it) falls where it would wait for the consumers anyway
+            u = gl.num_programs(0) + gl.atomic_add(counter, 1)
+            t += 1
+        # no unit left: u (>= n_units) in the next slot tells the consumers to stop
+        kb = t % unit_smem.shape[0]
+        mbarrier.wait(kv_empty.index(kb), ((t // unit_smem.shape[0]) & 1) ^ 1, pred=t >= unit_smem.shape[0])
+        _publish_unit(unit_smem, kb, u)
+        mbarrier.arrive(kv_bar.index(kb), count=1)
+    elif PERSISTENT:
         j = 0
         t = 0
         for u in range(u0, n_units, gl.num_programs(0)):
             j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
-                              q_full, q_empty, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left,
-                              window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC)
+                              q_full, q_empty, unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC)
             t += 1
     else:   # one unit: no loop-carried counters (u0 * 0: a 0 that the compiler folds, not a constexpr)
         _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
-                      q_empty, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
-                      VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC)
+                      q_empty, unit_smem, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+                      window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC)
 
 
 @gluon.jit
 def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
-                  u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
-                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr):
+                  unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
+                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr,
+                  DYNAMIC: gl.constexpr):
     """_bwd_producer's unit u, the program's t-th, after j steps -> j after it."""
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -124,6 +142,8 @@ def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
                                                         MASK_LEFT, MASK_RIGHT)
     kb = t % NUM_KV
     mbarrier.wait(kv_empty.index(kb), ((t // NUM_KV) & 1) ^ 1, pred=t >= NUM_KV)
+    if DYNAMIC:       # the unit's number, for the consumers once kv_bar completes (its arrive releases it)
+        _publish_unit(unit_smem, kb, u)
     kv_bar_t = kv_bar.index(kb)
     mbarrier.expect(kv_bar_t, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
     _issue(k_desc, n0, 0, kv_bar_t, k_smem.index(kb), b, h, HOST_DESC)
@@ -138,6 +158,22 @@ def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         _issue(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h, HOST_DESC)
         j += 1
     return j
+
+
+@gluon.jit
+def _publish_unit(unit_smem, kb, u):
+    """The producer's unit number u into slot kb (DYNAMIC), before it arrives on kv_bar[kb]."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+    unit_smem.index(kb).store(gl.full([1], u, gl.int32, layout))
+
+
+@gluon.jit
+def _unit_at(unit_smem, kv_bar, t):
+    """A consumer's t-th unit (DYNAMIC): the number the producer published with its K and V."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    kb = t % unit_smem.shape[0]
+    mbarrier.wait(kv_bar.index(kb), (t // unit_smem.shape[0]) & 1)
+    return gl.max(unit_smem.index(kb).load(layout), axis=0)
 
 
 @gluon.jit
@@ -170,18 +206,31 @@ def _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, w
 
 @gluon.jit
 def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                  q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                  q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
                   stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
                   seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
                   FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr,
-                  PERSISTENT: gl.constexpr):
+                  PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
     """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
     the unit's K and V buffer) against the unit's query blocks (_bwd_unit), then their dK and dV
     stored from registers while the producer may already load the next unit's tiles; j counts
     steps across units (the Q / dO ring's and ds_full / ds_free's phases). One unit (not
     PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at d128."""
-    if PERSISTENT:
+    if DYNAMIC:
+        j = 0
+        t = 0
+        u = _unit_at(unit_smem, kv_bar, t)
+        while u < n_units:
+            j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar,
+                              kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh,
+                              stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb,
+                              num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                              window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG,
+                              HOST_DESC, LSE_PREP)
+            t += 1
+            u = _unit_at(unit_smem, kv_bar, t)
+    elif PERSISTENT:
         j = 0
         t = 0
         for u in range(u0, n_units, gl.num_programs(0)):
@@ -378,7 +427,7 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
 
 
 @gluon.jit
-def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
+def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, counter_offset, CU_Q, CU_K,
                           stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                           stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
                           stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
@@ -390,7 +439,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
                           FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr,
-                          num_warps: gl.constexpr):
+                          DYNAMIC: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head): one program per unit, or
     with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
     rings and barriers carried from one unit to the next.
@@ -405,6 +454,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
     BLOCK_N: gl.constexpr = 128
     HALF: gl.constexpr = 64
     gl.static_assert(HOST_DESC or not PERSISTENT, "per-program descriptors serve one unit")
+    gl.static_assert(PERSISTENT or not DYNAMIC, "DYNAMIC schedules a persistent grid")
+    gl.static_assert(ONE_PASS or not DYNAMIC, "DYNAMIC's counter lies past dQ's buffer")
     u0 = gl.program_id(0)
     n_kb = gl.cdiv(seqlen_k, BLOCK_N)               # seqlen_k: the longest sequence's (varlen)
     n_units = n_kb * num_heads * batch
@@ -449,6 +500,11 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
         dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, BLOCK_D // 2], SMEM_DQ)
     kv_bar = gl.allocate_shared_memory(gl.int64, [NUM_KV, 1], mbarrier.MBarrierLayout())
     kv_empty = gl.allocate_shared_memory(gl.int64, [NUM_KV, 1], mbarrier.MBarrierLayout())
+    # DYNAMIC: each K / V buffer's unit number, from producer to consumers (a stand-in otherwise)
+    unit_smem = gl.allocate_shared_memory(gl.int32, [NUM_KV, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    # DYNAMIC: units past the first num_programs are handed out by an int32 counter of zero in
+    # dQ's buffer, just past its elements (the launcher allocates it so)
+    counter = (DQ_BUF + counter_offset).to(gl.pointer_type(gl.int32), bitcast=True)
     q_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     ds_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -464,18 +520,20 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, CU_Q, CU_K,
 
     gl.warp_specialize([
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                         q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                         q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
                          stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
                          seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
-                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, HOST_DESC, LSE_PREP, PERSISTENT)),
+                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, HOST_DESC, LSE_PREP, PERSISTENT,
+                         DYNAMIC)),
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                         q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
+                         q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
                          stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
                          seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
-                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC, LSE_PREP, PERSISTENT)),
+                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC, LSE_PREP, PERSISTENT,
+                         DYNAMIC)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
-                         q_empty, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left,
-                         window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT)),
+                         q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT, DYNAMIC)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(ds_full)

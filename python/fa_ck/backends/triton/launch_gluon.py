@@ -162,9 +162,12 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     else:
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
-    grid = _dkdv_programs(units, _cdiv(sk, bn), sms) if persistent else units
+    # DYNAMIC (persistent, ONE_PASS): units past the first `grid` come from an atomic counter that
+    # lies just past dQ's buffer (zeros: __init__._dq_accumulator)
+    dynamic = persistent and one_pass and bool(cfg.get("DYNAMIC"))
+    grid = sms if dynamic else _dkdv_programs(units, _cdiv(sk, bn), sms) if persistent else units
     _launch(bwd_dkdv_gluon_kernel, (grid, 1, 1), (
-        *args, lse, delta, dk, dv, dq_arg, cu_q, cu_k,
+        *args, lse, delta, dk, dv, dq_arg, dq_acc, dq_acc.numel() if dynamic else 0, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
         *_lse_strides(lse, p.varlen), sq, sk, d,
@@ -175,7 +178,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
         SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
         FROM_ZERO=bool(cfg.get("FROM_ZERO")), LSE_PREP=bool(cfg.get("LSE_PREP")), PERSISTENT=persistent,
-        num_warps=cfg["num_warps"]))
+        DYNAMIC=dynamic, num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

@@ -76,17 +76,32 @@ def test_dkdv_lse_prep_up_to_d64(monkeypatch):
     assert not _config(monkeypatch, head_dim=64)["LSE_PREP"]
 
 
-def test_dkdv_persistent_up_to_1024_keys(monkeypatch):
-    """configs.dkdv_persistent_wins (h200-20261130-twelfth call 4): a persistent dK/dV grid up to
-    1024 keys, one program per unit from there; either when asked."""
-    for d in (64, 128):
+def test_dkdv_persistent_schedule(monkeypatch):
+    """configs.dkdv_dynamic_wins / dkdv_persistent_wins (h200-20261130-twelfth call 4, thirteenth
+    call 1): up to d64 a persistent grid taking units from a counter at every length (round-robin
+    with deterministic=True: the counter lives in ONE_PASS's dQ buffer, and only up to 1024 keys);
+    over d64 round-robin up to 1024 keys, one program per unit from there; each when asked."""
+    for d in (32, 64):
+        for sk in (1024, 16384):
+            cfg = _config(monkeypatch, head_dim=d, seqlen=sk, causal=True, window_right=0)
+            assert cfg["PERSISTENT"] and cfg["DYNAMIC"] and cfg["ONE_PASS"]
+        det = _config(monkeypatch, head_dim=d, seqlen=1024, deterministic=True)
+        assert det["PERSISTENT"] and not det["ONE_PASS"]            # round-robin (the launcher)
+        assert not _config(monkeypatch, head_dim=d, seqlen=2048, deterministic=True)["PERSISTENT"]
+    for d in (96, 128):
         assert _config(monkeypatch, head_dim=d, seqlen=1024)["PERSISTENT"]
         assert _config(monkeypatch, head_dim=d, seqlen=1024, causal=True, window_right=0)["PERSISTENT"]
+        assert not _config(monkeypatch, head_dim=d, seqlen=1024)["DYNAMIC"]
         assert not _config(monkeypatch, head_dim=d, seqlen=2048)["PERSISTENT"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"PERSISTENT": true}}')
     assert _config(monkeypatch, seqlen=16384)["PERSISTENT"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"PERSISTENT": true, "DYNAMIC": true}}')
+    assert _config(monkeypatch, seqlen=16384)["DYNAMIC"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"DYNAMIC": false}}')
+    assert not _config(monkeypatch, head_dim=64, seqlen=2048)["PERSISTENT"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"PERSISTENT": false}}')
     assert not _config(monkeypatch, seqlen=1024)["PERSISTENT"]
+    assert not _config(monkeypatch, head_dim=64, seqlen=1024)["PERSISTENT"]
 
 
 def test_persistent_dkdv_programs_cycle_through_every_key_block():
@@ -270,7 +285,7 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
                                                '"LSE_PREP": true}}',
              # persistent programs (host-made descriptors only: varlen calls run one program per unit)
              "persistent": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                           '"HOST_DESC": true, "PERSISTENT": true}}',
+                           '"HOST_DESC": true, "PERSISTENT": true, "DYNAMIC": false}}',
              "persistent_two_pass": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, '
                                     '"ONE_PASS": false, "HOST_DESC": true, "PERSISTENT": true}}',
              # units handed out by an atomic counter (ONE_PASS: the counter lies past dQ's buffer)

@@ -217,7 +217,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window),
                                  configs.dkdv_host_desc_wins(head_dim, p.has_window, sk),
-                                 configs.dkdv_persistent_wins(sk), tma_possible,
+                                 configs.dkdv_persistent_wins(head_dim, sk, False), tma_possible,
                                  gluon_possible, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible)
@@ -244,12 +244,14 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         sw["ONE_PASS"] = bool(sw.get("GLUON"))
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk)
-    if kernel == "bwd_dkdv" and "PERSISTENT" not in over_sw:
-        sw["PERSISTENT"] = configs.dkdv_persistent_wins(sk)
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
         sw["FROM_ZERO"] = configs.dkdv_from_zero_wins(head_dim, p.has_window)
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
+    if kernel == "bwd_dkdv" and "DYNAMIC" not in over_sw:
+        sw["DYNAMIC"] = configs.dkdv_dynamic_wins(head_dim)
+    if kernel == "bwd_dkdv" and "PERSISTENT" not in over_sw:   # (DYNAMIC's counter needs ONE_PASS)
+        sw["PERSISTENT"] = configs.dkdv_persistent_wins(head_dim, sk, sw["DYNAMIC"] and sw["ONE_PASS"])
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)
     gluon = sw.get("GLUON", False)
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)

@@ -188,14 +188,25 @@ def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
     return block_d(head_dim) <= 64 and not masked
 
 
-def dkdv_persistent_wins(seqlen_k: int) -> bool:
-    """Where the persistent Gluon dK/dV grid (PERSISTENT) beat one program per unit, fwd+bwd on
-    the H200 (bf16, same run, h200-20261130-twelfth call 4, program count coprime to the key
-    blocks per head): at 1024 keys, the nanoGPT shape +3.5 %, d64 causal +3 %, d128 causal +5 %,
-    full level (+0.3 %, +0.7 %); from 4k keys level to -6 % (d128) and to -19 % (d64 S16k causal):
-    a static round-robin of units whose lengths differ up to 128-fold, against the hardware's
-    dispatch of the next program to whichever SM is free."""
-    return seqlen_k <= 1024
+def dkdv_dynamic_wins(head_dim: int) -> bool:
+    """Where the persistent Gluon dK/dV grid taking its units from an atomic counter (DYNAMIC)
+    beat round-robin units and one program per unit, fwd+bwd on the H200 (bf16, same run,
+    h200-20261130-thirteenth call 1): d64 +2 to +4 % over one program per unit from 4k keys
+    (S16k causal level, where round-robin lost 19 %), S1024 full +5 %, causal and nanoGPT level
+    with round-robin; d128 -2 to -3.5 % at five of six points (one K / V buffer: the next unit's
+    loads wait for this one's multiplies; its loop spills more)."""
+    return block_d(head_dim) <= 64
+
+
+def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
+    """Where a persistent Gluon dK/dV grid (PERSISTENT) beat one program per unit, fwd+bwd on the
+    H200 (bf16, same runs): with DYNAMIC (dkdv_dynamic_wins, which needs ONE_PASS) everywhere.
+    Round-robin (h200-20261130-twelfth call 4, program count coprime to the key blocks per head):
+    at 1024 keys, the nanoGPT shape +3.5 %, d64 causal +3 %, d128 causal +5 %, full level (+0.3 %,
+    +0.7 %); from 4k keys level to -6 % (d128) and to -19 % (d64 S16k causal): a static
+    round-robin of units whose lengths differ up to 128-fold, against the hardware's dispatch
+    of the next program to whichever SM is free."""
+    return dynamic or seqlen_k <= 1024
 
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
@@ -257,7 +268,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     program per SM, each taking 128-key units in turn. With two K and V buffers (where shared
     memory holds them: the defaults' up to d64) the next unit's K, V, Q and dO load under this
     one's last steps; with one (d128) its loads wait for this unit's multiplies and overlap only
-    its dK / dV stores. By default where dkdv_persistent_wins.
+    its dK / dV stores. By default where dkdv_persistent_wins. DYNAMIC (with PERSISTENT and
+    ONE_PASS): one program per SM, units past the first ones handed out by an atomic counter (as
+    the hardware hands the next program to whichever SM frees), not round-robin; by default where
+    dkdv_dynamic_wins.
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
@@ -291,7 +305,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
         out["LSE_PREP"] = d <= 64            # d128: -6 to +3 % (h200-20261130-twelfth call 1)
-        out["PERSISTENT"] = False            # where dkdv_persistent_wins; the launcher decides
+        out["PERSISTENT"] = False            # where dkdv_persistent_wins; _work_out_config decides
+        out["DYNAMIC"] = False               # where dkdv_dynamic_wins; _work_out_config decides
     return out
 
 

@@ -30,7 +30,7 @@ import triton  # noqa: E402
 
 from ck_compile_check import compile_triton  # noqa: E402
 from fa_ck.backends.triton import configs  # noqa: E402
-from fa_ck.backends.triton.backward import bwd_dkdv_kernel, bwd_dq_kernel  # noqa: E402
+from fa_ck.backends.triton.backward import bwd_dkdv_kernel, bwd_dq_kernel, dq_from_acc  # noqa: E402
 from fa_ck.backends.triton.forward import fwd_kernel  # noqa: E402
 from fa_ck.backends.triton.quantize import amax_kernel, quantize_kernel  # noqa: E402
 
@@ -277,6 +277,15 @@ def _gluon_sig(fn, consts: dict, types: dict) -> dict:
     return {n: "constexpr" if n in consts else types.get(n, "i32") for n in fn.arg_names}
 
 
+def elementwise_kernels(target: str):
+    """(name, kernel, signature, constexprs, config label) of the elementwise kernels: the one
+    pass's dQ conversion, and on fp8 targets the quantisation (quantize_kernels)."""
+    yield "dq_from_acc fp32->bf16", dq_from_acc, dict(DQ_ACC="*fp32", DQ="*bf16", n="i32", scale="fp32",
+                                                     BLOCK="constexpr"), dict(BLOCK=4096), "4096 w4"
+    for row in (quantize_kernels(target) if target in _FP8 else ()):
+        yield (*row, "64x128 w4")
+
+
 def quantize_kernels(target: str):
     """(name, kernel, signature, constexprs) of the fp8 quantisation into the target's format: the
     amax pass, then q and k written head-dim-contiguous (stride_od = 1), v keys-contiguous
@@ -372,12 +381,12 @@ def main(argv=None) -> int:
             if st.get("wgmma_serialised"):        # our pipelines assume wgmmas overlap what follows them
                 failures.append(f"{target} {name}: ptxas serialised its wgmmas ({st['wgmma_serialised']}; see "
                                 "ck_compile_check._wgmma_notes)")
-        for name, fn, sig, consts in (quantize_kernels(target) if target in _FP8 else ()):
+        for name, fn, sig, consts, label in elementwise_kernels(target):
             st = _compile(failures, target, name, fn, sig, consts, 4, 1)
             if st is None:
                 continue
             st["matrix_ops"] = "-"
-            rows.append((target, name, "64x128 w4", st))
+            rows.append((target, name, label, st))
             if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                 failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR)")
     head = ("| target | kernel | config | VGPR/REG | AGPR | SGPR | VGPR spill | LDS/smem B | occupancy | MFMA/wgmma "

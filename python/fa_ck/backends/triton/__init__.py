@@ -26,7 +26,7 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 try:
     import triton
-    from .backward import bwd_dkdv_kernel, bwd_dq_kernel, bwd_preprocess
+    from .backward import bwd_dkdv_kernel, bwd_dq_kernel, bwd_preprocess, dq_from_acc
     from .forward import fwd_kernel
     _IMPORT_ERROR = ""
 except Exception as e:  # no triton, or a triton too old for our kernels
@@ -391,8 +391,6 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         with plans._Recording(key) as rec:
             dq_acc = _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p, dlse)
             rec.save(slots + [dq_acc], one_pass=dq_acc is not None)
-    if dq_acc is not None:                   # ONE_PASS: dq was accumulated by bwd_dkdv
-        torch.mul(dq_acc, p.scale, out=dq)
     if _canaries:
         _check_canaries("backward")
         dq, dk, dv = dq.clone(), dk.clone(), dv.clone()
@@ -407,7 +405,7 @@ def _dq_accumulator(q: torch.Tensor) -> torch.Tensor:
 
 def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, dlse):
     """The backward's slow path: works out the kernels, their configs and their arguments, and
-    launches them; -> ONE_PASS's fp32 dq buffer (dq / scale, for the caller to scale into dq),
+    launches them; -> ONE_PASS's fp32 dq buffer (dq / scale, which dq_from_acc scaled into dq),
     or None when a dQ kernel wrote dq."""
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
@@ -463,7 +461,9 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
     gluon_dkdv = hq == hkv and gluon_ok and p.scale > 0
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
     run_dkdv(cfg)
-    if cfg["ONE_PASS"]:                      # dq was accumulated by bwd_dkdv
+    if cfg["ONE_PASS"]:                      # dq / scale was accumulated by bwd_dkdv
+        block = 4096 if configs.arch(q.device) != "interpreter" else 256
+        _launch(dq_from_acc, (_cdiv(dq.numel(), block),), (dq_acc, dq, dq.numel(), p.scale), dict(BLOCK=block))
         return dq_acc
     run_dq(_config("bwd_dq", q, d, p, sq, sk, False, bench=_bencher(run_dq), gluon_possible=gluon_ok))
     return None

@@ -49,6 +49,17 @@ def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, stride_ob, stride_os, stride_oh, st
 
 
 @triton.jit
+def dq_from_acc(DQ_ACC, DQ, n, scale, BLOCK: tl.constexpr):
+    """dq = DQ_ACC * scale in dq's dtype, both contiguous, taken flat: ONE_PASS's fp32 sum of
+    dS K (/ scale) into the gradient. torch.mul(..., out=dq) with the dtype change ran
+    unvectorised: 98 us at the nanoGPT shape on the H200, cuDNN's conversion 83 us
+    (bench/results/h200-20261130-thirteenth call 4)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    tl.store(DQ + offs, (tl.load(DQ_ACC + offs, mask=ok) * scale).to(DQ.dtype.element_ty), mask=ok)
+
+
+@triton.jit
 def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc, lse_ptrs,
                  delta_ptrs, start, end, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs, seqlen_q, seqlen_k,
                  scale_log2, softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,

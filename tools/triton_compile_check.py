@@ -250,7 +250,10 @@ GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon 
                          "bwd_dkdv gluon host-desc lse-prep bf16 d128 causal": 56,
                          # the default up to 1024 keys (the loop over units: 24 / 64 bytes at d128)
                          "bwd_dkdv gluon persistent bf16 d128 full": 24,
-                         "bwd_dkdv gluon persistent bf16 d128 causal": 64}
+                         "bwd_dkdv gluon persistent bf16 d128 causal": 64,
+                         # asked for (off by default at d128, h200-20261130-thirteenth call 1: -2 to -3.5 %)
+                         "bwd_dkdv gluon dynamic bf16 d128 full": 32,
+                         "bwd_dkdv gluon dynamic bf16 d128 causal": 56}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

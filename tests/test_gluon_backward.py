@@ -17,6 +17,10 @@ tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is 
 gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
 plans = importlib.import_module("fa_ck.backends.triton.plans")
 configs = tb.configs
+def triton_cdiv(a, b):
+    return -(-a // b)
+
+
 SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
 ASK = '{"bwd_dkdv": {"GLUON": true}}'
 ASK_DQ = '{"bwd_dq": {"GLUON": true}}'
@@ -149,6 +153,42 @@ def test_persistent_dkdv_launch(monkeypatch, head_dim, asked, units_per_head, sm
     persistent = cfg["PERSISTENT"] and b * h * units_per_head > sms
     assert consts["PERSISTENT"] == persistent
     assert consts["DYNAMIC"] == (persistent and bool(asked.get("DYNAMIC")) and cfg["ONE_PASS"])
+
+
+def test_dynamic_dkdv_launch_refuses_a_buffer_without_its_counter(monkeypatch):
+    """DYNAMIC's counter lies past dq_acc's elements: a plain zeros buffer (no room past its end)
+    is refused before a launch, not handed to an atomic past its end."""
+    monkeypatch.setattr(gluon, "_launch", lambda *a: pytest.fail("launched"))
+    monkeypatch.setattr(gluon, "_sm_count", lambda device: 4)
+    b, h, s, d = 1, 2, 1024, 64
+    q, k, v, do = (torch.randn(b, s, h, d, dtype=torch.bfloat16) for _ in range(4))
+    cfg = {**configs.default("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True), "ONE_PASS": True,
+           "HOST_DESC": True, "PERSISTENT": True, "DYNAMIC": True}
+    with pytest.raises(ValueError, match="_dq_accumulator"):
+        gluon._dkdv_gluon(q, k, v, do, torch.zeros(b, h, s), torch.zeros(b, h, s), torch.empty_like(k),
+                          torch.empty_like(v), torch.zeros(q.shape), None, None, AttnParams(scale=0.1), cfg, s, s, h,
+                          b, d, dict(scale_log2=0.1, window_left=-1, window_right=-1))
+
+
+@pytest.mark.parametrize("device", [
+    pytest.param("cpu", marks=pytest.mark.skipif(GPU, reason="the interpreter runs where there is no GPU")),
+    pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not GPU, reason="needs a GPU")])])
+def test_dq_from_acc_rounds_as_torch_mul(device):
+    """backward.dq_from_acc (the one pass's fp32 dQ / scale into the gradient) gives what
+    torch.mul(dq_acc, scale, out=dq) does, bit for bit, every element, lengths not a multiple of
+    its block. The interpreter's fp32 -> bf16 cast truncates (../shared/notes): there bf16 is
+    held to truncation, the GPU's to round-to-nearest-even."""
+    from fa_ck.backends.triton.backward import dq_from_acc
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        for n in (1, 255, 256, 1000):
+            acc = torch.randn(n, device=device) * 300
+            want, got = torch.empty(n, dtype=dtype, device=device), torch.full((n,), float("nan"), dtype=dtype,
+                                                                               device=device)
+            torch.mul(acc, 0.0883883, out=want)
+            dq_from_acc[(triton_cdiv(n, 256),)](acc, got, n, 0.0883883, BLOCK=256)
+            if dtype == torch.bfloat16 and device == "cpu":    # truncated: the top 16 bits of the fp32 product
+                want = ((acc * 0.0883883).view(torch.int32) >> 16).to(torch.int16).view(torch.bfloat16)
+            assert torch.equal(got, want), (dtype, n)
 
 
 def test_dq_accumulator_has_a_zero_counter_past_its_end():
@@ -319,7 +359,9 @@ def gluon_dkdv_calls(request, monkeypatch):
         assert any(c["PERSISTENT"] for _, c in launches)
     elif "PERSISTENT" in asked:
         assert not any(c["PERSISTENT"] for _, c in launches)
-    assert all(c["DYNAMIC"] == (c["PERSISTENT"] and bool(asked.get("DYNAMIC"))) for _, c in launches)
+    # (DYNAMIC: asked for, or by default up to d64; the launcher needs ONE_PASS for it)
+    assert all(c["DYNAMIC"] == (c["PERSISTENT"] and c["ONE_PASS"] and bool(
+        asked.get("DYNAMIC", configs.dkdv_dynamic_wins(c["BLOCK_D"])))) for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:

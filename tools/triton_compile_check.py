@@ -88,7 +88,7 @@ def signature(fn, dtype, data_type=None) -> dict:
 # Integer arguments Triton's launcher marks divisible by 16 at the shapes we train with (strides
 # of contiguous tensors, sequence lengths and head dims that are multiples of 16): with them the
 # compiler sees aligned rows and emits 16-byte loads and cp.async, as it does at run time.
-_DIVISIBLE_INTS = ("seqlen_q", "seqlen_k", "head_dim", "rng_row", "seqlen")
+_DIVISIBLE_INTS = ("seqlen_q", "seqlen_k", "head_dim", "rng_row", "seqlen", "n")
 
 
 def divisible(sig: dict) -> tuple:

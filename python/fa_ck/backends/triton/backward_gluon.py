@@ -10,7 +10,9 @@ A work unit is 128 keys of one kv head: two consumer warpgroups of 64 keys each 
 partitions) and one producer warp that loads the unit's K and V once, then streams the query
 blocks' Q and dO through NUM_BUF-deep rings by TMA (full/empty mbarriers, as in the forward).
 A program takes one unit, or PERSISTENT several in turn (rings, barriers and, up to d64, two K
-and V buffers carried across them: the next unit's tiles load under this one). Per query block,
+and V buffers carried across them: the next unit's tiles load under this one): round-robin, or
+DYNAMIC from an atomic counter, the producer publishing each unit's number (unit_smem) with its
+K and V, a number past the last unit telling the consumers to stop. Per query block,
 each consumer computes, with keys along the rows (FlashAttention-2's transposed tiles):
 
     A = K Q^T - lse / scale,  B = V dO^T - delta
@@ -21,7 +23,7 @@ each consumer computes, with keys along the rows (FlashAttention-2's transposed 
                                     STAGE_P)
     ONE_PASS: dS^T to shared memory; once both warpgroups' rows are there, each multiplies half
     of dQ's columns, dS K over all 128 keys, and hands the tile to the TMA unit as a reduce-add
-    into DQ_ACC (fp32; the launcher scales it into dq). The add is waited for one block later,
+    into DQ_ACC (fp32; backward.dq_from_acc scales it into dq). The add is waited for one block later,
     just before its tile is written again: waiting at once left the tensor cores idle and the
     fused kernel slower than the two it replaces (bench/results/h200-20261130-seventh, call 4).
 
@@ -94,8 +96,10 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
     """One warp: per work unit, its K and V into buffer t % NUM_KV once both consumers are done
     with unit t - NUM_KV's (kv_empty), then Q_j and dO_j (j counts steps across units) into
     buffer j % NUM_BUF once the consumers freed it: a persistent program loads the next unit's
-    tiles under this one's last steps and epilogue. HOST_DESC: the descriptors are host-made 4-D
-    ones over (batch, heads, rows, head_dim)."""
+    tiles under this one's last steps and epilogue. PERSISTENT: units u0, u0 + num_programs, ...;
+    DYNAMIC: u0, then each from the counter, published to the consumers in unit_smem (a number
+    past the last unit, once no unit is left, stops them). HOST_DESC: the descriptors are
+    host-made 4-D ones over (batch, heads, rows, head_dim)."""
     if DYNAMIC:
         j = 0
         t = 0
@@ -215,8 +219,10 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
     the unit's K and V buffer) against the unit's query blocks (_bwd_unit), then their dK and dV
     stored from registers while the producer may already load the next unit's tiles; j counts
-    steps across units (the Q / dO ring's and ds_full / ds_free's phases). One unit (not
-    PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at d128."""
+    steps across units (the Q / dO ring's and ds_full / ds_free's phases). DYNAMIC: each unit's
+    number read from unit_smem once its K and V are in (_unit_at), until one past the last. One
+    unit (not PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at
+    d128."""
     if DYNAMIC:
         j = 0
         t = 0
@@ -442,7 +448,9 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
                           DYNAMIC: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head): one program per unit, or
     with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
-    rings and barriers carried from one unit to the next.
+    rings and barriers carried from one unit to the next; DYNAMIC (with ONE_PASS): program p's
+    first unit is p, its next ones num_programs + an atomic add on the int32 zero at DQ_BUF +
+    counter_offset (DQ_BUF: DQ_ACC's tensor, counter_offset its element count).
     NUM_KV: K and V buffers (2 lets a persistent program load the next unit's under this one).
     num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     LSE_PREP: LSE holds lse / scale, +inf for empty rows (bwd_preprocess), not lse.

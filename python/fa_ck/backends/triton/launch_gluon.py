@@ -149,7 +149,9 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     HOST_DESC: q, k, v, do, dq_acc as host-made 4-D descriptors (not for varlen, empty or
     expanded tensors: those build theirs per program). PERSISTENT (host-made descriptors only,
     more units than SMs): one program per SM at most, each taking units in turn, with two K and V
-    buffers where shared memory holds them (the defaults' up to d64)."""
+    buffers where shared memory holds them (the defaults' up to d64); round-robin, or with
+    DYNAMIC and ONE_PASS from a counter: the int32 zero just past dq_acc's elements that
+    __init__._dq_accumulator leaves there (checked here)."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     one_pass = bool(cfg["ONE_PASS"])
     host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
@@ -165,6 +167,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     # DYNAMIC (persistent, ONE_PASS): units past the first `grid` come from an atomic counter that
     # lies just past dQ's buffer (zeros: __init__._dq_accumulator)
     dynamic = persistent and one_pass and bool(cfg.get("DYNAMIC"))
+    if dynamic and dq_acc.untyped_storage().nbytes() < (dq_acc.storage_offset() + dq_acc.numel() + 1) * 4:
+        raise ValueError("DYNAMIC needs dq_acc from _dq_accumulator: its counter lies past the buffer's elements")
     grid = sms if dynamic else _dkdv_programs(units, _cdiv(sk, bn), sms) if persistent else units
     _launch(bwd_dkdv_gluon_kernel, (grid, 1, 1), (
         *args, lse, delta, dk, dv, dq_arg, dq_acc, dq_acc.numel() if dynamic else 0, cu_q, cu_k,

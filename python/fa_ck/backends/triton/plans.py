@@ -134,7 +134,7 @@ class _Plan:
     they were; the arguments with the call's own tensors, and host-made descriptors of them,
     replaced by their place among the call's `slots`) and where it set the TMA allocator.
     one_pass: the backward's dK/dV kernel added dQ into an fp32 buffer (the last slot), which
-    the caller makes (zeros) and scales into dq."""
+    the caller makes (zeros, __init__._dq_accumulator) and a replayed dq_from_acc scales into dq."""
 
     def __init__(self, steps: list, one_pass: bool):
         self.steps, self.one_pass = steps, one_pass

@@ -194,7 +194,7 @@ def dkdv_dynamic_wins(head_dim: int) -> bool:
     h200-20261130-thirteenth call 1): d64 +2 to +4 % over one program per unit from 4k keys
     (S16k causal level, where round-robin lost 19 %), S1024 full +5 %, causal and nanoGPT level
     with round-robin; d128 -2 to -3.5 % at five of six points (one K / V buffer: the next unit's
-    loads wait for this one's multiplies; its loop spills more)."""
+    loads wait for this one's multiplies)."""
     return block_d(head_dim) <= 64
 
 

@@ -424,6 +424,44 @@ def test_gluon_dkdv_persistent_takes_units_in_turn(monkeypatch, causal, head_dim
     assert launches[-1][1]["PERSISTENT"]
 
 
+@gpu
+@pytest.mark.gpu
+def test_dynamic_dkdv_replays_and_graphs_start_their_counter_afresh(monkeypatch):
+    """DYNAMIC (the d64 default; 512 units here) takes its units from a counter in dQ's fresh
+    buffer: a replayed plan and each replay of a captured CUDA graph start it from zero, so every
+    unit is done once each time. dK and dV bit for bit those of one program per unit (run last,
+    its own config string), dQ to fp32 summation order."""
+    launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
+    q, k, v = (torch.randn(4, 2000, 8, 64, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+               for _ in range(3))
+    do = torch.randn_like(q)
+
+    def grads():
+        return torch.autograd.grad(fa_ck.flash_attn_func(q, k, v, causal=True), (q, k, v), do)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"PERSISTENT": True, "DYNAMIC": True}}))
+    first = grads()                                          # the slow path, recorded
+    assert launches[-1][1]["DYNAMIC"] and launches[-1][0][0] < 512
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        again = grads()                                      # the replayed plan
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = grads()
+    results = [first, again]
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        results.append([g.clone() for g in captured])
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"PERSISTENT": False}}))
+    dq1, dk1, dv1 = grads()
+    assert not launches[-1][1]["PERSISTENT"]
+    for dq, dk, dv in results:
+        assert torch.equal(dk, dk1) and torch.equal(dv, dv1)
+        assert (dq.float() - dq1.float()).abs().max().item() <= 2 * dq1.float().abs().max().item() * 2 ** -8
+
+
 @pytest.fixture
 def gluon_dq_calls(monkeypatch):
     """Asks for the Gluon dQ kernel (and two passes, where the dK/dV kernel would add dQ itself)

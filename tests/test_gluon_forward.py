@@ -130,8 +130,7 @@ def test_gluon_schedule_switches(monkeypatch):
 
 def test_gluon_tma_store_where_it_fits(monkeypatch):
     """Out by TMA stores by default at head dims up to 128 (measured there), where shared memory
-    holds it: not with 3-deep rings of 128 keys at d128 (256 KB), an error when asked for. The
-    same for XTILE's second Q buffer."""
+    holds it: not with 3-deep rings of 128 keys at d128 (256 KB), an error when asked for."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
 
@@ -150,17 +149,6 @@ def test_gluon_tma_store_where_it_fits(monkeypatch):
     assert cfg(64, num_stages=3, TMA_STORE=True)["TMA_STORE"]          # d64: 129 KB
     assert configs.fwd_gluon_smem(128, dict(BLOCK_M=128, BLOCK_N=128, num_stages=2, TMA_STORE=True),
                                   torch.bfloat16) == 128 * 128 * 2 * 6 + 1024
-    # XTILE's second Q buffer: at d128 with 2 x 128 keys it fits beside the TMA store (230400 bytes)
-    assert configs.fwd_gluon_smem(128, dict(BLOCK_M=128, BLOCK_N=128, num_stages=2, TMA_STORE=True, XTILE=True),
-                                  torch.bfloat16) == 128 * 128 * 2 * 7 + 1024
-    both = cfg(XTILE=True)
-    assert both["XTILE"] and both["TMA_STORE"]
-    with pytest.raises(ValueError, match="XTILE needs 263168 bytes of shared memory"):
-        cfg(num_stages=3, XTILE=True)                                  # TMA_STORE gives way first, then too many
-    assert cfg(num_stages=3, BLOCK_N=64, XTILE=True)["XTILE"]          # 160 KB (+32 KB TMA store)
-    assert cfg(64, num_stages=3, XTILE=True, TMA_STORE=True)["XTILE"]  # d64: 145 KB
-    xt = cfg(num_stages=3, XTILE=False)                               # not asked: TMA_STORE off, nothing raised
-    assert not xt["XTILE"] and not xt["TMA_STORE"]
 
 
 def test_gluon_config_and_its_checks(monkeypatch):
@@ -198,9 +186,7 @@ SCHEDULES = {"defaults": ({}, None),
              "persistent-3": ({"PERSISTENT": True, "TMA_STORE": False}, 3),
              "device-desc": ({"HOST_DESC": False, "PERSISTENT": False}, None),
              "device-desc-persistent-3": ({"HOST_DESC": False, "PERSISTENT": True}, 3),
-             "tma-store-persistent-3": ({"TMA_STORE": True, "PERSISTENT": True}, 3),
-             "xtile-persistent-3": ({"XTILE": True, "PERSISTENT": True}, 3),
-             "xtile-device-desc-persistent-3": ({"XTILE": True, "HOST_DESC": False, "PERSISTENT": True}, 3)}
+             "tma-store-persistent-3": ({"TMA_STORE": True, "PERSISTENT": True}, 3)}
 
 
 @pytest.fixture(params=list(SCHEDULES))
@@ -233,11 +219,6 @@ def gluon_calls(request, monkeypatch, schedule):
             assert c["HOST_DESC"] == schedule.get("HOST_DESC", True)
         if programs:
             assert grid[0] <= programs
-        assert not c["XTILE"] or (c["PERSISTENT"] and not c["PINGPONG"])  # it carries a tile to the next
-        if schedule.get("XTILE") and not c["PINGPONG"] and configs.fwd_gluon_smem(
-                c["BLOCK_D"], dict(BLOCK_M=128, BLOCK_N=c["BLOCK_N"], num_stages=c["NUM_BUF"], XTILE=True),
-                torch.float8_e4m3fn if c["FP8"] else torch.bfloat16, c["FP8"]) <= configs.SMEM_BYTES_SM90:
-            assert c["XTILE"]
     if schedule.get("TMA_STORE") and schedule.get("HOST_DESC", True) and any(not c["VARLEN"] for _, c in launches):
         assert any(c["TMA_STORE"] for _, c in launches)
 
@@ -263,8 +244,8 @@ def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):
 def test_gluon_forward_every_candidate(gluon_calls, schedule, monkeypatch, num_stages, block_n):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, BLOCK_N=block_n, num_stages=num_stages))
     cfg = dict(BLOCK_M=128, BLOCK_N=block_n, num_stages=num_stages, **schedule)
-    if configs.fwd_gluon_smem(128, cfg, torch.bfloat16) > configs.SMEM_BYTES_SM90:   # TMA_STORE or XTILE asked, 3 x 128 keys
-        with pytest.raises(ValueError, match="TMA_STORE needs" if schedule.get("TMA_STORE") else "XTILE needs"):
+    if configs.fwd_gluon_smem(128, cfg, torch.bfloat16) > configs.SMEM_BYTES_SM90:   # TMA_STORE asked, 3 x 128 keys
+        with pytest.raises(ValueError, match="TMA_STORE needs"):
             check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)
     else:
         check(2, 1111, 1500, 4, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, grads=False)

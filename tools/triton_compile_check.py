@@ -170,7 +170,7 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
                           RAW_MAX=True,
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
-                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE", "XTILE")})
+                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
@@ -180,11 +180,6 @@ def gluon_kernels():
             yield f"fwd gluon {'tma' if other['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", fwd_gluon_kernel, \
                 _gluon_sig(fwd_gluon_kernel, other, dict(pointers, **_descs(bf16, bm, bn, bd),
                                                          **(out_desc if other["TMA_STORE"] else {}))), other, cfg
-            # a tile's last PV multiply under the next tile's first softmax, or not
-            xtile = dict(consts, XTILE=not consts["XTILE"])
-            yield f"fwd gluon {'xtile' if xtile['XTILE'] else 'no-xtile'} bf16 d{d} {mode}", fwd_gluon_kernel, \
-                _gluon_sig(fwd_gluon_kernel, xtile, dict(pointers, **_descs(bf16, bm, bn, bd),
-                                                         **(out_desc if xtile["TMA_STORE"] else {}))), xtile, cfg
             # a softmax scale <= 0: the row max of scaled scores
             scaled = dict(consts, RAW_MAX=False)
             yield f"fwd gluon scaled-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, scaled, dict(

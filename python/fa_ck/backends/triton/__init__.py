@@ -278,14 +278,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"BLOCK_N {cfg['BLOCK_N']} and num_stages {cfg['num_stages']} at head dim {head_dim} "
                              f"(sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or keys per block")
         cfg["TMA_STORE"] = False             # by default (or over tuned tiles) only where it fits
-    if cfg.get("XTILE") and gluon and kernel == "fwd":
-        smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8)
-        if smem > configs.SMEM_BYTES_SM90:   # (its second Q buffer; TMA_STORE is off by now)
-            if "XTILE" in over_sw and ("num_stages" in over or "BLOCK_N" in over):
-                raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: XTILE needs {smem} bytes of shared memory with "
-                                 f"BLOCK_N {cfg['BLOCK_N']} and num_stages {cfg['num_stages']} at head dim "
-                                 f"{head_dim} (sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or keys per block")
-            cfg["XTILE"] = False
     if tma and cfg["num_stages"] < configs.TMA_MIN_STAGES and arch != "interpreter":
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: TMA (on{'' if tma_asked else ' by default'} for this "
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "

@@ -240,9 +240,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     launch_gluon._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's. PERSISTENT
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
-    this one's tail. XTILE (with GLUON and PERSISTENT, not PINGPONG): a tile's last PV multiply
-    and its epilogue wait for the next tile's first softmax, which runs under that multiply (two
-    Q buffers, so the next Q loads early; where shared memory holds them). HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
+    this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
     (never for varlen), not built per tile on the device. TMA_STORE (with HOST_DESC): out leaves
     through shared memory as a TMA store, not waited for until the next tile's.
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
@@ -301,7 +299,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # row max (h200-20261130-eleventh calls 5-6, same runs) d64 too: nanoGPT +4 % twice,
         # causal S1024 / S4k +2.7 % twice, full S1024-16k -2.7 to +1.2 %
         out["TMA_STORE"] = d <= 128
-        out["XTILE"] = False
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 128
@@ -317,14 +314,13 @@ SMEM_BYTES_SM90 = 232448      # shared memory a program may have on sm90 (227 KB
 
 
 def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
-    """Shared memory (bytes) forward_gluon.py allocates: Q (two buffers with XTILE), the K and V
-    rings, P for fp8, out for TMA_STORE (two 64-row tiles of out_bytes elements; by default the
-    input's, 4 for fp8, whose out may be float32), and a little for its barriers."""
+    """Shared memory (bytes) forward_gluon.py allocates: Q, the K and V rings, P for fp8, out for
+    TMA_STORE (two 64-row tiles of out_bytes elements; by default the input's, 4 for fp8, whose
+    out may be float32), and a little for its barriers."""
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    total = (2 if cfg.get("XTILE") else 1) * bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + \
-        (bm * bn if fp8 else 0)
+    total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 else 0)
     if cfg.get("TMA_STORE"):
         total += bm * d * (out_bytes or (4 if fp8 else elem))
     return total + 1024
@@ -386,7 +382,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "XTILE"),
+            "TMA_STORE", "RAW_MAX"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),

@@ -257,15 +257,14 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
               SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
               HOST_DESC: gl.constexpr):
-    """One warp: per tile, Q into buffer n % NUM_Q (the program's n-th tile) once both consumers
-    have done their last QK^T of the tile that used it before, then K_j and V_j through the rings. A persistent program so loads the next tile's first
+    """One warp: per tile, Q once both consumers have done their last QK^T of the tile before,
+    then K_j and V_j through the rings. A persistent program so loads the next tile's first
     blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
     tile's descriptors are built here on the device (varlen: its bounds come free), which took
     ~2-3 us per tile on the H200 (h200-20261130-eighth call 2)."""
-    NUM_Q: gl.constexpr = q_smem.shape[0]
-    BLOCK_M: gl.constexpr = q_smem.shape[1]
-    BLOCK_D: gl.constexpr = q_smem.shape[2]
+    BLOCK_M: gl.constexpr = q_smem.shape[0]
+    BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
@@ -277,18 +276,17 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
                 MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
-                qb = n_q % NUM_Q
                 if HOST_DESC:
-                    mbarrier.wait(q_empty.index(qb), ((n_q // NUM_Q) & 1) ^ 1, pred=n_q >= NUM_Q)
-                    _copy(Q, m0, 0, q_full.index(qb), q_smem.index(qb), b, h, True)
+                    if n_q > 0:
+                        mbarrier.wait(q_empty, (n_q - 1) & 1)
+                    _copy(Q, m0, 0, q_full, q_smem, b, h, True)
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
                                h // group, True)
                 else:
-                    mbarrier.wait(q_empty.index(qb), ((n_q // NUM_Q) & 1) ^ 1, pred=n_q >= NUM_Q)
                     if n_q > 0:
-                        # The descriptors are rewritten in place: first the last tile's Q and its last K
-                        # and V landed (the TMA unit reads a descriptor while it copies).
-                        mbarrier.wait(q_full.index((n_q - 1) % NUM_Q), ((n_q - 1) // NUM_Q) & 1)
+                        # The descriptors are rewritten in place: first the last tile's Q consumed and its
+                        # last K and V landed (the TMA unit reads a descriptor while it copies).
+                        mbarrier.wait(q_empty, (n_q - 1) & 1)
                         last = (it - 1) % NUM_BUF
                         mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
                         mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
@@ -304,72 +302,21 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:
                         v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-                    _copy(q_desc, m0, 0, q_full.index(qb), q_smem.index(qb), b, h, False)
+                    _copy(q_desc, m0, 0, q_full, q_smem, b, h, False)
                     _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
                 n_q += 1
                 it += n_blocks
 
 
 @gluon.jit
-def _open_tile(q_smem, k_smem, v_smem, p_smem, k_full, v_full, k_empty, v_empty, my_turn, other_turn, acc_p, p_p,
-               pending, m0, lo, full_lo, full_hi, it, turns, seqlen_q, seqlen_k, scale_log2, window_left,
-               window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr,
-               P_SCALE: gl.constexpr, V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, XTILE: gl.constexpr):
-    """Block 0 of one warpgroup's tile (64 queries from m0, key blocks from ring position it):
-    S_0 and its softmax. XTILE: the tile before's last multiply, acc_p += P_p V at ring position
-    it - 1, runs under them (issued always: an async multiply cannot sit under a runtime branch;
-    where nothing is pending its result is dropped) -> (acc_p complete, P_0 as the PV
-    multiply's operand, row max, row sum)."""
-    ROWS: gl.constexpr = q_smem.shape[0]
-    BLOCK_D: gl.constexpr = q_smem.shape[1]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    NUM_BUF: gl.constexpr = k_smem.shape[0]
-    dtype: gl.constexpr = q_smem.dtype
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 256 // dtype.primitive_bitwidth])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_D, 256 // dtype.primitive_bitwidth])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
-                                                 k_width=32 // dtype.primitive_bitwidth)
-    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
-    offs_m = m0 + gl.arange(0, ROWS, layout=row_s)
-    offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
-    l_i = gl.zeros([ROWS], gl.float32, row_s)
-
-    buf = it % NUM_BUF
-    prev = (it + NUM_BUF - 1) % NUM_BUF
-    mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
-    if XTILE:
-        mbarrier.wait(v_full.index(prev), ((it - 1) // NUM_BUF) & 1, pred=pending)
-    _take_turn(my_turn, turns & 1, PINGPONG)
-    qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout),
-                       use_acc=False, is_async=True)
-    if XTILE:
-        acc_p = _pv(p_p, v_smem.index(prev), acc_p, V_KEYS_MAJOR)
-    _pass_turn(other_turn, PINGPONG)
-    if XTILE:
-        qk = warpgroup_mma_wait(1, deps=[qk])           # S_0 done; the PV multiply may still run
-    else:
-        qk = warpgroup_mma_wait(0, deps=[qk])
-    mbarrier.arrive(k_empty.index(buf), count=1)
-    p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX)
-    if XTILE:
-        acc_p, p_p = _pv_wait(acc_p, p_p, dtype)
-        mbarrier.arrive(v_empty.index(prev), count=1, pred=pending)
-    return acc_p, _p_operand(p, p_smem, P_SCALE, dtype, p_layout), m_i, l_i
-
-
-@gluon.jit
-def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, p, m_i,
-            l_i, m0, lo, full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left,
-            window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr,
-            P_SCALE: gl.constexpr, V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr):
-    """Blocks 1 .. n_blocks - 1 of one warpgroup's tile after _open_tile (P_0, its row max and
-    sum): per block j, S_j's softmax while P_{j-1} V_{j-1} multiplies. Arrives on q_empty once
-    its last QK^T is done -> (acc, P of the last block as operand, row max (of the raw scores
-    with RAW_MAX, else in log2 units), row sum): the last PV multiply is left to _last_pv."""
+def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
+            full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
+            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr):
+    """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
+    position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
+    rows laid out as acc's). Arrives on
+    q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -390,6 +337,21 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
+    l_i = gl.zeros([ROWS], gl.float32, row_s)
+
+    # Block 0: S_0 and its softmax; nothing to multiply with V yet.
+    buf = it % NUM_BUF
+    mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
+    _take_turn(my_turn, turns & 1, PINGPONG)
+    qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    _pass_turn(other_turn, PINGPONG)
+    qk = warpgroup_mma_wait(0, deps=[qk])
+    mbarrier.arrive(k_empty.index(buf), count=1)
+    p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX)
+    p = _p_operand(p, p_smem, P_SCALE, dtype, p_layout)
+
     for j in range(1, n_blocks):
         buf = (it + j) % NUM_BUF
         prev = (it + j - 1) % NUM_BUF
@@ -409,130 +371,45 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
         p = _p_operand(p_next, p_smem, P_SCALE, dtype, p_layout)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
-    return acc, p, m_i, l_i
 
-
-@gluon.jit
-def _last_pv(acc, p, v_smem, v_full, v_empty, my_turn, other_turn, last_it, turns, PINGPONG: gl.constexpr,
-             V_KEYS_MAJOR: gl.constexpr):
-    """A tile's last multiply, acc += P V at ring position last_it, waited for."""
-    NUM_BUF: gl.constexpr = v_smem.shape[0]
-    last = last_it % NUM_BUF
-    mbarrier.wait(v_full.index(last), (last_it // NUM_BUF) & 1)
-    _take_turn(my_turn, turns & 1, PINGPONG)
+    last = (it + n_blocks - 1) % NUM_BUF
+    mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
+    _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
     acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR)
     _pass_turn(other_turn, PINGPONG)
-    acc, p = _pv_wait(acc, p, v_smem.dtype)
+    acc, p = _pv_wait(acc, p, dtype)
     mbarrier.arrive(v_empty.index(last), count=1)
-    return acc
-
-
-@gluon.jit
-def _tile_scales(QD, KD, VD, b64, h, group, stride_qdb, stride_kdb, scale_log2, P_SCALE: gl.constexpr,
-                 FP8: gl.constexpr, RAW_MAX: gl.constexpr):
-    """(the tile's softmax scale in log2 units, out's scale): for fp8 the descales folded in, as in
-    forward.py."""
-    out_scale = 1.0
-    tile_scale_log2 = scale_log2
-    if FP8:
-        hk = (h // group).to(gl.int64)
-        tile_scale_log2 = scale_log2 * gl.load(QD + b64 * stride_qdb + h) * gl.load(KD + b64 * stride_kdb + hk)
-        if RAW_MAX:     # fa_ck's own descales (host._raw_max), > 0; kept a normal float, as
-            # -inf times a product flushed to 0 would be NaN (the scores are ~0 then anyway)
-            tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
-        out_scale = gl.load(VD + b64 * stride_kdb + hk) / P_SCALE
-    return tile_scale_log2, out_scale
-
-
-@gluon.jit
-def _epilogue(acc, m_i, l_i, valid, b, h, m0, q_start, seqlen_q, o_smem, O, O_DESC, LSE, QD, KD, VD, stride_ob,
-              stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, group, head_dim, scale_log2,
-              P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr):
-    """One warpgroup's out and lse of its 64 queries from m0 (nothing when not valid). TMA_STORE:
-    out leaves through o_smem as a TMA store (O_DESC, a host-made descriptor like Q's), waited
-    for only before the next tile's out is written."""
-    ROWS: gl.constexpr = acc.shape[0]
-    BLOCK_D: gl.constexpr = acc.shape[1]
-    o_layout: gl.constexpr = acc.type.layout
-    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    out_dtype: gl.constexpr = O.dtype.element_ty
-    if valid:
-        m_o = gl.convert_layout(m_i, row_o)     # (new names: a runtime branch keeps each one's layout)
-        l_o = gl.convert_layout(l_i, row_o)
-        b64 = b.to(gl.int64)
-        tile_scale_log2, out_scale = _tile_scales(QD, KD, VD, b64, h, group, stride_qdb, stride_kdb, scale_log2,
-                                                  P_SCALE, FP8, RAW_MAX)
-        empty = l_o == 0.0                       # the row saw no key: out 0, lse -inf
-        inv_l = gl.where(empty, 0.0, out_scale / gl.where(empty, 1.0, l_o))
-        out = acc * inv_l[:, None]
-        # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows *
-        # stride passes 2^31 in tensors of more than 2^31 elements)
-        rows = gl.arange(0, ROWS, layout=row_o)       # made here: no registers held across the loop
-        cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
-        if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
-            tma.store_wait(0)                 # the last tile's out has left o_smem
-            o_smem.store(out.to(out_dtype))
-            fence_async_shared()
-            _partition_barrier()              # the whole tile written before one thread issues the store
-            tma.async_copy_shared_to_global(O_DESC, [b, h, m0, 0], o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))
-        else:
-            ok = (m0 + rows[:, None] < seqlen_q) & (cols[None, :] < head_dim)
-            o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
-            gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
-        if RAW_MAX:
-            m_o = m_o * tile_scale_log2
-        lse = gl.where(empty, float("-inf"), (m_o + gl.log2(gl.where(empty, 1.0, l_o))) * 0.6931471805599453)
-        lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
-        gl.store(lse_rows + rows, lse, mask=m0 + rows < seqlen_q)
+    return acc, gl.convert_layout(m_i, row_o), gl.convert_layout(l_i, row_o)
 
 
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
-              other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh,
-              stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
+              other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
+              stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, XTILE: gl.constexpr):
-    """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries (Q in buffer n % NUM_Q of
-    q_smem for the program's n-th tile), then their out and lse; it tells the producer
-    (q_empty) once its last QK^T of a tile is done, so the next Q loads under this tile's last
-    PV multiply and epilogue. PINGPONG: the two warpgroups take turns to issue their multiplies
-    (my_turn / other_turn), so one's softmax runs under the other's multiplies
-    (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P for fp8
-    (unused otherwise). XTILE (persistent programs, two Q buffers): a tile's last PV multiply
-    and its epilogue wait for the next tile's first softmax, which runs under that multiply;
-    the pending tile (its acc, P, row max and sum, and where it lies) is carried here and
-    finished before a tile without key blocks and at the end."""
-    ROWS: gl.constexpr = 64
-    BLOCK_D: gl.constexpr = q_smem.shape[2]
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr):
+    """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
+    it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
+    under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
+    issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
+    multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
+    for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
+    host-made descriptor like Q's), waited for only before the next tile's out is written."""
+    ROWS: gl.constexpr = q_smem.shape[0]
+    BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    NUM_Q: gl.constexpr = q_smem.shape[0]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
     dtype: gl.constexpr = q_smem.dtype
-    gl.static_assert(not (XTILE and PINGPONG), "XTILE does not count PINGPONG's turns")
+    out_dtype: gl.constexpr = O.dtype.element_ty
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_D, 256 // dtype.primitive_bitwidth])
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 256 // dtype.primitive_bitwidth])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
-                                                 k_width=32 // dtype.primitive_bitwidth)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     if PINGPONG and row0 > 0:
         mbarrier.arrive(other_turn, count=1)
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
     turns = 0
-    # XTILE's pending tile: pend_b < 0 when there is none
-    zero = gl.program_id(0) * 0
-    pend_b, pend_h, pend_m0, pend_q0, pend_sq = zero - 1, zero, zero, zero.to(gl.int64), zero
-    acc_p = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
-    m_p = gl.zeros([ROWS], gl.float32, row_s)
-    l_p = gl.zeros([ROWS], gl.float32, row_s)
-    if XTILE:
-        p_p = _p_operand(gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), p_smem, P_SCALE, dtype, p_layout)
-    else:
-        p_p = acc_p                            # stand-in (unused)
     for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
@@ -540,58 +417,52 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                 MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if active:
                 m0 = m0 + row0
+                b64 = b.to(gl.int64)
+                out_scale = 1.0
+                tile_scale_log2 = scale_log2
+                if FP8:     # descales folded as in forward.py
+                    hk = (h // group).to(gl.int64)
+                    tile_scale_log2 = scale_log2 * gl.load(QD + b64 * stride_qdb + h) * gl.load(KD + b64 * stride_kdb + hk)
+                    if RAW_MAX:     # fa_ck's own descales (host._raw_max), > 0; kept a normal float, as
+                        # -inf times a product flushed to 0 would be NaN (the scores are ~0 then anyway)
+                        tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
+                    out_scale = gl.load(VD + b64 * stride_kdb + hk) / P_SCALE
                 if n_blocks > 0:
-                    tile_scale_log2, _ = _tile_scales(QD, KD, VD, b.to(gl.int64), h, group, stride_qdb, stride_kdb,
-                                                      scale_log2, P_SCALE, FP8, RAW_MAX)
-                    qb = n_q % NUM_Q if NUM_Q > 1 else 0
-                    q_tile = q_smem.index(qb).slice(row0, ROWS)
-                    mbarrier.wait(q_full.index(qb), (n_q // NUM_Q) & 1)
-                    acc_o, p, m_i, l_i = _open_tile(q_tile, k_smem, v_smem, p_smem, k_full, v_full, k_empty, v_empty,
-                                                    my_turn, other_turn, acc_p, p_p, pend_b >= 0, m0, lo, full_lo,
-                                                    full_hi, it, turns, sq, sk, tile_scale_log2, window_left,
-                                                    window_right, MASK_LEFT, MASK_RIGHT, PINGPONG, P_SCALE, FP8,
-                                                    RAW_MAX, XTILE)
-                    if XTILE:     # the tile before, finished under this one's first softmax
-                        _epilogue(acc_o, m_p, l_p, pend_b >= 0, pend_b, pend_h, pend_m0, pend_q0, pend_sq, o_smem,
-                                  O, O_DESC, LSE, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh,
-                                  stride_qdb, stride_kdb, group, head_dim, scale_log2, P_SCALE, FP8, TMA_STORE,
-                                  RAW_MAX)
-                    acc, p, m_i, l_i = _attend(q_tile, k_smem, v_smem, p_smem, q_empty.index(qb), k_full, v_full,
-                                               k_empty, v_empty, my_turn, other_turn, p, m_i, l_i, m0, lo, full_lo,
-                                               full_hi, n_blocks, it, turns, sq, sk, tile_scale_log2, window_left,
-                                               window_right, MASK_LEFT, MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX)
+                    mbarrier.wait(q_full, n_q & 1)
+                    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
+                                            my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
+                                            tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX)
                     n_q += 1
                     it += n_blocks
-                    if XTILE:     # its last multiply and epilogue wait for the next tile's first softmax
-                        acc_p, p_p, m_p, l_p = acc, p, m_i, l_i
-                        pend_b, pend_h, pend_m0, pend_q0, pend_sq = b, h, m0, q_start, zero + sq
-                    else:
-                        acc = _last_pv(acc, p, v_smem, v_full, v_empty, my_turn, other_turn, it - 1,
-                                       turns + n_blocks, PINGPONG, FP8)
-                        turns += n_blocks + 1
+                    turns += n_blocks + 1
                 else:
-                    if XTILE:     # the pending tile first (its out before this one's)
-                        if pend_b >= 0:
-                            acc_p = _last_pv(acc_p, p_p, v_smem, v_full, v_empty, my_turn, other_turn, it - 1, turns,
-                                             PINGPONG, FP8)
-                        _epilogue(acc_p, m_p, l_p, pend_b >= 0, pend_b, pend_h, pend_m0, pend_q0, pend_sq, o_smem,
-                                  O, O_DESC, LSE, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh,
-                                  stride_qdb, stride_kdb, group, head_dim, scale_log2, P_SCALE, FP8, TMA_STORE,
-                                  RAW_MAX)
-                        pend_b = zero - 1
                     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
-                    m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
-                    l_i = gl.zeros([ROWS], gl.float32, row_s)
-                # out and lse now, or with XTILE where the tile had no key blocks (others' wait)
-                _epilogue(acc, m_i, l_i, n_blocks == 0 if XTILE else True, b, h, m0, q_start, sq, o_smem, O, O_DESC,
-                          LSE, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
-                          stride_kdb, group, head_dim, scale_log2, P_SCALE, FP8, TMA_STORE, RAW_MAX)
-    if XTILE:
-        if pend_b >= 0:
-            acc_p = _last_pv(acc_p, p_p, v_smem, v_full, v_empty, my_turn, other_turn, it - 1, turns, PINGPONG, FP8)
-        _epilogue(acc_p, m_p, l_p, pend_b >= 0, pend_b, pend_h, pend_m0, pend_q0, pend_sq, o_smem, O, O_DESC, LSE,
-                  QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, group,
-                  head_dim, scale_log2, P_SCALE, FP8, TMA_STORE, RAW_MAX)
+                    m_i = gl.full([ROWS], float("-inf"), gl.float32, row_o)
+                    l_i = gl.zeros([ROWS], gl.float32, row_o)
+                empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
+                inv_l = gl.where(empty, 0.0, out_scale / gl.where(empty, 1.0, l_i))
+                out = acc * inv_l[:, None]
+                # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows *
+                # stride passes 2^31 in tensors of more than 2^31 elements)
+                rows = gl.arange(0, ROWS, layout=row_o)       # made here: no registers held across the loop
+                cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
+                if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
+                    tma.store_wait(0)                 # the last tile's out has left o_smem
+                    o_smem.store(out.to(out_dtype))
+                    fence_async_shared()
+                    _partition_barrier()              # the whole tile written before one thread issues the store
+                    tma.async_copy_shared_to_global(O_DESC, [b, h, m0, 0],
+                                                    o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))
+                else:
+                    ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
+                    o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
+                    gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
+                if RAW_MAX:
+                    m_i = m_i * tile_scale_log2
+                lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+                lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
+                gl.store(lse_rows + rows, lse, mask=m0 + rows < sq)
     if TMA_STORE:
         tma.store_wait(0)
 
@@ -607,7 +478,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
-                     XTILE: gl.constexpr, num_warps: gl.constexpr):
+                     num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
@@ -617,17 +488,14 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
     RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
-    fa_ck's own descales, the folded scale kept >= 2^-126). XTILE (with PERSISTENT): two Q
-    buffers, a tile's last PV multiply under the next tile's first softmax (see _consumer)."""
+    fa_ck's own descales, the folded scale kept >= 2^-126)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
-    NUM_Q: gl.constexpr = 2 if XTILE else 1
-    gl.static_assert(PERSISTENT or not XTILE, "XTILE carries a tile to the next: persistent programs only")
     if HOST_DESC:
         dtype: gl.constexpr = Q.dtype
     else:
         dtype: gl.constexpr = Q.dtype.element_ty
-    q_smem = gl.allocate_shared_memory(dtype, [NUM_Q, BLOCK_M, BLOCK_D], SMEM_Q)
+    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     if FP8:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_D, BLOCK_N], SMEM_V)
@@ -636,45 +504,43 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         p_smem1 = p_smem.index(1)
     else:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
-        p_smem0 = q_smem.index(0)            # stand-ins: P stays in registers
-        p_smem1 = p_smem0
+        p_smem0 = q_smem                     # stand-ins: P stays in registers
+        p_smem1 = q_smem
     if TMA_STORE:
         o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [2, HALF, BLOCK_D], SMEM_O)   # one per warpgroup
         o_smem0 = o_smem.index(0)
         o_smem1 = o_smem.index(1)
     else:
-        o_smem0 = q_smem.index(0)            # stand-ins
-        o_smem1 = o_smem0
-    q_full = gl.allocate_shared_memory(gl.int64, [NUM_Q, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [NUM_Q, 1], mbarrier.MBarrierLayout())
+        o_smem0 = q_smem                     # stand-ins
+        o_smem1 = q_smem
+    q_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(NUM_Q):
-        mbarrier.init(q_full.index(i), count=1)
-        mbarrier.init(q_empty.index(i), count=2)
+    mbarrier.init(q_full, count=1)
+    mbarrier.init(q_empty, count=2)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
 
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full,
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, XTILE)),
-        (_consumer, (q_smem, k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, XTILE)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,
                      v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC)),
     ], [4, 1], [240, 24])
 
-    for i in gl.static_range(NUM_Q):
-        mbarrier.invalidate(q_full.index(i))
-        mbarrier.invalidate(q_empty.index(i))
+    mbarrier.invalidate(q_full)
+    mbarrier.invalidate(q_empty)
     mbarrier.invalidate(turn.index(0))
     mbarrier.invalidate(turn.index(1))
     _invalidate_rings(k_full, v_full, k_empty, v_empty)

@@ -439,11 +439,13 @@ def test_dynamic_dkdv_replays_and_graphs_start_their_counter_afresh(monkeypatch)
     def grads():
         return torch.autograd.grad(fa_ck.flash_attn_func(q, k, v, causal=True), (q, k, v), do)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"PERSISTENT": True, "DYNAMIC": True}}))
-    first = grads()                                          # the slow path, recorded
-    assert launches[-1][1]["DYNAMIC"] and launches[-1][0][0] < 512
+    # Every call before the capture on a side stream: autograd keeps q, k, v's gradient nodes on
+    # the stream of their first backward, and the default stream there would break the capture.
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
+        first = grads()                                      # the slow path, recorded
+        assert launches[-1][1]["DYNAMIC"] and launches[-1][0][0] < 512
         again = grads()                                      # the replayed plan
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()

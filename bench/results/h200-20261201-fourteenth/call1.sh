@@ -1,10 +1,10 @@
 # Device call 1 of the fourteenth part (nvidia-h200): XTILE (forward_gluon.py: a tile's last PV
-# Ran at commit 7d4e95e (XTILE was measured slower everywhere here and reverted in the next commit:
-# `git checkout 7d4e95e` to run it again).
 # multiply and epilogue under the next tile's first softmax, two Q buffers) on the GPU for the
 # first time: the Gluon forward's GPU tests (two XTILE schedules among them) and the thirteenth
 # part's untried DYNAMIC replay / CUDA-graph test; then the forward at d64 / d128, 1k-16k, causal
 # or not, and the nanoGPT shape, XTILE against main's defaults beside SDPA cuDNN and flash.
+# Ran at commit 7d4e95e (XTILE was measured slower everywhere here and reverted in the next commit:
+# `git checkout 7d4e95e` to run it again).
 #   bash bench/results/h200-20261201-fourteenth/call1.sh      (from the repo root)
 set -uo pipefail
 source bench/device_env.sh

@@ -39,13 +39,13 @@ def _placeholders(device):
     return _PLACEHOLDERS[device]
 
 
-def _tma_ok(*tensors, keys_contiguous=None) -> bool:
+def _tma_ok(*tensors, keys_contiguous=None, max_head_dim=128) -> bool:
     """Whether our TMA paths can serve these (.., S, H, D) tensors: head dim at most 128 (Triton
     3.6's ptxas crashed on the d256 TMA forward), unit stride along the tile's inner dim (the
     head dim; the keys for `keys_contiguous`, fp8's v), 16-byte aligned base and other strides
     (a head's tile may start at any row)."""
     for t in tensors:
-        if t.shape[-1] > 128 or t.data_ptr() % 16:
+        if t.shape[-1] > max_head_dim or t.data_ptr() % 16:
             return False
         strides = t.stride()
         inner = 1 if t is keys_contiguous else len(strides) - 1

@@ -34,7 +34,7 @@ def _gluon_ok(q, k, v, out, p: AttnParams, kv_tma_ok: bool | None = None) -> boo
             or p.dropout_p != 0:
         return False
     if kv_tma_ok is None:
-        return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None)
+        return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None, max_head_dim=256)
     return kv_tma_ok and _tma_ok(q, out)
 
 

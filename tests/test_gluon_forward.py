@@ -151,6 +151,34 @@ def test_gluon_tma_store_where_it_fits(monkeypatch):
                                   torch.bfloat16) == 128 * 128 * 2 * 6 + 1024
 
 
+def test_gluon_forward_at_head_dims_past_128(monkeypatch):
+    """Head dims 129-256 (16-bit): the Gluon forward by default with 64-key blocks, 2-deep rings
+    and plain stores (what shared memory holds: Q 64 KB, the rings 128 KB); every autotune
+    candidate fits; fp8 and the Gluon backward stay at 128 and below."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
+    for d in (160, 256):
+        q = torch.randn(1, 16, 2, d, dtype=torch.bfloat16)
+        cfg = tb._config("fwd", q, d, _params(), 4096, 4096, tma_possible=False, gluon_possible=True)
+        assert cfg["GLUON"] and (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_stages"]) == (128, 64, 2)
+        assert not cfg["TMA_STORE"] and cfg["PERSISTENT"] and cfg["HOST_DESC"]
+        assert configs.fwd_gluon_smem(d, cfg, torch.bfloat16) <= configs.SMEM_BYTES_SM90
+        assert configs.fwd_gluon_smem(d, dict(cfg, TMA_STORE=True), torch.bfloat16) > configs.SMEM_BYTES_SM90
+        cands = configs.candidates("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True)
+        assert cfg in [dict(cfg, **c) for c in cands] and len(cands) >= 2
+        assert all(configs.fwd_gluon_smem(d, c, torch.bfloat16) <= configs.SMEM_BYTES_SM90 for c in cands)
+    assert not configs.switches("fwd", "cuda:sm90", 256, fp8=True)["GLUON"]
+    assert not configs.switches("bwd_dkdv", "cuda:sm90", 256, False)["GLUON"]
+    assert not configs.switches("bwd_dq", "cuda:sm90", 256, False)["GLUON"]
+    # which calls the Gluon launcher takes (its TMA check): 16-bit up to 256, fp8 up to 128
+    monkeypatch.setattr(configs, "INTERPRET", False)
+    t = torch.randn(1, 64, 2, 256, dtype=torch.bfloat16)
+    assert gluon._gluon_ok(t, t, t, t, _params())
+    assert not gluon._gluon_ok(t, t, t, t, _params(), kv_tma_ok=False)
+    wide = torch.randn(1, 64, 2, 288, dtype=torch.bfloat16)
+    assert not gluon._gluon_ok(wide, wide, wide, wide, _params())
+
+
 def test_gluon_config_and_its_checks(monkeypatch):
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)

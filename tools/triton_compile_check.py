@@ -145,7 +145,8 @@ def fp8_kernels(target: str, arch: str):
 
 def gluon_kernels():
     """(name, kernel, signature, constexprs, config) of the Gluon kernels (sm90: forward_gluon.py,
-    backward_gluon.py's dK/dV and dQ) with their default configs, bf16, d64/d128, full/causal; nothing
+    backward_gluon.py's dK/dV and dQ) with their default configs, bf16, d64/d128 (the forward also
+    d256), full/causal; nothing
     when this Triton has no Gluon Hopper API."""
     import importlib
     gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
@@ -157,7 +158,7 @@ def gluon_kernels():
     pointers.update(DQ_ACC="*fp32", DQ_BUF="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
                     scale="fp32", scale_log2="fp32")
     bf16 = torch.bfloat16
-    for d in (64, 128):
+    for d in (64, 128, 256):
         bd = configs.block_d(d)
         for causal in (False, True):
             mode = "causal" if causal else "full"
@@ -175,6 +176,11 @@ def gluon_kernels():
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
+            if d > 128:   # the forward alone, in 16 bits (the Gluon backward and fp8 stop at d128)
+                varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True)
+                yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
+                    _gluon_sig(fwd_gluon_kernel, varlen, pointers), varlen, cfg
+                continue
             # out the other way (plain stores: asked for)
             other = dict(consts, TMA_STORE=not consts["TMA_STORE"])
             yield f"fwd gluon {'tma' if other['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", fwd_gluon_kernel, \
@@ -258,8 +264,11 @@ GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon 
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton
 # 3.6 (the H200's) spills more on the varlen d128 row (104 bytes): its producer builds
-# descriptors per tile in 24 registers.
+# descriptors per tile in 24 registers. At d256 (Triton 3.7.1) 24-32 bytes, the varlen causal row
+# 80: all outside the key-block loops (SASS read with nvdisasm: no local load or store among the
+# consumers' exponentials; they sit in per-tile code).
 FWD_TILE_SPILL_BYTES = 64
+FWD_TILE_SPILL_BYTES_D256 = 96
 
 
 def _descs(dtype, bm: int, bn: int, bd: int) -> dict:
@@ -370,7 +379,8 @@ def main(argv=None) -> int:
             rows.append((target, name, cfg_s, st))
             if not st.get("matrix_ops"):
                 failures.append(f"{target} {name}: no wgmma instructions")
-            allowed = FWD_TILE_SPILL_BYTES if name.startswith("fwd gluon") else GLUON_SPILLS_MEASURED.get(name, 0)
+            allowed = (FWD_TILE_SPILL_BYTES_D256 if "d256" in name else FWD_TILE_SPILL_BYTES) \
+                if name.startswith("fwd gluon") else GLUON_SPILLS_MEASURED.get(name, 0)
             if st.get("stack", 0) > allowed:
                 failures.append(f"{target} {name}: spills ({st['stack']} bytes of stack) with the default config")
             if name.startswith("bwd_dkdv gluon"):  # the launcher sizes its K/V buffers by this estimate

@@ -455,7 +455,7 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
                  *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *tail),
                 dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg)))
 
-    gluon_ok = launch_gluon._gluon_ok(q, k, v, do, p)
+    gluon_ok = launch_gluon._gluon_ok(q, k, v, do, p) and d <= 128     # (the Gluon backward's head dims)
     # one q head per kv head (see backward_gluon); a positive scale: its multiplies start from
     # -lse / scale, which a zero or negative scale would turn into NaN or +inf
     gluon_dkdv = hq == hkv and gluon_ok and p.scale > 0

@@ -72,8 +72,10 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     if gluon and kernel == "fwd":
         # Fixed by the kernel: 128 queries, num_warps 4 (each of its two consumer warpgroups; a
         # producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
-        # Triton 3.6 and 3.7.1).
-        return _cfg(GLUON_BLOCK_M, 128, GLUON_WARPS, 2)
+        # Triton 3.6 and 3.7.1). Head dims 129-256: 64 keys per block (Q 64 KB + rings 128 KB of
+        # shared memory); 32 keys with 3-deep rings was 17-25 % slower (h200-20261201-fourteenth
+        # call 6).
+        return _cfg(GLUON_BLOCK_M, 128 if d <= 128 else 64, GLUON_WARPS, 2)
     if gluon and kernel == "bwd_dq":
         # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per
         # block at d128 (128 would need ~240 registers, all the consumers get).
@@ -236,7 +238,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     with 3. The launcher also needs tensors TMA can address and, for dk/dv, one q head per kv
     head (see backward()).
     GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
-    the PV multiply; sm90 at head dims up to 128 (fp8: 65-128), for the calls it serves (see
+    the PV multiply; sm90 at head dims up to 256 (fp8: 65-128), for the calls it serves (see
     launch_gluon._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's. PERSISTENT
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
@@ -288,7 +290,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     if kernel == "fwd":
         out["RAW_MAX"] = True                # where host._raw_max allows (both forward kernels)
         # fp8 (h200-20261130-bwd call 9): +5-22 % over forward.py's fp8 kernel at d128, -9 % at d64
-        out["GLUON"] = sm == 90 and d <= 128 and (not fp8 or d > 64)
+        # d256 (h200-20261201-fourteenth call 6, same run): 0.85-1.07x of cuDNN, forward.py 0.36-0.41x
+        out["GLUON"] = sm == 90 and d <= (128 if fp8 else 256) and (not fp8 or d > 64)
         out["PINGPONG"] = False
         # h200-20261130-eighth call 5 (with host-made descriptors, same run): d128 S1024 full
         # +8 %, S4k +4-7 %, S16k -2..+1 %, d64 S16k +2 %; S1024 causal too noisy to call.
@@ -347,8 +350,10 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     """A short list around the default: every candidate costs a compile during the search.
     tma: the kernel streams through TMA (fewer than TMA_MIN_STAGES stages are left out)."""
     d = block_d(head_dim)
-    if gluon and kernel == "fwd":   # 3-deep rings fit shared memory up to d128
-        return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in (128, 64) for st in (2, 3)]
+    if gluon and kernel == "fwd":   # 3-deep rings fit shared memory up to d128; at d256 what fits
+        out = [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in (128, 64, 32) for st in (2, 3)]
+        return [c for c in out if (d <= 128 and c["BLOCK_N"] > 32)
+                or (d > 128 and fwd_gluon_smem(head_dim, c, dtype) <= SMEM_BYTES_SM90)]
     if gluon and kernel == "bwd_dq":
         return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in ((64, 128) if d <= 64 else (64,)) for st in (2, 3)]
     if gluon:

@@ -17,7 +17,7 @@ buffer has completed. A first version issued the TMA loads from the consumers: t
 barrier before each load was its largest stall (bench/results/h200-20261130-gluon, call 3).
 P stays in registers as wgmma's A operand.
 
-Serves the plain calls (fp16/bf16, head dim up to 128, causal and sliding windows, varlen,
+Serves the plain calls (fp16/bf16, head dim up to 256 (64-key blocks past 128), causal and sliding windows, varlen,
 GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same out and lse.
 
 FP8 (e4m3fn; by default on sm90 at head dims 65-128, see configs.switches): the scheme of forward.py

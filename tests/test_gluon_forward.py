@@ -34,7 +34,8 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
     monkeypatch.setattr(configs, "INTERPRET", False)
     assert _gluon_ok() and _gluon_ok(torch.float16, 64) and _gluon_ok(window_left=16, window_right=0)
     assert not _gluon_ok(torch.float32)
-    assert not _gluon_ok(d=256)                             # TMA paths stop at 128
+    assert _gluon_ok(d=256) and _gluon_ok(torch.float16, 160)   # the forward's head dims reach 256
+    assert not _gluon_ok(d=288)
     assert not _gluon_ok(softcap=30.0)
     assert not _gluon_ok(alibi_slopes=torch.ones(4))
     assert not _gluon_ok(dropout_p=0.1)
@@ -104,8 +105,10 @@ def test_gluon_by_default_where_it_measured_faster(monkeypatch):
 def test_gluon_switch_only_on_sm90():
     assert configs.switches("fwd", "cuda:sm90", 128, False)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 64, False)["GLUON"]
-    assert not configs.switches("fwd", "cuda:sm90", 256, False)["GLUON"]
+    assert configs.switches("fwd", "cuda:sm90", 256, False)["GLUON"]         # 16-bit up to d256
+    assert not configs.switches("fwd", "cuda:sm90", 512, False)["GLUON"]
     assert not configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]        # fp8 at d64: forward.py
+    assert not configs.switches("fwd", "cuda:sm90", 256, True)["GLUON"]       # and past d128
     for arch in ("cuda:sm80", "cuda:sm100", "hip:gfx942", "interpreter"):
         assert not configs.switches("fwd", arch, 128, False)["GLUON"]
 
@@ -247,7 +250,11 @@ def gluon_calls(request, monkeypatch, schedule):
             assert c["HOST_DESC"] == schedule.get("HOST_DESC", True)
         if programs:
             assert grid[0] <= programs
-    if schedule.get("TMA_STORE") and schedule.get("HOST_DESC", True) and any(not c["VARLEN"] for _, c in launches):
+    def fits(c):     # out's TMA store beside Q and the rings (not at head dims past 128)
+        return configs.fwd_gluon_smem(c["BLOCK_D"], dict(BLOCK_M=128, BLOCK_N=c["BLOCK_N"], num_stages=c["NUM_BUF"],
+                                                         TMA_STORE=True), torch.bfloat16) <= configs.SMEM_BYTES_SM90
+    if schedule.get("TMA_STORE") and schedule.get("HOST_DESC", True) and any(
+            not c["VARLEN"] and not c["FP8"] and fits(c) for _, c in launches):
         assert any(c["TMA_STORE"] for _, c in launches)
 
 
@@ -257,7 +264,7 @@ def gluon_calls(request, monkeypatch, schedule):
 @pytest.mark.parametrize("shape", [
     (2, 1000, 1000, 8, 8, 128), (1, 4096, 4096, 4, 4, 128), (2, 777, 1531, 4, 2, 64),
     (3, 1531, 129, 6, 3, 96), (2, 1, 300, 4, 1, 128), (1, 300, 1, 2, 2, 64), (2, 260, 260, 2, 2, 32),
-    (1, 130, 257, 2, 1, 16),
+    (1, 130, 257, 2, 1, 16), (2, 1000, 1000, 8, 8, 256), (3, 1531, 129, 6, 3, 192), (1, 300, 777, 2, 1, 160),
 ])
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):

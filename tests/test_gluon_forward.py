@@ -170,6 +170,18 @@ def test_gluon_forward_at_head_dims_past_128(monkeypatch):
         cands = configs.candidates("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True)
         assert cfg in [dict(cfg, **c) for c in cands] and len(cands) >= 2
         assert all(configs.fwd_gluon_smem(d, c, torch.bfloat16) <= configs.SMEM_BYTES_SM90 for c in cands)
+    q = torch.randn(1, 16, 2, 256, dtype=torch.bfloat16)
+    for asked, needs in (({"num_stages": 3}, 263168), ({"BLOCK_N": 128}, 328704),
+                         ({"num_stages": 3, "TMA_STORE": True}, 263168)):   # the tiles alone do not fit
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": asked}))
+        with pytest.raises(ValueError, match=f"the Gluon forward needs {needs} bytes of shared memory"):
+            tb._config("fwd", q, 256, _params(), 4096, 4096, tma_possible=False, gluon_possible=True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"BLOCK_N": 32, "num_stages": 3}}))
+    assert tb._config("fwd", q, 256, _params(), 4096, 4096, tma_possible=False, gluon_possible=True)["GLUON"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"TMA_STORE": True}}))   # alone: off where
+    assert not tb._config("fwd", q, 256, _params(), 4096, 4096, tma_possible=False,    # the tiles leave no room
+                          gluon_possible=True)["TMA_STORE"]
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG")
     assert not configs.switches("fwd", "cuda:sm90", 256, fp8=True)["GLUON"]
     assert not configs.switches("bwd_dkdv", "cuda:sm90", 256, False)["GLUON"]
     assert not configs.switches("bwd_dq", "cuda:sm90", 256, False)["GLUON"]
@@ -250,11 +262,12 @@ def gluon_calls(request, monkeypatch, schedule):
             assert c["HOST_DESC"] == schedule.get("HOST_DESC", True)
         if programs:
             assert grid[0] <= programs
-    def fits(c):     # out's TMA store beside Q and the rings (not at head dims past 128)
+    def fits(c):     # out's TMA store (16-bit out) beside Q and the rings (not at head dims past 128)
         return configs.fwd_gluon_smem(c["BLOCK_D"], dict(BLOCK_M=128, BLOCK_N=c["BLOCK_N"], num_stages=c["NUM_BUF"],
-                                                         TMA_STORE=True), torch.bfloat16) <= configs.SMEM_BYTES_SM90
+                                                         TMA_STORE=True), torch.bfloat16, c["FP8"], 2) \
+            <= configs.SMEM_BYTES_SM90
     if schedule.get("TMA_STORE") and schedule.get("HOST_DESC", True) and any(
-            not c["VARLEN"] and not c["FP8"] and fits(c) for _, c in launches):
+            not c["VARLEN"] and fits(c) for _, c in launches):
         assert any(c["TMA_STORE"] for _, c in launches)
 
 
@@ -265,6 +278,7 @@ def gluon_calls(request, monkeypatch, schedule):
     (2, 1000, 1000, 8, 8, 128), (1, 4096, 4096, 4, 4, 128), (2, 777, 1531, 4, 2, 64),
     (3, 1531, 129, 6, 3, 96), (2, 1, 300, 4, 1, 128), (1, 300, 1, 2, 2, 64), (2, 260, 260, 2, 2, 32),
     (1, 130, 257, 2, 1, 16), (2, 1000, 1000, 8, 8, 256), (3, 1531, 129, 6, 3, 192), (1, 300, 777, 2, 1, 160),
+    (2, 517, 600, 4, 2, 136), (1, 1000, 333, 2, 2, 200),
 ])
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_forward_matches_reference(gluon_calls, dtype, shape, causal):

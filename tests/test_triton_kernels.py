@@ -212,10 +212,29 @@ def test_tma_defaults_follow_the_h200_measurements():
     assert configs.default("bwd_dq", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 32
 
 
+def test_sm90_d256_takes_the_gluon_forward_never_the_gluon_backward():
+    # past d128 only the forward is Gluon (64-key blocks); the Gluon backward kernels keep dK and
+    # dV (or dQ) of 64 rows x 256 in registers, past what a thread has: asked for, they are not taken
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "python"), env.get("PYTHONPATH", "")])
+    env["FA_CK_TRITON_CONFIG"] = '{"bwd_dkdv": {"GLUON": true}, "bwd_dq": {"GLUON": true}}'
+    res = subprocess.run([sys.executable, str(root / "tools" / "sm90_offline_compile.py"), "--d", "256", "--causal"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "OK       bwd_dkdv_kernel" in res.stdout
+    assert "bwd_dkdv_gluon_kernel" not in res.stdout and "bwd_dq_gluon_kernel" not in res.stdout
+    gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR
+    assert "OK       fwd_gluon_kernel BLOCK_N=64 BLOCK_D=256" in res.stdout or gluon_missing
+
+
 def test_sm90_compiles_the_edge_shapes():
     # ptxas crashed on bwd_dq for sm90 when seqlen_k == 1 was specialised into the kernel (d16,
     # causal, GQA: H200 sweep); every kernel of tools/sm90_offline_compile.py's SCAN (lengths
-    # of 1, empty and one-token varlen sequences, d16-256, features; the Gluon forward and dQ at d128)
+    # of 1, empty and one-token varlen sequences, d16-256, features; the Gluon forward up to d256, dQ at d128)
     # is compiled here on the CPU with the installed Triton, in a process of its own (the tool
     # swaps Triton's driver)
     import subprocess

@@ -71,7 +71,7 @@ def compile_only(log: list, show_specialization: bool = False):
 
 # --scan: edge shapes where Triton's specialisation differs from the usual (lengths of 1, empty
 # and one-token varlen sequences, GQA, head dims from 16 to 256) across the features; the
-# H200 sweep found a ptxas crash at one of them. Plain calls up to d128 take the Gluon forward.
+# H200 sweep found a ptxas crash at one of them. Plain calls up to d256 take the Gluon forward.
 _LENS = json.dumps([[5, 1, 0, 2], [1, 0, 3, 2]])
 SCAN = [["--d", str(d), *shape] for d in (16, 64, 128, 256) for shape in (
     ["--b", "3", "--sq", "2", "--sk", "1", "--hq", "8", "--hkv", "2", "--causal"],
@@ -80,7 +80,7 @@ SCAN = [["--d", str(d), *shape] for d in (16, 64, 128, 256) for shape in (
     ["--b", "2", "--sq", "17", "--sk", "1", "--hq", "2", "--hkv", "2", "--causal", "--alibi", "head"],
     ["--hq", "2", "--hkv", "1", "--causal", "--lens", _LENS, "--feat", '{"dropout_p": 0.1}'],
     ["--hq", "2", "--hkv", "2", "--lens", _LENS, "--alibi", "batch", "--feat", '{"window_size": [3, 0]}'],
-    ["--hq", "4", "--hkv", "2", "--lens", _LENS, "--feat", '{"window_size": [3, 5]}'])]   # Gluon forward up to d128
+    ["--hq", "4", "--hkv", "2", "--lens", _LENS, "--feat", '{"window_size": [3, 5]}'])]   # Gluon forward up to d256
 
 
 def scan() -> int:

@@ -391,6 +391,15 @@ def main(argv=None) -> int:
                 if not st.get("lds", 0) <= est <= st.get("lds", 0) + 1024:
                     failures.append(f"{target} {name}: configs.dkdv_gluon_smem says {est} bytes, the kernel has "
                                     f"{st.get('lds')}")
+            if name.startswith("fwd gluon"):       # the launcher refuses tiles and drops TMA stores by this estimate
+                f8 = consts["FP8"]
+                est = configs.fwd_gluon_smem(consts["BLOCK_D"], dict(BLOCK_M=128, BLOCK_N=consts["BLOCK_N"],
+                                                                     num_stages=consts["NUM_BUF"],
+                                                                     TMA_STORE=consts["TMA_STORE"]),
+                                             torch.float8_e4m3fn if f8 else torch.bfloat16, f8, 2)
+                if not st.get("lds", 0) <= est <= st.get("lds", 0) + 1024:
+                    failures.append(f"{target} {name}: configs.fwd_gluon_smem says {est} bytes, the kernel has "
+                                    f"{st.get('lds')}")
             if st.get("wgmma_serialised"):        # our pipelines assume wgmmas overlap what follows them
                 failures.append(f"{target} {name}: ptxas serialised its wgmmas ({st['wgmma_serialised']}; see "
                                 "ck_compile_check._wgmma_notes)")

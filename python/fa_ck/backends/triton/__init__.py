@@ -271,6 +271,12 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
+    if gluon and kernel == "fwd":            # Q and the K / V rings alone (asked-for tiles; tuned ones fit)
+        tiles = configs.fwd_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), q.dtype, p.fp8)
+        if tiles > configs.SMEM_BYTES_SM90:
+            raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon forward needs {tiles} bytes of shared memory "
+                             f"with BLOCK_N {cfg['BLOCK_N']} and num_stages {cfg['num_stages']} at head dim "
+                             f"{head_dim} (sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or keys per block")
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0
     if cfg.get("TMA_STORE") and smem > configs.SMEM_BYTES_SM90:
         if "TMA_STORE" in over_sw and ("num_stages" in over or "BLOCK_N" in over):   # tiles the user chose

@@ -73,8 +73,8 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # Fixed by the kernel: 128 queries, num_warps 4 (each of its two consumer warpgroups; a
         # producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
         # Triton 3.6 and 3.7.1). Head dims 129-256: 64 keys per block (Q 64 KB + rings 128 KB of
-        # shared memory); 32 keys with 3-deep rings was 17-25 % slower (h200-20261201-fourteenth
-        # call 6).
+        # shared memory); 32 keys with 3-deep rings was 18-26 % slower (h200-20261201-fourteenth
+        # call 6, at d256; d160 and d192 checked for correctness only).
         return _cfg(GLUON_BLOCK_M, 128 if d <= 128 else 64, GLUON_WARPS, 2)
     if gluon and kernel == "bwd_dq":
         # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per

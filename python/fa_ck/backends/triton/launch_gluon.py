@@ -34,10 +34,11 @@ def _gluon_ok(q, k, v, out, p: AttnParams, kv_tma_ok: bool | None = None) -> boo
     if _GLUON_ERROR or configs.INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None \
             or p.dropout_p != 0:
         return False
+    # (16-bit head dims up to 256: the forward's; the backward's caller keeps its kernels to 128)
+    max_d = 128 if p.fp8 else 256
     if kv_tma_ok is None:
-        # (16-bit head dims up to 256: the forward's; the backward kernels take up to 128, by config)
-        return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None, max_head_dim=128 if p.fp8 else 256)
-    return kv_tma_ok and _tma_ok(q, out)
+        return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None, max_head_dim=max_d)
+    return kv_tma_ok and _tma_ok(q, out, max_head_dim=max_d)
 
 
 _SMEM_LAYOUTS: dict = {}

@@ -189,7 +189,6 @@ def test_gluon_forward_at_head_dims_past_128(monkeypatch):
     monkeypatch.setattr(configs, "INTERPRET", False)
     t = torch.randn(1, 64, 2, 256, dtype=torch.bfloat16)
     assert gluon._gluon_ok(t, t, t, t, _params())
-    assert not gluon._gluon_ok(t, t, t, t, _params(), kv_tma_ok=False)
     wide = torch.randn(1, 64, 2, 288, dtype=torch.bfloat16)
     assert not gluon._gluon_ok(wide, wide, wide, wide, _params())
 

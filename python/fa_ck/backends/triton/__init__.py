@@ -348,7 +348,7 @@ def _launch_forward(q, k, v, out, lse, qd, kd, vd, fp8: dict, p: AttnParams):
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
     tma_possible = _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
-    gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p, kv_tma_ok=tma_possible if d <= 128 else None)
+    gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p)
 
     def run(cfg):
         if cfg.get("GLUON"):

@@ -40,8 +40,9 @@ def _placeholders(device):
 
 
 def _tma_ok(*tensors, keys_contiguous=None, max_head_dim=128) -> bool:
-    """Whether our TMA paths can serve these (.., S, H, D) tensors: head dim at most 128 (Triton
-    3.6's ptxas crashed on the d256 TMA forward), unit stride along the tile's inner dim (the
+    """Whether our TMA paths can serve these (.., S, H, D) tensors: head dim at most max_head_dim
+    (128 for forward.py's TMA path: Triton 3.6's ptxas crashed on its d256 forward; the Gluon
+    forward's tiles take 256), unit stride along the tile's inner dim (the
     head dim; the keys for `keys_contiguous`, fp8's v), 16-byte aligned base and other strides
     (a head's tile may start at any row)."""
     for t in tensors:

@@ -24,21 +24,17 @@ except Exception as e:  # a Triton without Gluon's Hopper API: forward.py serves
     _GLUON_ERROR = f"{type(e).__name__}: {e}"
 
 
-def _gluon_ok(q, k, v, out, p: AttnParams, kv_tma_ok: bool | None = None) -> bool:
+def _gluon_ok(q, k, v, out, p: AttnParams) -> bool:
     """Whether the Gluon kernels serve this call: fp16/bf16 (the forward: also quantised e4m3fn
     q, k, v with keys-contiguous v) without softcap, ALiBi or dropout (masks, windows and
     varlen they have; GQA the forward and dQ), tensors TMA can address (see _tma_ok; `out` is
     dO for the backward; head dims up to 256 in 16-bit types, up to 128 in fp8: the backward's
-    caller keeps its kernels to 128). kv_tma_ok: _tma_ok of k and v when the caller has it already."""
+    caller keeps its kernels to 128)."""
     dtype_ok = q.dtype in (torch.float16, torch.bfloat16) or (p.fp8 and q.dtype == torch.float8_e4m3fn)
     if _GLUON_ERROR or configs.INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None \
             or p.dropout_p != 0:
         return False
-    # (16-bit head dims up to 256: the forward's; the backward's caller keeps its kernels to 128)
-    max_d = 128 if p.fp8 else 256
-    if kv_tma_ok is None:
-        return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None, max_head_dim=max_d)
-    return kv_tma_ok and _tma_ok(q, out, max_head_dim=max_d)
+    return _tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None, max_head_dim=128 if p.fp8 else 256)
 
 
 _SMEM_LAYOUTS: dict = {}

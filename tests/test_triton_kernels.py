@@ -212,18 +212,25 @@ def test_tma_defaults_follow_the_h200_measurements():
     assert configs.default("bwd_dq", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 32
 
 
-def test_sm90_d256_takes_the_gluon_forward_never_the_gluon_backward():
-    # past d128 only the forward is Gluon (64-key blocks); the Gluon backward kernels keep dK and
-    # dV (or dQ) of 64 rows x 256 in registers, past what a thread has: asked for, they are not taken
+def _sm90_offline_compile(*args, timeout, **env_extra):
+    """tools/sm90_offline_compile.py with these arguments, in a process of its own (the tool swaps
+    Triton's driver), the installed Triton, no interpreter."""
     import subprocess
     import sys
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(root / "python"), env.get("PYTHONPATH", "")])
-    env["FA_CK_TRITON_CONFIG"] = '{"bwd_dkdv": {"GLUON": true}, "bwd_dq": {"GLUON": true}}'
-    res = subprocess.run([sys.executable, str(root / "tools" / "sm90_offline_compile.py"), "--d", "256", "--causal"],
-                         capture_output=True, text=True, env=env, timeout=600)
+    env.update(env_extra)
+    return subprocess.run([sys.executable, str(root / "tools" / "sm90_offline_compile.py"), *args],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_sm90_d256_takes_the_gluon_forward_never_the_gluon_backward():
+    # past d128 only the forward is Gluon (64-key blocks); the Gluon backward kernels keep dK and
+    # dV (or dQ) of 64 rows x 256 in registers, past what a thread has: asked for, they are not taken
+    res = _sm90_offline_compile("--d", "256", "--causal", timeout=600,
+                                FA_CK_TRITON_CONFIG='{"bwd_dkdv": {"GLUON": true}, "bwd_dq": {"GLUON": true}}')
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "OK       bwd_dkdv_kernel" in res.stdout
     assert "bwd_dkdv_gluon_kernel" not in res.stdout and "bwd_dq_gluon_kernel" not in res.stdout
@@ -235,16 +242,8 @@ def test_sm90_compiles_the_edge_shapes():
     # ptxas crashed on bwd_dq for sm90 when seqlen_k == 1 was specialised into the kernel (d16,
     # causal, GQA: H200 sweep); every kernel of tools/sm90_offline_compile.py's SCAN (lengths
     # of 1, empty and one-token varlen sequences, d16-256, features; the Gluon forward up to d256, dQ at d128)
-    # is compiled here on the CPU with the installed Triton, in a process of its own (the tool
-    # swaps Triton's driver)
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "python"), env.get("PYTHONPATH", "")])
-    res = subprocess.run([sys.executable, str(root / "tools" / "sm90_offline_compile.py"), "--scan"],
-                         capture_output=True, text=True, env=env, timeout=900)
+    # is compiled here on the CPU
+    res = _sm90_offline_compile("--scan", timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "24 shapes, 0 with a kernel that did not compile" in res.stdout
     dq, gluon_dq = res.stdout.count("OK       bwd_dq_kernel"), res.stdout.count("OK       bwd_dq_gluon_kernel")

@@ -39,12 +39,15 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
     for kernel in ("bwd_dkdv", "bwd_dq"):
         assert configs.switches(kernel, "cuda:sm90", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
-        assert not configs.switches(kernel, "cuda:sm90", 256, False)["GLUON"]
+        assert configs.switches(kernel, "cuda:sm90", 256, False)["GLUON"]       # to d256 (16-bit)
         assert not _config(monkeypatch, kernel=kernel, possible=False, causal=True, window_right=0)["GLUON"]
     for d in (64, 128):
         assert _config(monkeypatch, head_dim=d)["GLUON"] and _config(monkeypatch, head_dim=d, window_left=100)["GLUON"]
         assert _config(monkeypatch, head_dim=d, seqlen=1024)["GLUON"]
         assert _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["GLUON"]
+    for d in (160, 256):
+        assert _config(monkeypatch, head_dim=d)["GLUON"] and _config(monkeypatch, head_dim=d, seqlen=512)["GLUON"]
+        assert _config(monkeypatch, kernel="bwd_dq", head_dim=d, seqlen=512)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", seqlen=128)["GLUON"]
     assert not _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)["GLUON"]
     assert _config(monkeypatch, kernel="bwd_dq", head_dim=64)["GLUON"]
@@ -236,6 +239,8 @@ def test_one_pass_by_default_wherever_the_gluon_kernel_serves(monkeypatch):
                 assert _config(monkeypatch, head_dim=d, seqlen=seqlen, **kw)["ONE_PASS"]
     assert not _config(monkeypatch, deterministic=True)["ONE_PASS"]
     assert not _config(monkeypatch, possible=False)["ONE_PASS"]              # backward.py's kernel
+    for d in (136, 256):                     # past d128 the dK/dV kernel has no room for dQ
+        assert _config(monkeypatch, head_dim=d)["GLUON"] and not _config(monkeypatch, head_dim=d)["ONE_PASS"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"ONE_PASS": false}}')
     assert _config(monkeypatch)["GLUON"] and not _config(monkeypatch)["ONE_PASS"]
 
@@ -274,6 +279,29 @@ def test_gluon_dkdv_checks_its_fixed_tile(monkeypatch):
             assert (c["BLOCK_N"], c["num_warps"]) == (128, 4) and c["BLOCK_M"] in (32, 64)
 
 
+def test_gluon_dkdv_past_d128(monkeypatch):
+    """Past d128 the dK/dV kernel takes 64-key units (dK / dV split by columns across its two
+    warpgroups), 64 queries per step, two passes; it refuses what cannot work there: 128-key
+    units, dQ in the same kernel, tiles past shared memory."""
+    for d in (136, 200, 256):
+        cfg = _config(monkeypatch, head_dim=d)
+        assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["num_stages"]) == (64, 64, 4, 2)
+        assert configs.dkdv_gluon_smem(d, cfg, torch.bfloat16) <= configs.SMEM_BYTES_SM90
+        for c in configs.candidates("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True):
+            assert c["BLOCK_N"] == 64 and configs.dkdv_gluon_smem(d, c, torch.bfloat16) <= configs.SMEM_BYTES_SM90
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "BLOCK_N": 128}}')
+    with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_N 64 and num_warps 4"):
+        _config(monkeypatch, head_dim=256)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "ONE_PASS": true}}')
+    with pytest.raises(ValueError, match="past head dim 128 the Gluon dK/dV kernel leaves dQ"):
+        _config(monkeypatch, head_dim=256)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 128}}')
+    with pytest.raises(ValueError, match=r"needs \d+ bytes of shared memory with BLOCK_M 128 and num_stages 2"):
+        _config(monkeypatch, head_dim=256)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 128, "num_stages": 1}}')
+    assert _config(monkeypatch, head_dim=256)["BLOCK_M"] == 128                # single-buffered: fits
+
+
 def test_gluon_dq_tiles(monkeypatch):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK_DQ)
     cfg = _config(monkeypatch, kernel="bwd_dq", head_dim=64, seqlen=1024)              # asked: served anyway
@@ -287,6 +315,10 @@ def test_gluon_dq_tiles(monkeypatch):
     for d in (64, 128):
         for c in configs.candidates("bwd_dq", "cuda:sm90", d, torch.bfloat16, gluon=True):
             assert (c["BLOCK_M"], c["num_warps"]) == (128, 4) and (d <= 64 or c["BLOCK_N"] == 64)
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG")
+    cfg = _config(monkeypatch, kernel="bwd_dq", head_dim=256)
+    assert cfg["GLUON"] and (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_stages"]) == (128, 32, 2)   # 64 keys spill
+    assert all(c["BLOCK_N"] == 32 for c in configs.candidates("bwd_dq", "cuda:sm90", 256, torch.bfloat16, gluon=True))
 
 
 # ---------------------------------------------------------------------------- on an sm90 GPU
@@ -499,3 +531,76 @@ def test_gluon_dq_windows_varlen_and_both_kernels(monkeypatch, gluon_dq_calls, w
     check(2, 1000, 1000, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     one_pass = json.loads(DKDV_ASKS[dkdv])["bwd_dkdv"]["ONE_PASS"]
     assert dkdv_calls and (len(gluon_dq_calls) > before) == (not one_pass)   # one pass: no dQ kernel
+
+
+# Past d128 (backward_gluon._bwd_unit_dsplit): 64-key units, dK / dV split by columns across the
+# two warpgroups, two passes (dQ by the Gluon dQ kernel, 32 keys per block), each way it can run
+WIDE_ASKS = {"default": {},
+             "start_values": {"FROM_ZERO": False, "LSE_PREP": False},
+             "from_zero_lse_prep": {"FROM_ZERO": True, "LSE_PREP": True},
+             "device_desc": {"HOST_DESC": False},
+             "persistent": {"HOST_DESC": True, "PERSISTENT": True},
+             "128_queries_single_buffered": {"BLOCK_M": 128, "num_stages": 1}}
+
+
+@pytest.fixture(params=sorted(WIDE_ASKS))
+def wide_backward_calls(request, monkeypatch):
+    """One way of running the Gluon backward past d128; counts both kernels' launches and checks
+    the switches reached them."""
+    asked = WIDE_ASKS[request.param]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": asked}))
+    if asked.get("PERSISTENT"):
+        monkeypatch.setattr(gluon, "_sm_count", lambda device: PROGRAMS)
+    dkdv = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
+    dq = record_launches(monkeypatch, plans, gluon.bwd_dq_gluon_kernel)
+    yield dkdv, dq
+    assert dkdv and dq and all(c["BLOCK_D"] > 128 and not c["ONE_PASS"] for _, c in dkdv)
+    for key in ("FROM_ZERO", "LSE_PREP", "BLOCK_M"):
+        assert all(c[key] == asked[key] for _, c in dkdv if key in asked)
+    assert all(c["HOST_DESC"] == asked["HOST_DESC"] for _, c in dkdv if "HOST_DESC" in asked and not c["VARLEN"])
+    if asked.get("PERSISTENT"):
+        assert any(c["PERSISTENT"] for _, c in dkdv)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", [
+    (2, 1000, 1000, 2, 2, 256), (1, 777, 1531, 2, 2, 160), (3, 300, 129, 2, 2, 192), (2, 1, 300, 2, 2, 200),
+    (1, 513, 64, 2, 2, 136),
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_backward_past_d128_matches_reference(wide_backward_calls, dtype, shape, causal):
+    check(*shape, dtype=dtype, device="cuda", causal=causal, same_precision=True)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("window", [(64, 0), (200, 37), (5, -1)])
+def test_gluon_backward_past_d128_windows_and_varlen(wide_backward_calls, window):
+    check(2, 900, 1100, 2, 2, 256, dtype=torch.bfloat16, device="cuda", window_size=window, same_precision=True)
+    check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 2, 2, 192, dtype=torch.bfloat16,
+                 device="cuda", window_size=window, same_precision=True)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_backward_past_d128_gqa_and_persistent_units(monkeypatch, causal):
+    """GQA past d128: dK / dV by backward.py, dQ by the Gluon kernel. Then persistent programs
+    with several 64-key units each (4 x 4 heads x 32 key blocks on one program per SM): dK and dV
+    bit for bit those of one program per unit."""
+    dkdv = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
+    dq = record_launches(monkeypatch, plans, gluon.bwd_dq_gluon_kernel)
+    check(2, 1000, 1000, 4, 2, 256, dtype=torch.bfloat16, device="cuda", causal=causal, same_precision=True)
+    assert dq and not dkdv
+    q, k, v = (torch.randn(4, 2000, 4, 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+               for _ in range(3))
+    do = torch.randn_like(q)
+    grads = {}
+    for persistent in (True, False):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"PERSISTENT": persistent}}))
+        grads[persistent] = torch.autograd.grad(fa_ck.flash_attn_func(q, k, v, causal=causal), (q, k, v), do)
+        assert dkdv[-1][1]["PERSISTENT"] == persistent and (dkdv[-1][0][0] < 512) == persistent
+    for a, b in zip(grads[True], grads[False]):
+        assert torch.equal(a, b)

@@ -226,16 +226,20 @@ def _sm90_offline_compile(*args, timeout, **env_extra):
                           capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def test_sm90_d256_takes_the_gluon_forward_never_the_gluon_backward():
-    # past d128 only the forward is Gluon (64-key blocks); the Gluon backward kernels keep dK and
-    # dV (or dQ) of 64 rows x 256 in registers, past what a thread has: asked for, they are not taken
-    res = _sm90_offline_compile("--d", "256", "--causal", timeout=600,
-                                FA_CK_TRITON_CONFIG='{"bwd_dkdv": {"GLUON": true}, "bwd_dq": {"GLUON": true}}')
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "OK       bwd_dkdv_kernel" in res.stdout
-    assert "bwd_dkdv_gluon_kernel" not in res.stdout and "bwd_dq_gluon_kernel" not in res.stdout
+def test_sm90_d256_takes_the_gluon_kernels_both_ways():
+    # past d128 the Gluon forward (64-key blocks) and the Gluon backward in two passes: dK / dV
+    # split by columns (64-key units), dQ with 32-key blocks; with GQA dK / dV come from backward.py
     gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR
-    assert "OK       fwd_gluon_kernel BLOCK_N=64 BLOCK_D=256" in res.stdout or gluon_missing
+    res = _sm90_offline_compile("--d", "256", "--causal", timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    for kernel in ("fwd_gluon_kernel BLOCK_N=64 BLOCK_D=256", "bwd_dkdv_gluon_kernel BLOCK_M=64 BLOCK_D=256",
+                   "bwd_dq_gluon_kernel BLOCK_N=32 BLOCK_D=256"):
+        assert f"OK       {kernel}" in res.stdout or gluon_missing
+    assert "ONE_PASS=True" not in res.stdout and "dq_from_acc" not in res.stdout
+    res = _sm90_offline_compile("--d", "192", "--hq", "4", "--hkv", "2", timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "OK       bwd_dkdv_kernel" in res.stdout and "bwd_dkdv_gluon_kernel" not in res.stdout
+    assert "OK       bwd_dq_gluon_kernel BLOCK_N=32 BLOCK_D=256" in res.stdout or gluon_missing
 
 
 def test_sm90_compiles_the_edge_shapes():

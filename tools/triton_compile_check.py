@@ -145,8 +145,8 @@ def fp8_kernels(target: str, arch: str):
 
 def gluon_kernels():
     """(name, kernel, signature, constexprs, config) of the Gluon kernels (sm90: forward_gluon.py,
-    backward_gluon.py's dK/dV and dQ) with their default configs, bf16, d64/d128 (the forward also
-    d256), full/causal; nothing
+    backward_gluon.py's dK/dV and dQ) with their default configs, bf16, d64/d128/d256, full/causal;
+    nothing
     when this Triton has no Gluon Hopper API."""
     import importlib
     gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
@@ -176,10 +176,11 @@ def gluon_kernels():
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
-            if d > 128:   # the forward alone, in 16 bits (the Gluon backward and fp8 stop at d128)
+            if d > 128:   # 16 bits only (fp8 stops at d128); the backward split by columns, two passes
                 varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True)
                 yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
                     _gluon_sig(fwd_gluon_kernel, varlen, pointers), varlen, cfg
+                yield from _wide_backward_rows(d, masks, mode, pointers)
                 continue
             # out the other way (plain stores: asked for)
             other = dict(consts, TMA_STORE=not consts["TMA_STORE"])
@@ -242,6 +243,43 @@ def gluon_kernels():
                           num_warps=cfg["num_warps"])
             yield f"bwd_dq gluon bf16 d{d} {mode}", bwd_dq_gluon_kernel, \
                 _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
+
+
+def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
+    """gluon_kernels' backward rows past d128: the dK/dV kernel split by columns
+    (backward_gluon._bwd_unit_dsplit; per-program and host-made descriptors, persistent, S^T from
+    zero and from start values) and the dQ kernel."""
+    import importlib
+    gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
+    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
+    bf16, bd = torch.bfloat16, configs.block_d(d)
+    cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    consts = dict(BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False, DYNAMIC=False,
+                  **masks, SMEM_KV=gluon._smem_layout(bn, bd, bf16), SMEM_Q=gluon._smem_layout(bm, bd, bf16),
+                  STAGE_P=False, SMEM_P=gluon._smem_layout(bn, bm // 2, bf16), ONE_PASS=False,
+                  SMEM_DQ=gluon._smem_layout(bm, bd // 2, torch.float32), HOST_DESC=False,
+                  FROM_ZERO=configs.dkdv_from_zero_wins(d, masks["MASK_RIGHT"]), LSE_PREP=bool(cfg.get("LSE_PREP")),
+                  num_warps=cfg["num_warps"])
+    yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+        _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
+    descs = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), DO=_desc_type(bf16, [1, 1, bm, bd]),
+                 K=_desc_type(bf16, [1, 1, bn, bd]), V=_desc_type(bf16, [1, 1, bn, bd]))
+    host = dict(consts, HOST_DESC=True)
+    yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+        _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
+    flip = dict(host, FROM_ZERO=not host["FROM_ZERO"])
+    yield f"bwd_dkdv gluon host-desc {'from-zero' if flip['FROM_ZERO'] else 'start-values'} bf16 d{d} {mode}", \
+        bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, flip, dict(pointers, **descs)), flip, cfg
+    persist = dict(host, PERSISTENT=True)
+    yield f"bwd_dkdv gluon persistent bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+        _gluon_sig(bwd_dkdv_gluon_kernel, persist, dict(pointers, **descs)), persist, cfg
+    cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
+    consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
+                  SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),
+                  SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16), num_warps=cfg["num_warps"])
+    yield f"bwd_dq gluon bf16 d{d} {mode}", bwd_dq_gluon_kernel, _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), \
+        consts, cfg
 
 
 # Gluon defaults allowed to spill, in bytes of stack at most (Triton 3.7.1). bwd_dkdv: each measured faster

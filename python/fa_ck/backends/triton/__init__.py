@@ -240,8 +240,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if "GLUON" in sw:                        # asked for, or by default where it measured faster
         sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
             "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window))
-    if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel
-        sw["ONE_PASS"] = bool(sw.get("GLUON"))
+    if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
+        sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk)
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
@@ -263,12 +263,23 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                               lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
     if gluon:                                # the Gluon kernels fix one tile side: two warpgroups of 64 rows
-        side, rows = (("BLOCK_N", configs.GLUON_BLOCK_N_BWD) if kernel == "bwd_dkdv"
+        side, rows = (("BLOCK_N", configs.gluon_block_n_bwd(head_dim)) if kernel == "bwd_dkdv"
                       else ("BLOCK_M", configs.GLUON_BLOCK_M))
         if (cfg[side], cfg["num_warps"]) != (rows, configs.GLUON_WARPS):
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                              f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
                              f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
+    if gluon and kernel == "bwd_dkdv" and configs.block_d(head_dim) > 128:
+        if cfg["ONE_PASS"]:
+            raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: past head dim 128 the Gluon dK/dV kernel leaves dQ "
+                             f"to its own kernel (head dim {head_dim}, ONE_PASS asked); set \"GLUON\": false for "
+                             f"backward.py's one pass")
+        cfg["STAGE_P"] = False               # (it stages P^T and dS^T through shared memory anyway)
+        tiles = configs.dkdv_gluon_smem(head_dim, cfg, q.dtype)
+        if tiles > configs.SMEM_BYTES_SM90:
+            raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: the Gluon dK/dV kernel needs {tiles} bytes of shared "
+                             f"memory with BLOCK_M {cfg['BLOCK_M']} and num_stages {cfg['num_stages']} at head dim "
+                             f"{head_dim} (sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or queries per step")
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     if gluon and kernel == "fwd":            # Q and the K / V rings alone (asked-for tiles; tuned ones fit)
@@ -461,7 +472,7 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
                  *_strides(dq, p.varlen), *_lse_strides(lse, p.varlen), slope_stride, *tail),
                 dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], **flags, **_launch_cfg(cfg)))
 
-    gluon_ok = launch_gluon._gluon_ok(q, k, v, do, p) and d <= 128     # (the Gluon backward's head dims)
+    gluon_ok = launch_gluon._gluon_ok(q, k, v, do, p)
     # one q head per kv head (see backward_gluon); a positive scale: its multiplies start from
     # -lse / scale, which a zero or negative scale would turn into NaN or +inf
     gluon_dkdv = hq == hkv and gluon_ok and p.scale > 0

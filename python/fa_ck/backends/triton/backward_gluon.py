@@ -198,11 +198,12 @@ def _query_stats(lse_base, delta_base, m0, seqlen_q, scale, BLOCK_M: gl.constexp
 
 @gluon.jit
 def _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right,
-            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """S^T (keys offs_n along the rows, queries from m0 along the columns) at -inf where the mask
-    hides a score, for query blocks that straddle its edge; others come back as they are."""
+            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, COL0: gl.constexpr = 0):
+    """S^T (keys offs_n along the rows, queries from m0 + COL0 along the columns: COL0 > 0 for
+    the later columns of the query block at m0) at -inf where the mask hides a score, for query
+    blocks that straddle its edge; others come back as they are."""
     if (m0 < full_lo) | (m0 >= full_hi):
-        offs_m = m0 + gl.arange(0, st.shape[1], layout=gl.SliceLayout(0, st.type.layout))
+        offs_m = m0 + COL0 + gl.arange(0, st.shape[1], layout=gl.SliceLayout(0, st.type.layout))
         st, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
                         window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
     return st
@@ -264,32 +265,44 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
                   FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr):
-    """_bwd_consumer's unit u, the program's t-th, after j steps -> j after it."""
-    ROWS: gl.constexpr = 64
+    """_bwd_consumer's unit u, the program's t-th, after j steps -> j after it. DSPLIT (head dims
+    past 128, _bwd_unit_dsplit): the warpgroup's dK and dV are the unit's 64 keys by half the
+    columns, not 64 of its 128 keys by every column."""
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
     BLOCK_D: gl.constexpr = k_smem.shape[2]
+    DSPLIT: gl.constexpr = BLOCK_D > 128
+    ROWS: gl.constexpr = BLOCK_N if DSPLIT else BLOCK_N // 2
+    COLS: gl.constexpr = BLOCK_D // 2 if DSPLIT else BLOCK_D
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_KV: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
     d_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_D, 16])
-    ROW0: gl.constexpr = WG * ROWS
+                                                       instr_shape=[16, COLS, 16])
+    ROW0: gl.constexpr = 0 if DSPLIT else WG * ROWS
+    COL0: gl.constexpr = WG * COLS if DSPLIT else 0
     b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks = _dkdv_tile(
-        u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, 2 * ROWS,
+        u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
         VARLEN, MASK_LEFT, MASK_RIGHT)
     b64 = b.to(gl.int64)
     h64 = h.to(gl.int64)
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
     delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
     kb = t % NUM_KV
-    dk, dv, j = _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free,
-                          kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, dq_desc, kb, (t // NUM_KV) & 1,
-                          j, n0 + ROW0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2,
-                          window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, b, h,
-                          HOST_DESC, LSE_PREP)
+    if DSPLIT:
+        dk, dv, j = _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, ds_free,
+                                     kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, kb, (t // NUM_KV) & 1,
+                                     j, n0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2, window_left,
+                                     window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, WG, LSE_PREP)
+    else:
+        dk, dv, j = _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free,
+                              kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, dq_desc, kb, (t // NUM_KV) & 1,
+                              j, n0 + ROW0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2,
+                              window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, b, h,
+                              HOST_DESC, LSE_PREP)
     mbarrier.arrive(kv_empty.index(kb), count=1)  # the unit's multiplies, all waited for, read K and V no more
     # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
     rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
-    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
+    cols = COL0 + gl.arange(0, COLS, layout=gl.SliceLayout(0, d_layout))
     ok = (n0 + ROW0 + rows[:, None] < sk) & (cols[None, :] < head_dim)
     key0 = k_start + n0 + ROW0
     gl.store(DK + b64 * stride_dkb + h64 * stride_dkh + key0 * stride_dks + rows[:, None] * stride_dks
@@ -433,6 +446,98 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
 
 
 @gluon.jit
+def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+                     lse_base, delta_base, kb, kv_phase, j, n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k,
+                     scale, scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                     FROM_ZERO: gl.constexpr, WG: gl.constexpr, LSE_PREP: gl.constexpr):
+    """_bwd_unit for head dims past 128, where a warpgroup cannot hold dK and dV of 64 keys over
+    every column (2 x 128 fp32 registers per thread at d256): both warpgroups take the unit's 64
+    keys [n0, n0 + 64), warpgroup WG owns columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of
+    their dK and dV, and the S^T / dP^T of a step are split by queries instead: WG computes those
+    of queries [m0 + WG * BLOCK_M / 2, ...) over the whole head dim, and P^T / dS^T go through
+    shared memory (p_smem[WG], ds_smem[WG]), where the other warpgroup reads them for its own
+    columns (ds_full / ds_free hand them over). Per step, in issue order:
+
+        S^T, dP^T of own queries;  P^T -> p_smem[WG];  dV += P^T dO (own queries)
+        dS^T -> ds_smem[WG];  dK += dS^T Q (own queries);  (both warpgroups' tiles in)
+        dV += P^T dO, dK += dS^T Q (the other warpgroup's queries)
+
+    -> (dK / scale, dV of the own columns, j after the unit)."""
+    ROWS: gl.constexpr = k_smem.shape[1]
+    BLOCK_D: gl.constexpr = k_smem.shape[2]
+    BLOCK_M: gl.constexpr = q_smem.shape[1]
+    NUM_BUF: gl.constexpr = q_smem.shape[0]
+    dtype: gl.constexpr = q_smem.dtype
+    COLS: gl.constexpr = BLOCK_M // 2
+    C0: gl.constexpr = WG * COLS                   # own queries within the block
+    C1: gl.constexpr = (1 - WG) * COLS             # the other warpgroup's
+    HALF_D: gl.constexpr = BLOCK_D // 2
+    D0: gl.constexpr = WG * HALF_D                 # own columns of dK and dV
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, COLS, 16])
+    d_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HALF_D, 16])
+    col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
+
+    offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+    s_zero = gl.zeros([ROWS, COLS], gl.float32, s_layout)
+    dk = gl.zeros([ROWS, HALF_D], gl.float32, d_layout)
+    dv = gl.zeros([ROWS, HALF_D], gl.float32, d_layout)
+    lse_s, delta = _query_stats(lse_base, delta_base, lo + C0, seqlen_q, scale, COLS, col_s, LSE_PREP)
+    mbarrier.wait(kv_bar, kv_phase)
+    for i in range(n_blocks):
+        buf = j % NUM_BUF
+        m0 = lo + i * BLOCK_M
+        mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
+        zero = (m0 < 0).to(gl.int32)
+        kz = zero + kb                            # kb, not provably loop-invariant (see _bwd_unit)
+        q_tile = q_smem.index(buf)
+        do_tile = do_smem.index(buf)
+        if FROM_ZERO:
+            st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
+                               is_async=True)
+            dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
+                                is_async=True)
+        else:                                     # from -lse / scale and -delta, as in _bwd_unit
+            key_ok = offs_n[:, None] < seqlen_k
+            st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
+                          seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT, C0)
+            st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), st0, is_async=True)
+            dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
+            dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), dpt0, is_async=True)
+        st = warpgroup_mma_wait(1, deps=[st])
+        if FROM_ZERO:
+            st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
+                         MASK_RIGHT, C0)
+            pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
+        else:
+            pt = gl.exp2(st * scale_log2)
+        mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)     # both read last step's tiles
+        p_own = p_smem.index(WG + zero)
+        p_own.store(pt.to(dtype))
+        fence_async_shared()                      # the generic-proxy store before wgmma's async read
+        dv = warpgroup_mma(p_own, do_tile.slice(C0, COLS).slice(D0, HALF_D, dim=1), dv, is_async=True)
+        dpt = warpgroup_mma_wait(1, deps=[dpt])
+        dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
+        ds_own = ds_smem.index(WG + zero)
+        ds_own.store(dst)
+        fence_async_shared()
+        mbarrier.arrive(ds_full, count=1)
+        dk = warpgroup_mma(ds_own, q_tile.slice(C0, COLS).slice(D0, HALF_D, dim=1), dk, is_async=True)
+        mbarrier.wait(ds_full, j & 1)             # the other warpgroup's P^T and dS^T are in
+        dv = warpgroup_mma(p_smem.index(1 - WG + zero), do_tile.slice(C1, COLS).slice(D0, HALF_D, dim=1), dv,
+                           is_async=True)
+        dk = warpgroup_mma(ds_smem.index(1 - WG + zero), q_tile.slice(C1, COLS).slice(D0, HALF_D, dim=1), dk,
+                           is_async=True)
+        lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M + C0, seqlen_q, scale, COLS, col_s, LSE_PREP)
+        dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
+        mbarrier.arrive(q_empty.index(buf), count=1)
+        mbarrier.arrive(ds_free, count=1)
+        j += 1
+    return dk, dv, j
+
+
+@gluon.jit
 def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, counter_offset, CU_Q, CU_K,
                           stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                           stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
@@ -459,8 +564,10 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
     tiles (SMEM_DQ: their layout). HOST_DESC: Q, K, V, DO (and DQ_ACC with ONE_PASS) are host-made
     4-D TMA descriptors over (batch, heads, rows, head_dim), not pointers (no varlen): no
     descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
-    BLOCK_N: gl.constexpr = 128
+    DSPLIT: gl.constexpr = BLOCK_D > 128           # _bwd_unit_dsplit: 64 keys, dK / dV split by columns
+    BLOCK_N: gl.constexpr = 64 if DSPLIT else 128
     HALF: gl.constexpr = 64
+    gl.static_assert(not (DSPLIT and (ONE_PASS or STAGE_P)), "past d128: two passes, P^T / dS^T staged anyway")
     gl.static_assert(HOST_DESC or not PERSISTENT, "per-program descriptors serve one unit")
     gl.static_assert(PERSISTENT or not DYNAMIC, "DYNAMIC schedules a persistent grid")
     gl.static_assert(ONE_PASS or not DYNAMIC, "DYNAMIC's counter lies past dQ's buffer")
@@ -499,6 +606,9 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
     q_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
     do_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_M, BLOCK_D], SMEM_Q)
     p_smem, ds_smem = q_smem, q_smem                          # stand-ins where operands stay in registers
+    if DSPLIT:    # P^T and dS^T of each warpgroup's queries, read by both
+        p_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M // 2], SMEM_P)
+        ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M // 2], SMEM_P)
     if STAGE_P:
         p_smem = gl.allocate_shared_memory(dtype, [2, HALF, BLOCK_M], SMEM_P)      # P^T per warpgroup
     if STAGE_P or ONE_PASS:

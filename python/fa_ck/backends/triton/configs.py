@@ -79,8 +79,17 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     if gluon and kernel == "bwd_dq":
         # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per
         # block at d128 (128 would need ~240 registers, all the consumers get).
-        # 3-deep K/V rings: +3-9% over 2 at d128 (h200-20261130-bwd call 6).
+        # 3-deep K/V rings: +3-9% over 2 at d128 (h200-20261130-bwd call 6). Head dims 129-256:
+        # 32 keys, 2-deep rings (Q and dO 128 KB + rings 64 KB of shared memory; dQ holds 128
+        # registers; 64 keys spilled 256+ bytes, 3-deep rings 40 bytes causal).
+        if d > 128:
+            return _cfg(GLUON_BLOCK_M, 32, GLUON_WARPS, 2)
         return _cfg(GLUON_BLOCK_M, 64 if d > 64 else 128, GLUON_WARPS, 3)
+    if gluon and d > 128:
+        # backward_gluon.py past d128 (_bwd_unit_dsplit): 64 keys, dK / dV split by columns across
+        # the two warpgroups, 64 queries per step, 2-deep Q / dO rings (213 KB of shared memory,
+        # no spills). Not yet timed on a GPU.
+        return dict(_cfg(64, gluon_block_n_bwd(head_dim), GLUON_WARPS, 2), STAGE_P=False)
     if gluon:
         # backward_gluon.py: 128 keys fixed (two warpgroups of 64), 64 queries per step, P^T and
         # dS^T as register operands. At d128 that spilled until the kernel stopped its loop-
@@ -88,7 +97,7 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # fast as staging them through shared memory (STAGE_P) or faster: same run, fwd+bwd +0-8 %
         # (calls 3-5), and with ONE_PASS +1-2 % (call 5). At d64 staging was 4-9 % slower
         # (h200-20261130-sixth call 2).
-        return dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=False)
+        return dict(_cfg(64, gluon_block_n_bwd(head_dim), GLUON_WARPS, 2), STAGE_P=False)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
@@ -137,7 +146,12 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
 
 
 GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgroups of 64 queries
-GLUON_BLOCK_N_BWD = 128                # backward_gluon.py: two consumer warpgroups of 64 keys
+
+
+def gluon_block_n_bwd(head_dim: int) -> int:
+    """Keys per unit of backward_gluon.py's dK/dV kernel: two consumer warpgroups of 64 keys up to
+    d128; past it 64 keys that both take, each owning half of dK's and dV's columns."""
+    return 64 if block_d(head_dim) > 128 else 128
 
 
 def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
@@ -285,7 +299,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
-        return {"GLUON": sm == 90 and d <= 128}
+        return {"GLUON": sm == 90 and d <= 256}
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
         out["RAW_MAX"] = True                # where host._raw_max allows (both forward kernels)
@@ -304,7 +318,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["TMA_STORE"] = d <= 128
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
-        out["GLUON"] = sm == 90 and d <= 128
+        out["GLUON"] = sm == 90 and d <= 256
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
         out["LSE_PREP"] = d <= 64            # d128: -6 to +3 % (h200-20261130-twelfth call 1)
@@ -331,14 +345,14 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
 
 def dkdv_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, num_kv: int = 1) -> int:
     """Shared memory (bytes) backward_gluon.py's dK/dV kernel allocates: num_kv K and V tiles,
-    the Q and dO rings, P^T with STAGE_P, dS^T with STAGE_P or ONE_PASS, dQ's two fp32 tiles with
-    ONE_PASS, and a little for its barriers."""
+    the Q and dO rings, P^T with STAGE_P or past d128, dS^T with STAGE_P, ONE_PASS or past d128,
+    dQ's two fp32 tiles with ONE_PASS, and a little for its barriers."""
     d, elem = block_d(head_dim), torch.finfo(dtype).bits // 8
-    bm, bn = cfg["BLOCK_M"], GLUON_BLOCK_N_BWD
+    bm, bn = cfg["BLOCK_M"], gluon_block_n_bwd(head_dim)
     total = 2 * num_kv * bn * d * elem + 2 * cfg["num_stages"] * bm * d * elem
-    if cfg.get("STAGE_P"):
+    if cfg.get("STAGE_P") or d > 128:
         total += bn * bm * elem
-    if cfg.get("STAGE_P") or cfg.get("ONE_PASS"):
+    if cfg.get("STAGE_P") or cfg.get("ONE_PASS") or d > 128:
         total += bn * bm * elem
     if cfg.get("ONE_PASS"):
         total += bm * d * 4
@@ -355,12 +369,16 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
         return [c for c in out if (d <= 128 and c["BLOCK_N"] > 32)
                 or (d > 128 and fwd_gluon_smem(head_dim, c, dtype) <= SMEM_BYTES_SM90)]
     if gluon and kernel == "bwd_dq":
+        if d > 128:               # (3-deep rings spill 40 bytes causal)
+            return [_cfg(GLUON_BLOCK_M, 32, GLUON_WARPS, st) for st in (2, 3)]
         return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in ((64, 128) if d <= 64 else (64,)) for st in (2, 3)]
+    if gluon and d > 128:         # 64 or 128 queries per step (the latter single-buffered: shared memory)
+        return [dict(_cfg(64, 64, GLUON_WARPS, 2), STAGE_P=False), dict(_cfg(128, 64, GLUON_WARPS, 1), STAGE_P=False)]
     if gluon:
         if d <= 64:
-            return [_cfg(bm, GLUON_BLOCK_N_BWD, GLUON_WARPS, st) for bm in (64, 32) for st in (2, 3)]
-        return [dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=stage) for stage in (False, True)] + \
-            [dict(_cfg(32, GLUON_BLOCK_N_BWD, GLUON_WARPS, st), STAGE_P=False) for st in (2, 3)]
+            return [_cfg(bm, gluon_block_n_bwd(head_dim), GLUON_WARPS, st) for bm in (64, 32) for st in (2, 3)]
+        return [dict(_cfg(64, gluon_block_n_bwd(head_dim), GLUON_WARPS, 2), STAGE_P=stage) for stage in (False, True)] + \
+            [dict(_cfg(32, gluon_block_n_bwd(head_dim), GLUON_WARPS, st), STAGE_P=False) for st in (2, 3)]
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":

@@ -28,8 +28,7 @@ def _gluon_ok(q, k, v, out, p: AttnParams) -> bool:
     """Whether the Gluon kernels serve this call: fp16/bf16 (the forward: also quantised e4m3fn
     q, k, v with keys-contiguous v) without softcap, ALiBi or dropout (masks, windows and
     varlen they have; GQA the forward and dQ), tensors TMA can address (see _tma_ok; `out` is
-    dO for the backward; head dims up to 256 in 16-bit types, up to 128 in fp8: the backward's
-    caller keeps its kernels to 128)."""
+    dO for the backward; head dims up to 256 in 16-bit types, up to 128 in fp8)."""
     dtype_ok = q.dtype in (torch.float16, torch.bfloat16) or (p.fp8 and q.dtype == torch.float8_e4m3fn)
     if _GLUON_ERROR or configs.INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None \
             or p.dropout_p != 0:
@@ -178,7 +177,10 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=num_kv, VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),
-        STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=_smem_layout(bn // 2, bm, q.dtype), ONE_PASS=one_pass,
+        STAGE_P=bool(cfg.get("STAGE_P")), ONE_PASS=one_pass,
+        # P^T / dS^T tiles: (64 keys, the step's queries) per warpgroup, or past d128 (64 keys,
+        # half the step's queries: backward_gluon._bwd_unit_dsplit)
+        SMEM_P=_smem_layout(bn // 2, bm, q.dtype) if bd <= 128 else _smem_layout(bn, bm // 2, q.dtype),
         SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
         FROM_ZERO=bool(cfg.get("FROM_ZERO")), LSE_PREP=bool(cfg.get("LSE_PREP")), PERSISTENT=persistent,
         DYNAMIC=dynamic, num_warps=cfg["num_warps"]))

@@ -297,7 +297,10 @@ GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon 
                          "bwd_dkdv gluon persistent bf16 d128 causal": 64,
                          # asked for (off by default at d128, h200-20261130-thirteenth call 1: -2 to -3.5 %)
                          "bwd_dkdv gluon dynamic bf16 d128 full": 32,
-                         "bwd_dkdv gluon dynamic bf16 d128 causal": 56}
+                         "bwd_dkdv gluon dynamic bf16 d128 causal": 56,
+                         # 3-deep K / V rings: fwd+bwd +2 to +13 % over 2-deep, which does not spill
+                         # (h200-20261201-fifteenth calls 1-2)
+                         "bwd_dq gluon bf16 d256 causal": 40}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

@@ -80,15 +80,18 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per
         # block at d128 (128 would need ~240 registers, all the consumers get).
         # 3-deep K/V rings: +3-9% over 2 at d128 (h200-20261130-bwd call 6). Head dims 129-256:
-        # 32 keys, 2-deep rings (Q and dO 128 KB + rings 64 KB of shared memory; dQ holds 128
-        # registers; 64 keys spilled 256+ bytes, 3-deep rings 40 bytes causal).
+        # 32 keys (Q and dO 128 KB + 3-deep rings 96 KB of shared memory; dQ holds 128 registers;
+        # 64 keys spilled 256+ bytes), 3-deep rings though causal calls spill 40 bytes: fwd+bwd
+        # +2 to +13 % over 2-deep at d256 S1k-16k (h200-20261201-fifteenth calls 1-2, one point
+        # -9.5 % in call 1, +2.7 % in call 2's 5 rounds), +10-12 % at d160 / d192 S4k.
         if d > 128:
-            return _cfg(GLUON_BLOCK_M, 32, GLUON_WARPS, 2)
+            return _cfg(GLUON_BLOCK_M, 32, GLUON_WARPS, 3)
         return _cfg(GLUON_BLOCK_M, 64 if d > 64 else 128, GLUON_WARPS, 3)
     if gluon and d > 128:
         # backward_gluon.py past d128 (_bwd_unit_dsplit): 64 keys, dK / dV split by columns across
         # the two warpgroups, 64 queries per step, 2-deep Q / dO rings (213 KB of shared memory,
-        # no spills). Not yet timed on a GPU.
+        # no spills). h200-20261201-fifteenth call 1 (d256 fwd+bwd, same run): 128 queries per
+        # step single-buffered -1 to -5 %, S^T / dP^T from zero level (-2 to +1 %).
         return dict(_cfg(64, gluon_block_n_bwd(head_dim), GLUON_WARPS, 2), STAGE_P=False)
     if gluon:
         # backward_gluon.py: 128 keys fixed (two warpgroups of 64), 64 queries per step, P^T and
@@ -369,8 +372,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
         return [c for c in out if (d <= 128 and c["BLOCK_N"] > 32)
                 or (d > 128 and fwd_gluon_smem(head_dim, c, dtype) <= SMEM_BYTES_SM90)]
     if gluon and kernel == "bwd_dq":
-        if d > 128:               # (3-deep rings spill 40 bytes causal)
-            return [_cfg(GLUON_BLOCK_M, 32, GLUON_WARPS, st) for st in (2, 3)]
+        if d > 128:               # (3-deep rings spill 40 bytes causal and were faster all the same)
+            return [_cfg(GLUON_BLOCK_M, 32, GLUON_WARPS, st) for st in (3, 2)]
         return [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in ((64, 128) if d <= 64 else (64,)) for st in (2, 3)]
     if gluon and d > 128:         # 64 or 128 queries per step (the latter single-buffered: shared memory)
         return [dict(_cfg(64, 64, GLUON_WARPS, 2), STAGE_P=False), dict(_cfg(128, 64, GLUON_WARPS, 1), STAGE_P=False)]

@@ -6,7 +6,7 @@ FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}
 
 dK and dV:
 
-A work unit is 128 keys of one kv head: two consumer warpgroups of 64 keys each (their own
+A work unit is 128 keys of one kv head (up to d128): two consumer warpgroups of 64 keys each (their own
 partitions) and one producer warp that loads the unit's K and V once, then streams the query
 blocks' Q and dO through NUM_BUF-deep rings by TMA (full/empty mbarriers, as in the forward).
 A program takes one unit, or PERSISTENT several in turn (rings, barriers and, up to d64, two K
@@ -29,7 +29,11 @@ each consumer computes, with keys along the rows (FlashAttention-2's transposed 
 
 The start values need scale > 0 (the launcher sends other scales to backward.py).
 
-Plain calls only (fp16/bf16, head dim up to 128, causal and windows, varlen) without GQA: one q
+Past head dim 128 (DSPLIT, _bwd_unit_dsplit) a unit is 64 keys that both warpgroups take, each
+owning half of dK's and dV's columns; S^T and dP^T are split by queries instead, P^T and dS^T
+shared through shared memory; no ONE_PASS there (dQ by the dQ kernel).
+
+Plain calls only (fp16/bf16, head dim up to 256, causal and windows, varlen) without GQA: one q
 head per kv head, so one Q and one dO descriptor per program.
 
 dQ: one program owns 128 queries of one q head (two consumer warpgroups of 64; GQA too: K and
@@ -551,8 +555,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
                           FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr,
                           DYNAMIC: gl.constexpr, num_warps: gl.constexpr):
-    """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head): one program per unit, or
-    with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
+    """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head, 64 past d128): one program
+    per unit, or with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
     rings and barriers carried from one unit to the next; DYNAMIC (with ONE_PASS): program p's
     first unit is p, its next ones num_programs + an atomic add on the int32 zero at DQ_BUF +
     counter_offset (DQ_BUF: DQ_ACC's tensor, counter_offset its element count).

@@ -262,10 +262,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
     (never for varlen), not built per tile on the device. TMA_STORE (with HOST_DESC): out leaves
     through shared memory as a TMA store, not waited for until the next tile's.
-    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA); GLUON (bwd_dq): dQ by
+    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA, head dims to 256); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
-    the Gluon kernel's TMA reduce-adds, on by default wherever that kernel serves the call (the
+    the Gluon kernel's TMA reduce-adds, on by default wherever that kernel serves the call up to d128 (the
     launcher decides, once it knows): it beat the Gluon dK/dV + dQ pair on the H200 (bf16, same
     runs) at head dims 65-128 everywhere (h200-20261130-seventh call 5: fwd+bwd d128 S>=4k +8-16 %,
     S1024 +5-12 %), at d64 on masked calls (from 4k keys +6-7 %; the nanoGPT shape +6 % over

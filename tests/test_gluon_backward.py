@@ -1,6 +1,6 @@
-"""The Hopper backward kernels in Gluon (backends/triton/backward_gluon.py: dK/dV and dQ): off by
-default, their switches and configurations (CPU), and their gradients against the float64
-reference on an sm90 GPU when asked for. On the CPU it is only compiled for sm90
+"""The Hopper backward kernels in Gluon (backends/triton/backward_gluon.py: dK/dV and dQ): where
+they are the default, their switches and configurations (CPU), and their gradients against the
+float64 reference on an sm90 GPU, by default and when asked for. On the CPU it is only compiled for sm90
 (tools/triton_compile_check.py's sm90 rows, which CI runs)."""
 import importlib
 import json
@@ -34,8 +34,9 @@ def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=
 
 
 def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
-    """configs.gluon_wins (h200-20261130-bwd, -sixth, -seventh, -tenth): dK/dV always; dQ at d128
-    always, at d64 from 4k keys. Only sm90, only calls the kernels serve."""
+    """configs.gluon_wins (h200-20261130-bwd, -sixth, -seventh, -tenth, h200-20261201-fifteenth):
+    dK/dV always; dQ from d128 always (to d256), at d64 from 4k keys. Only sm90, only calls the
+    kernels serve."""
     for kernel in ("bwd_dkdv", "bwd_dq"):
         assert configs.switches(kernel, "cuda:sm90", 128, False)["GLUON"]
         assert not configs.switches(kernel, "cuda:sm80", 128, False)["GLUON"]
@@ -295,11 +296,26 @@ def test_gluon_dkdv_past_d128(monkeypatch):
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "ONE_PASS": true}}')
     with pytest.raises(ValueError, match="past head dim 128 the Gluon dK/dV kernel leaves dQ"):
         _config(monkeypatch, head_dim=256)
+    assert _config(monkeypatch, head_dim=256, deterministic=True)["GLUON"]   # (no one pass there anyway)
+    # ONE_PASS alone: backward.py's one pass, as before the Gluon kernel served these head dims
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"ONE_PASS": true}}')
+    cfg = _config(monkeypatch, head_dim=256)
+    assert cfg["ONE_PASS"] and not cfg["GLUON"]
+    assert _config(monkeypatch, head_dim=128)["GLUON"] and _config(monkeypatch, head_dim=128)["ONE_PASS"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 128}}')
-    with pytest.raises(ValueError, match=r"needs \d+ bytes of shared memory with BLOCK_M 128 and num_stages 2"):
+    with pytest.raises(ValueError, match=r"the Gluon dK/dV kernel needs \d+ bytes of shared memory with BLOCK_M 128 "
+                                         r"and num_stages 2"):
         _config(monkeypatch, head_dim=256)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 128, "num_stages": 1}}')
     assert _config(monkeypatch, head_dim=256)["BLOCK_M"] == 128                # single-buffered: fits
+    for bm in (16, 32):                      # (16 does not compile; 32 never ran on a GPU)
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"BLOCK_M": bm}}))
+        with pytest.raises(ValueError, match=f"takes 64 or 128 queries per step \\(BLOCK_M\\), got {bm}"):
+            _config(monkeypatch, head_dim=200)
+        assert _config(monkeypatch, head_dim=128)["BLOCK_M"] == bm           # up to d128 it takes them
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"STAGE_P": true}}')
+    assert _config(monkeypatch, head_dim=256)["STAGE_P"] is False             # staged anyway: the switch is moot
+    assert _config(monkeypatch, head_dim=128)["STAGE_P"] is True
 
 
 def test_gluon_dq_tiles(monkeypatch):
@@ -318,7 +334,13 @@ def test_gluon_dq_tiles(monkeypatch):
     monkeypatch.delenv("FA_CK_TRITON_CONFIG")
     cfg = _config(monkeypatch, kernel="bwd_dq", head_dim=256)
     assert cfg["GLUON"] and (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_stages"]) == (128, 32, 3)   # 64 keys spill
-    assert all(c["BLOCK_N"] == 32 for c in configs.candidates("bwd_dq", "cuda:sm90", 256, torch.bfloat16, gluon=True))
+    cands = configs.candidates("bwd_dq", "cuda:sm90", 256, torch.bfloat16, gluon=True)
+    assert all(c["BLOCK_N"] == 32 and configs.dq_gluon_smem(256, c, torch.bfloat16) <= configs.SMEM_BYTES_SM90
+               for c in cands)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"BLOCK_N": 64}}')      # 64 keys 3-deep: 320 KB
+    with pytest.raises(ValueError, match=r"the Gluon dQ kernel needs 328704 bytes of shared memory with BLOCK_N 64"):
+        _config(monkeypatch, kernel="bwd_dq", head_dim=256)
+    assert _config(monkeypatch, kernel="bwd_dq", head_dim=128)["BLOCK_N"] == 64
 
 
 # ---------------------------------------------------------------------------- on an sm90 GPU

@@ -274,6 +274,15 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
     persist = dict(host, PERSISTENT=True)
     yield f"bwd_dkdv gluon persistent bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
         _gluon_sig(bwd_dkdv_gluon_kernel, persist, dict(pointers, **descs)), persist, cfg
+    # varlen (descriptors per program) with lse / scale from bwd_preprocess (asked for)
+    varlen = dict(consts, VARLEN=True, LSE_PREP=True)
+    yield f"bwd_dkdv gluon varlen lse-prep bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+        _gluon_sig(bwd_dkdv_gluon_kernel, varlen, pointers), varlen, cfg
+    # 128 queries per step, single-buffered (asked for: 1-5 % slower, fifteenth part call 1)
+    wide = dict(consts, BLOCK_M=128, NUM_BUF=1, SMEM_Q=gluon._smem_layout(128, bd, bf16),
+                SMEM_P=gluon._smem_layout(bn, 64, bf16))
+    yield f"bwd_dkdv gluon 128-queries bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+        _gluon_sig(bwd_dkdv_gluon_kernel, wide, pointers), wide, dict(cfg, BLOCK_M=128, num_stages=1)
     cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
     consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                   SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),
@@ -300,7 +309,9 @@ GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon 
                          "bwd_dkdv gluon dynamic bf16 d128 causal": 56,
                          # 3-deep K / V rings: fwd+bwd +2 to +13 % over 2-deep, which does not spill
                          # (h200-20261201-fifteenth calls 1-2)
-                         "bwd_dq gluon bf16 d256 causal": 40}
+                         "bwd_dq gluon bf16 d256 causal": 40,
+                         # asked for (not the default): measured 1-5 % slower than 64 queries 2-deep
+                         "bwd_dkdv gluon 128-queries bf16 d256 causal": 40}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

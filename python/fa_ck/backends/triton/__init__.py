@@ -248,6 +248,12 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         sw["FROM_ZERO"] = configs.dkdv_from_zero_wins(head_dim, p.has_window)
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
+    if kernel == "bwd_dkdv" and sw["GLUON"] and sw["ONE_PASS"] and configs.block_d(head_dim) > 128:
+        # past d128 the Gluon dK/dV kernel has no one pass: asked for, it is backward.py's
+        if "GLUON" in over_sw:
+            raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: past head dim 128 the Gluon dK/dV kernel leaves dQ "
+                             f"to its own kernel (head dim {head_dim}, GLUON and ONE_PASS asked); drop one")
+        sw["GLUON"] = False
     if kernel == "bwd_dkdv" and "DYNAMIC" not in over_sw:
         sw["DYNAMIC"] = configs.dkdv_dynamic_wins(head_dim)
     if kernel == "bwd_dkdv" and "PERSISTENT" not in over_sw:   # (DYNAMIC's counter needs ONE_PASS)
@@ -262,32 +268,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon),
                               lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
-    if gluon:                                # the Gluon kernels fix one tile side: two warpgroups of 64 rows
-        side, rows = (("BLOCK_N", configs.gluon_block_n_bwd(head_dim)) if kernel == "bwd_dkdv"
-                      else ("BLOCK_M", configs.GLUON_BLOCK_M))
-        if (cfg[side], cfg["num_warps"]) != (rows, configs.GLUON_WARPS):
-            raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
-                             f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
-                             f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
-    if gluon and kernel == "bwd_dkdv" and configs.block_d(head_dim) > 128:
-        if cfg["ONE_PASS"]:
-            raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: past head dim 128 the Gluon dK/dV kernel leaves dQ "
-                             f"to its own kernel (head dim {head_dim}, ONE_PASS asked); set \"GLUON\": false for "
-                             f"backward.py's one pass")
-        cfg["STAGE_P"] = False               # (it stages P^T and dS^T through shared memory anyway)
-        tiles = configs.dkdv_gluon_smem(head_dim, cfg, q.dtype)
-        if tiles > configs.SMEM_BYTES_SM90:
-            raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: the Gluon dK/dV kernel needs {tiles} bytes of shared "
-                             f"memory with BLOCK_M {cfg['BLOCK_M']} and num_stages {cfg['num_stages']} at head dim "
-                             f"{head_dim} (sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or queries per step")
+    if gluon:
+        _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
-    if gluon and kernel == "fwd":            # Q and the K / V rings alone (asked-for tiles; tuned ones fit)
-        tiles = configs.fwd_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), q.dtype, p.fp8)
-        if tiles > configs.SMEM_BYTES_SM90:
-            raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon forward needs {tiles} bytes of shared memory "
-                             f"with BLOCK_N {cfg['BLOCK_N']} and num_stages {cfg['num_stages']} at head dim "
-                             f"{head_dim} (sm90 has {configs.SMEM_BYTES_SM90}); use fewer stages or keys per block")
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0
     if cfg.get("TMA_STORE") and smem > configs.SMEM_BYTES_SM90:
         if "TMA_STORE" in over_sw and ("num_stages" in over or "BLOCK_N" in over):   # tiles the user chose
@@ -300,6 +284,35 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
                          f"{configs.TMA_MIN_STAGES}+ stages or \"TMA\": false")
     return cfg
+
+
+def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype, fp8: bool):
+    """A Gluon kernel's config (asked-for tiles among it) against what the kernel can take, each
+    failure a ValueError naming the key: its fixed side (two warpgroups of 64 rows), its shared
+    memory (Q / dO and the rings), and past d128 the dK/dV kernel's queries per step."""
+    side, rows = (("BLOCK_N", configs.gluon_block_n_bwd(head_dim)) if kernel == "bwd_dkdv"
+                  else ("BLOCK_M", configs.GLUON_BLOCK_M))
+    if (cfg[side], cfg["num_warps"]) != (rows, configs.GLUON_WARPS):
+        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
+                         f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "
+                         f"num_warps {cfg['num_warps']} (set \"GLUON\": false for other tiles)")
+    wide = configs.block_d(head_dim) > 128
+    if kernel == "bwd_dkdv" and wide:
+        cfg["STAGE_P"] = False               # (it stages P^T and dS^T through shared memory anyway)
+        if cfg["BLOCK_M"] not in (64, 128):  # (the ones run on a GPU; 16 does not compile)
+            raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: past head dim 128 the Gluon dK/dV kernel takes 64 or "
+                             f"128 queries per step (BLOCK_M), got {cfg['BLOCK_M']}")
+    if kernel == "fwd":                      # Q and the K / V rings alone (TMA_STORE is dropped where it does not fit)
+        what, tiles = "the Gluon forward", configs.fwd_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), dtype, fp8)
+    elif kernel == "bwd_dq":
+        what, tiles = "the Gluon dQ kernel", configs.dq_gluon_smem(head_dim, cfg, dtype)
+    else:   # (the launcher gives up the second K / V buffer where it does not fit)
+        what, tiles = "the Gluon dK/dV kernel", configs.dkdv_gluon_smem(head_dim, cfg, dtype)
+    if tiles > configs.SMEM_BYTES_SM90:
+        tile = "BLOCK_M" if kernel == "bwd_dkdv" else "BLOCK_N"
+        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {what} needs {tiles} bytes of shared memory with {tile} "
+                         f"{cfg[tile]} and num_stages {cfg['num_stages']} at head dim {head_dim} (sm90 has "
+                         f"{configs.SMEM_BYTES_SM90}); use fewer stages or smaller tiles")
 
 
 def _launch_cfg(cfg: dict) -> dict:

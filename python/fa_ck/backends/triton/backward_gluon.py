@@ -1,6 +1,6 @@
 """The backward for Hopper (sm90) in Gluon, warp-specialised like forward_gluon.py: a dK/dV kernel
 that can add dQ itself (ONE_PASS), and a dQ kernel for the calls it does not (GQA,
-deterministic=True). Where each is the default: configs.gluon_wins and configs.switches (ONE_PASS);
+deterministic=True, head dims past 128). Where each is the default: configs.gluon_wins and configs.switches (ONE_PASS);
 FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}',
 '{"bwd_dq": {"GLUON": ...}}').
 
@@ -222,7 +222,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr,
                   PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
     """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
-    the unit's K and V buffer) against the unit's query blocks (_bwd_unit), then their dK and dV
+    the unit's K and V buffer; past d128 the unit's 64 keys, columns WG * BLOCK_D / 2 on: see
+    _consume_unit) against the unit's query blocks (_bwd_unit), then their dK and dV
     stored from registers while the producer may already load the next unit's tiles; j counts
     steps across units (the Q / dO ring's and ds_full / ds_free's phases). DYNAMIC: each unit's
     number read from unit_smem once its K and V are in (_unit_at), until one past the last. One

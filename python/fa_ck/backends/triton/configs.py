@@ -175,6 +175,8 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     S4k, and on masked calls at any length (the nanoGPT shape +6 %, twice). Since host-made
     descriptors (h200-20261130-tenth calls 1-3, fwd+bwd, same run): also d64 full S1024, the one
     point left to backward.py's kernels, +8.5 % and +14 % (two runs): everywhere.
+    Past d128 (h200-20261201-fifteenth calls 1-3, fwd+bwd at d256 S1k-16k, same runs): both Gluon
+    kernels 0.92-0.98x of cuDNN (3-deep dQ rings: 0.95-1.11x) where backward.py's gave 0.28-0.37x.
     Before that (calls 1, 5, 6): from S4k, d128 causal +10-14% and d64 +4-18%; d128 full -2 to -5%
     (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
     at d128 (h200-20261130-sixth calls 2-3): +3-7 % fwd+bwd over those choices from S4k, causal
@@ -284,7 +286,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     points (S16k causal level), nanoGPT +1.7 %; d128 -6 to +3 % (its causal kernel spills 8 bytes
     more): on by default at d64 only.
     PERSISTENT (bwd_dkdv, with GLUON and host-made descriptors, more units than SMs): at most one
-    program per SM, each taking 128-key units in turn. With two K and V buffers (where shared
+    program per SM, each taking 128-key units (64 past d128) in turn. With two K and V buffers (where shared
     memory holds them: the defaults' up to d64) the next unit's K, V, Q and dO load under this
     one's last steps; with one (d128) its loads wait for this unit's multiplies and overlap only
     its dK / dV stores. By default where dkdv_persistent_wins. DYNAMIC (with PERSISTENT and
@@ -344,6 +346,13 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
     if cfg.get("TMA_STORE"):
         total += bm * d * (out_bytes or (4 if fp8 else elem))
     return total + 1024
+
+
+def dq_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype) -> int:
+    """Shared memory (bytes) backward_gluon.py's dQ kernel allocates: Q and dO of its 128 queries,
+    the K and V rings, and a little for its barriers."""
+    d, elem = block_d(head_dim), torch.finfo(dtype).bits // 8
+    return 2 * GLUON_BLOCK_M * d * elem + 2 * cfg["num_stages"] * cfg["BLOCK_N"] * d * elem + 1024
 
 
 def dkdv_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, num_kv: int = 1) -> int:

@@ -151,6 +151,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     DYNAMIC and ONE_PASS from a counter: the int32 zero just past dq_acc's elements that
     __init__._dq_accumulator leaves there (checked here)."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
+    assert bn == configs.gluon_block_n_bwd(d), "the kernel fixes its keys per unit (__init__ checks asked tiles)"
     one_pass = bool(cfg["ONE_PASS"])
     host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
     units, sms = _cdiv(sk, bn) * hkv * b, _sm_count(q.device)

@@ -609,13 +609,13 @@ def test_gluon_backward_past_d128_windows_and_varlen(wide_backward_calls, window
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_backward_past_d128_gqa_and_persistent_units(monkeypatch, causal):
-    """GQA past d128: dK / dV by backward.py, dQ by the Gluon kernel. Then persistent programs
-    with several 64-key units each (4 x 4 heads x 32 key blocks on one program per SM): dK and dV
-    bit for bit those of one program per unit."""
+    """GQA past d128: both Gluon kernels, the dK/dV kernel's units stepping through their q heads.
+    Then persistent programs with several 64-key units each (4 x 4 heads x 32 key blocks on one
+    program per SM): dK and dV bit for bit those of one program per unit."""
     dkdv = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
     dq = record_launches(monkeypatch, plans, gluon.bwd_dq_gluon_kernel)
     check(2, 1000, 1000, 4, 2, 256, dtype=torch.bfloat16, device="cuda", causal=causal, same_precision=True)
-    assert dq and not dkdv
+    assert dq and dkdv and dkdv[-1][1]["GROUP"] == 2 and dkdv[-1][1]["HOST_DESC"]
     q, k, v = (torch.randn(4, 2000, 4, 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
                for _ in range(3))
     do = torch.randn_like(q)
@@ -626,3 +626,75 @@ def test_gluon_backward_past_d128_gqa_and_persistent_units(monkeypatch, causal):
         assert dkdv[-1][1]["PERSISTENT"] == persistent and (dkdv[-1][0][0] < 512) == persistent
     for a, b in zip(grads[True], grads[False]):
         assert torch.equal(a, b)
+
+
+@pytest.mark.skipif(not configs.INTERPRET, reason="runs the call in the interpreter (CPU tensors)")
+def test_gluon_dkdv_serves_gqa_through_host_descriptors(monkeypatch):
+    """GQA reaches the Gluon dK/dV kernel (host-made 4-D descriptors over every q head: a unit
+    steps through its kv head's q heads); varlen GQA does not (its descriptors are per sequence)."""
+    from attn_check import rand
+    from fa_ck import interface
+    asked = []
+    real = tb._config
+    monkeypatch.setattr(gluon, "_gluon_ok", lambda *args, **kwargs: True)
+    monkeypatch.setattr(tb, "_config", lambda kernel, *a, gluon_possible=False, **kw: (
+        asked.append((kernel, gluon_possible)), real(kernel, *a, gluon_possible=False, **kw))[1])
+    q = rand(2, 16, 4, 32, dtype=torch.float32, device="cpu", requires_grad=False)
+    k, v = (rand(2, 16, 2, 32, dtype=torch.float32, device="cpu", requires_grad=False) for _ in range(2))
+    p = interface._params(q, k, batch=2, causal=True, scale=0.2, window_size=(-1, -1), alibi_slopes=None,
+                          softcap=0.0, dropout_p=0.0, deterministic=False, fp8=False)
+    out, lse = tb.forward(q, k, v, p)
+    tb.backward(torch.randn_like(out), q, k, v, out, lse, p)
+    assert [g for kernel, g in asked if kernel == "bwd_dkdv"] == [True]
+    asked.clear()
+    cu = torch.tensor([0, 7, 16], dtype=torch.int32)
+    qv, kv_, vv = q.reshape(32, 4, 32)[:16], k.reshape(32, 2, 32)[:16], v.reshape(32, 2, 32)[:16]
+    p = interface._params(qv, kv_, batch=2, causal=True, scale=0.2, window_size=(-1, -1), alibi_slopes=None,
+                          softcap=0.0, dropout_p=0.0, deterministic=False, fp8=False, seqlens=(9, 9))
+    import dataclasses
+    p = dataclasses.replace(p, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=9, max_seqlen_k=9)
+    out, lse = tb.forward(qv, kv_, vv, p)
+    tb.backward(torch.randn_like(out), qv, kv_, vv, out, lse, p)
+    assert [g for kernel, g in asked if kernel == "bwd_dkdv"] == [False]
+
+
+@pytest.fixture
+def gqa_dkdv_launches(monkeypatch):
+    """The Gluon dK/dV kernel's launches under GQA, by default (no asks)."""
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
+    launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
+    yield launches
+    assert launches and all(c["HOST_DESC"] for _, c in launches)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", [
+    (2, 1000, 1000, 8, 2, 128), (1, 777, 1531, 6, 2, 64), (2, 300, 513, 4, 1, 256), (1, 130, 257, 6, 3, 32),
+    (3, 1531, 129, 4, 2, 96), (2, 1, 300, 4, 2, 128),
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_dkdv_gqa_matches_reference(gqa_dkdv_launches, dtype, shape, causal):
+    check(*shape, dtype=dtype, device="cuda", causal=causal, same_precision=True)
+    assert gqa_dkdv_launches[-1][1]["GROUP"] == shape[3] // shape[4]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("window", [(64, 0), (200, 37), (5, -1)])
+@pytest.mark.parametrize("asked", ["default", "two_pass", "persistent", "deterministic"])
+def test_gluon_dkdv_gqa_windows_and_schedules(monkeypatch, gqa_dkdv_launches, window, asked):
+    """GQA with windows, by default and with two passes, round-robin persistent programs
+    (several units each on 4 SMs) and deterministic=True; d64 (DYNAMIC by default) and d128."""
+    over = {"two_pass": {"ONE_PASS": False}, "persistent": {"PERSISTENT": True, "DYNAMIC": False}}.get(asked, {})
+    if over:
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": over}))
+    if asked == "persistent":
+        monkeypatch.setattr(gluon, "_sm_count", lambda device: 4)
+    for d in (64, 128):
+        check(2, 900, 1100, 4, 2, d, dtype=torch.bfloat16, device="cuda", window_size=window, same_precision=True,
+              deterministic=asked == "deterministic")
+        assert gqa_dkdv_launches[-1][1]["GROUP"] == 2
+    if asked == "persistent":
+        assert gqa_dkdv_launches[-1][1]["PERSISTENT"]

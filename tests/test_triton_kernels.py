@@ -228,7 +228,8 @@ def _sm90_offline_compile(*args, timeout, **env_extra):
 
 def test_sm90_d256_takes_the_gluon_kernels_both_ways():
     # past d128 the Gluon forward (64-key blocks) and the Gluon backward in two passes: dK / dV
-    # split by columns (64-key units), dQ with 32-key blocks; with GQA dK / dV come from backward.py
+    # split by columns (64-key units), dQ with 32-key blocks; GQA too (a unit steps through its q
+    # heads), varlen GQA's dK / dV from backward.py
     gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR
     res = _sm90_offline_compile("--d", "256", "--causal", timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -238,8 +239,11 @@ def test_sm90_d256_takes_the_gluon_kernels_both_ways():
     assert "ONE_PASS=True" not in res.stdout and "dq_from_acc" not in res.stdout
     res = _sm90_offline_compile("--d", "192", "--hq", "4", "--hkv", "2", timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "OK       bwd_dkdv_kernel" in res.stdout and "bwd_dkdv_gluon_kernel" not in res.stdout
+    assert ("OK       bwd_dkdv_gluon_kernel" in res.stdout and "GROUP=2" in res.stdout) or gluon_missing
     assert "OK       bwd_dq_gluon_kernel BLOCK_N=32 BLOCK_D=256" in res.stdout or gluon_missing
+    res = _sm90_offline_compile("--d", "192", "--hq", "4", "--hkv", "2", "--lens", "[[5, 300], [7, 200]]", timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "OK       bwd_dkdv_kernel" in res.stdout and "bwd_dkdv_gluon_kernel" not in res.stdout
 
 
 def test_sm90_compiles_the_edge_shapes():

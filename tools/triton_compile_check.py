@@ -204,7 +204,7 @@ def gluon_kernels():
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False,
-                          DYNAMIC=False, **masks,
+                          DYNAMIC=False, GROUP=1, **masks,
                           SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16), SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
@@ -222,6 +222,10 @@ def gluon_kernels():
             host = dict(consts, HOST_DESC=True)
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
+            # GQA (4 q heads per kv head: a unit steps through them; host-made descriptors only)
+            gqa = dict(host, GROUP=4)
+            yield f"bwd_dkdv gluon gqa bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+                _gluon_sig(bwd_dkdv_gluon_kernel, gqa, dict(pointers, **descs)), gqa, cfg
             # LSE_PREP the other way from its default (on at d64, off at d128)
             flip = dict(host, LSE_PREP=not host["LSE_PREP"])
             yield f"bwd_dkdv gluon host-desc {'lse-prep' if flip['LSE_PREP'] else 'plain-lse'} bf16 d{d} {mode}", \
@@ -256,7 +260,7 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
     cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     consts = dict(BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False, DYNAMIC=False,
-                  **masks, SMEM_KV=gluon._smem_layout(bn, bd, bf16), SMEM_Q=gluon._smem_layout(bm, bd, bf16),
+                  GROUP=1, **masks, SMEM_KV=gluon._smem_layout(bn, bd, bf16), SMEM_Q=gluon._smem_layout(bm, bd, bf16),
                   STAGE_P=False, SMEM_P=gluon._smem_layout(bn, bm // 2, bf16), ONE_PASS=False,
                   SMEM_DQ=gluon._smem_layout(bm, bd // 2, torch.float32), HOST_DESC=False,
                   FROM_ZERO=configs.dkdv_from_zero_wins(d, masks["MASK_RIGHT"]), LSE_PREP=bool(cfg.get("LSE_PREP")),
@@ -274,6 +278,9 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
     persist = dict(host, PERSISTENT=True)
     yield f"bwd_dkdv gluon persistent bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
         _gluon_sig(bwd_dkdv_gluon_kernel, persist, dict(pointers, **descs)), persist, cfg
+    gqa = dict(host, GROUP=4)
+    yield f"bwd_dkdv gluon gqa bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
+        _gluon_sig(bwd_dkdv_gluon_kernel, gqa, dict(pointers, **descs)), gqa, cfg
     # varlen (descriptors per program) with lse / scale from bwd_preprocess (asked for)
     varlen = dict(consts, VARLEN=True, LSE_PREP=True)
     yield f"bwd_dkdv gluon varlen lse-prep bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
@@ -311,7 +318,10 @@ GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon 
                          # (h200-20261201-fifteenth calls 1-2)
                          "bwd_dq gluon bf16 d256 causal": 40,
                          # asked for (not the default): measured 1-5 % slower than 64 queries 2-deep
-                         "bwd_dkdv gluon 128-queries bf16 d256 causal": 40}
+                         "bwd_dkdv gluon 128-queries bf16 d256 causal": 40,
+                         # GQA (4 q heads per kv head): the unit's loop over its q heads; against
+                         # backward.py's dK/dV kernel, which served GQA before (fifteenth part call 9)
+                         "bwd_dkdv gluon gqa bf16 d128 full": 24, "bwd_dkdv gluon gqa bf16 d128 causal": 120}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

@@ -96,7 +96,7 @@ def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, 
 def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
                   unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left,
                   window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                  HOST_DESC: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
+                  HOST_DESC: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
     """One warp: per work unit, its K and V into buffer t % NUM_KV once both consumers are done
     with unit t - NUM_KV's (kv_empty), then Q_j and dO_j (j counts steps across units) into
     buffer j % NUM_BUF once the consumers freed it: a persistent program loads the next unit's
@@ -111,7 +111,7 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         while u < n_units:
             j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
                               q_full, q_empty, unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC)
+                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
             # the next unit, asked for once this one's loads are all issued: the atomic's round
             # trip (the warp waits for it) falls where it would wait for the consumers anyway
             u = gl.num_programs(0) + gl.atomic_add(counter, 1)
@@ -127,20 +127,21 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         for u in range(u0, n_units, gl.num_programs(0)):
             j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
                               q_full, q_empty, unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC)
+                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
             t += 1
     else:   # one unit: no loop-carried counters (u0 * 0: a 0 that the compiler folds, not a constexpr)
         _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                       q_empty, unit_smem, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                      window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC)
+                      window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
 
 
 @gluon.jit
 def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
                   unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
                   VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr,
-                  DYNAMIC: gl.constexpr):
-    """_bwd_producer's unit u, the program's t-th, after j steps -> j after it."""
+                  DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
+    """_bwd_producer's unit u, the program's t-th, after j steps -> j after it. GQA (GROUP q heads
+    per kv head h): the query blocks of q heads h * GROUP, h * GROUP + 1, ... in turn."""
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
@@ -156,15 +157,16 @@ def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
     mbarrier.expect(kv_bar_t, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
     _issue(k_desc, n0, 0, kv_bar_t, k_smem.index(kb), b, h, HOST_DESC)
     _issue(v_desc, n0, 0, kv_bar_t, v_smem.index(kb), b, h, HOST_DESC)
-    for i in range(n_blocks):
-        buf = j % NUM_BUF
-        mbarrier.wait(q_empty.index(buf), ((j // NUM_BUF) & 1) ^ 1, pred=j >= NUM_BUF)
-        # Q and dO of a block share one barrier: the consumers need both
-        bar = q_full.index(buf)
-        mbarrier.expect(bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
-        _issue(q_desc, lo + i * BLOCK_M, 0, bar, q_smem.index(buf), b, h, HOST_DESC)
-        _issue(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h, HOST_DESC)
-        j += 1
+    for g in range(GROUP):                    # GQA: the kv head's q heads in turn (GROUP 1: one trip)
+        for i in range(n_blocks):
+            buf = j % NUM_BUF
+            mbarrier.wait(q_empty.index(buf), ((j // NUM_BUF) & 1) ^ 1, pred=j >= NUM_BUF)
+            # Q and dO of a block share one barrier: the consumers need both
+            bar = q_full.index(buf)
+            mbarrier.expect(bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
+            _issue(q_desc, lo + i * BLOCK_M, 0, bar, q_smem.index(buf), b, h * GROUP + g, HOST_DESC)
+            _issue(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h * GROUP + g, HOST_DESC)
+            j += 1
     return j
 
 
@@ -220,7 +222,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
                   FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr,
-                  PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
+                  PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
     """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
     the unit's K and V buffer; past d128 the unit's 64 keys, columns WG * BLOCK_D / 2 on: see
     _consume_unit) against the unit's query blocks (_bwd_unit), then their dK and dV
@@ -239,7 +241,7 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                               stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb,
                               num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
                               window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG,
-                              HOST_DESC, LSE_PREP)
+                              HOST_DESC, LSE_PREP, GROUP)
             t += 1
             u = _unit_at(unit_smem, kv_bar, t)
     elif PERSISTENT:
@@ -251,14 +253,14 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                               stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb,
                               num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
                               window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG,
-                              HOST_DESC, LSE_PREP)
+                              HOST_DESC, LSE_PREP, GROUP)
             t += 1
     else:
         _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
                       q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
                       stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K,
                       seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN, MASK_LEFT,
-                      MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP)
+                      MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP)
     if ONE_PASS:
         tma.store_wait(0)
 
@@ -269,7 +271,8 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K,
                   seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
                   MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr):
+                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr,
+                  GROUP: gl.constexpr):
     """_bwd_consumer's unit u, the program's t-th, after j steps -> j after it. DSPLIT (head dims
     past 128, _bwd_unit_dsplit): the warpgroup's dK and dV are the unit's 64 keys by half the
     columns, not 64 of its 128 keys by every column."""
@@ -290,20 +293,21 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
         VARLEN, MASK_LEFT, MASK_RIGHT)
     b64 = b.to(gl.int64)
     h64 = h.to(gl.int64)
-    lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
-    delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
+    # (GQA: the group's first q head; _bwd_unit steps through the others)
+    lse_base = LSE + b64 * stride_lb + (h64 * GROUP) * stride_lh + q_start
+    delta_base = DELTA + b64 * stride_lb + (h64 * GROUP) * stride_lh + q_start
     kb = t % NUM_KV
     if DSPLIT:
         dk, dv, j = _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, ds_free,
                                      kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, kb, (t // NUM_KV) & 1,
                                      j, n0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2, window_left,
-                                     window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, WG, LSE_PREP)
+                                     window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, WG, LSE_PREP, stride_lh, GROUP)
     else:
         dk, dv, j = _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free,
                               kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, dq_desc, kb, (t // NUM_KV) & 1,
                               j, n0 + ROW0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2,
-                              window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, b, h,
-                              HOST_DESC, LSE_PREP)
+                              window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, b,
+                              h * GROUP, HOST_DESC, LSE_PREP, stride_lh, GROUP)
     mbarrier.arrive(kv_empty.index(kb), count=1)  # the unit's multiplies, all waited for, read K and V no more
     # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
     rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
@@ -322,7 +326,7 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
               lse_base, delta_base, dq_desc, kb, kv_phase, j, n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k,
               scale, scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
               STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h,
-              HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr):
+              HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr, stride_lh, GROUP: gl.constexpr):
     """One work unit of _bwd_consumer: keys [n0, n0 + 64) (rows 64 * WG of K and V buffer kb,
     complete on kv_bar at kv_phase) against its n_blocks query blocks from lo; j: the steps done
     before it -> (dK / scale, dV, j after it).
@@ -363,90 +367,97 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
     mbarrier.wait(kv_bar, kv_phase)
-    for i in range(n_blocks):
-        buf = j % NUM_BUF
-        m0 = lo + i * BLOCK_M
-        mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
-        zero = (m0 < 0).to(gl.int32)
-        kz = zero + kb                        # kb, but not provably loop-invariant (see above)
-        if FROM_ZERO:
-            st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
-                               use_acc=False, is_async=True)
-            dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
-                                use_acc=False, is_async=True)
-        else:
-            # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
-            # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
-            # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
-            # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
-            key_ok = offs_n[:, None] < seqlen_k
-            st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
-                          seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT)
-            st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
-                               is_async=True)
-            dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-            dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
-                                is_async=True)
-        st = warpgroup_mma_wait(1, deps=[st])
-        if FROM_ZERO:
-            st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
-                         MASK_RIGHT)
-            pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
-        else:
-            pt = gl.exp2(st * scale_log2)
-        if STAGE_P:
-            # P^T through shared memory: no bf16 operand tiles in registers (64 queries per step fit
-            # at d128); dV's multiply starts before dP^T is waited for
-            pt_smem = p_smem.index(WG + zero)
-            pt_smem.store(pt.to(dtype))
-            fence_async_shared()              # the generic-proxy store before wgmma's async read
-            dv = warpgroup_mma(pt_smem, do_smem.index(buf), dv, is_async=True)
-            dpt = warpgroup_mma_wait(1, deps=[dpt])
-        else:
-            dpt = warpgroup_mma_wait(0, deps=[dpt])
-        dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
-        if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
-            if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
-                mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)
-            dst_smem = ds_smem.index(zero).slice(ROW0, ROWS)
-            dst_smem.store(dst)
-            fence_async_shared()
-        if STAGE_P:
-            dk = warpgroup_mma(dst_smem, q_smem.index(buf), dk, is_async=True)
-        else:
-            pt_a = gl.convert_layout(pt.to(dtype), a_layout)
-            dst_a = gl.convert_layout(dst, a_layout)
-            dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
-            dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
-        if ONE_PASS:
-            mbarrier.arrive(ds_full, count=1)
-            mbarrier.wait(ds_full, j & 1)     # the other warpgroup's dS^T rows are in too
-            dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(kz).slice(D0, HALF_D, dim=1),
-                               dq_zero, use_acc=False, is_async=True)
-        lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
-        if ONE_PASS and STAGE_P:
-            dv, dk, dq = warpgroup_mma_wait(0, deps=[dv, dk, dq])
-        elif ONE_PASS:
-            dv, dk, dq, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_a, dst_a])
-        elif STAGE_P:
-            dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
-        else:
-            dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
-        mbarrier.arrive(q_empty.index(buf), count=1)
-        if ONE_PASS:
-            mbarrier.arrive(ds_free, count=1)
-            # dQ's columns through shared memory to a TMA reduce-add, not waited for here: the
-            # next block's waits only until this one has read its tile
-            dq_tile = dq_smem.index(WG)
-            tma.store_wait(0)
-            dq_tile.store(dq)
-            fence_async_shared()
-            _partition_barrier()              # the whole tile written before one thread issues the add
-            if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
-                _tma_add(dq_desc, [b, h, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
+    for g in range(GROUP):                    # GQA: the kv head's q heads in turn (GROUP 1: one trip)
+        lse_g = lse_base + g * stride_lh
+        delta_g = delta_base + g * stride_lh
+        for i in range(n_blocks):
+            m0 = lo + i * BLOCK_M
+            buf = j % NUM_BUF
+            mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
+            zero = (m0 < 0).to(gl.int32)
+            kz = zero + kb                        # kb, but not provably loop-invariant (see above)
+            if FROM_ZERO:
+                st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
+                                   use_acc=False, is_async=True)
+                dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
+                                    use_acc=False, is_async=True)
             else:
-                _tma_add(dq_desc, [m0, D0], dq_tile)
-        j += 1
+                # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
+                # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
+                # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
+                # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
+                key_ok = offs_n[:, None] < seqlen_k
+                st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
+                              seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT)
+                st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
+                                   is_async=True)
+                dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
+                dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
+                                    is_async=True)
+            st = warpgroup_mma_wait(1, deps=[st])
+            if FROM_ZERO:
+                st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
+                             MASK_RIGHT)
+                pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
+            else:
+                pt = gl.exp2(st * scale_log2)
+            if STAGE_P:
+                # P^T through shared memory: no bf16 operand tiles in registers (64 queries per step fit
+                # at d128); dV's multiply starts before dP^T is waited for
+                pt_smem = p_smem.index(WG + zero)
+                pt_smem.store(pt.to(dtype))
+                fence_async_shared()              # the generic-proxy store before wgmma's async read
+                dv = warpgroup_mma(pt_smem, do_smem.index(buf), dv, is_async=True)
+                dpt = warpgroup_mma_wait(1, deps=[dpt])
+            else:
+                dpt = warpgroup_mma_wait(0, deps=[dpt])
+            dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
+            if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
+                if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
+                    mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)
+                dst_smem = ds_smem.index(zero).slice(ROW0, ROWS)
+                dst_smem.store(dst)
+                fence_async_shared()
+            if STAGE_P:
+                dk = warpgroup_mma(dst_smem, q_smem.index(buf), dk, is_async=True)
+            else:
+                pt_a = gl.convert_layout(pt.to(dtype), a_layout)
+                dst_a = gl.convert_layout(dst, a_layout)
+                dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
+                dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
+            if ONE_PASS:
+                mbarrier.arrive(ds_full, count=1)
+                mbarrier.wait(ds_full, j & 1)     # the other warpgroup's dS^T rows are in too
+                dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(kz).slice(D0, HALF_D, dim=1),
+                                   dq_zero, use_acc=False, is_async=True)
+            lse_s, delta = _query_stats(lse_g, delta_g, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
+            if ONE_PASS and STAGE_P:
+                dv, dk, dq = warpgroup_mma_wait(0, deps=[dv, dk, dq])
+            elif ONE_PASS:
+                dv, dk, dq, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_a, dst_a])
+            elif STAGE_P:
+                dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
+            else:
+                dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
+            mbarrier.arrive(q_empty.index(buf), count=1)
+            if ONE_PASS:
+                mbarrier.arrive(ds_free, count=1)
+                # dQ's columns through shared memory to a TMA reduce-add, not waited for here: the
+                # next block's waits only until this one has read its tile
+                dq_tile = dq_smem.index(WG)
+                tma.store_wait(0)
+                dq_tile.store(dq)
+                fence_async_shared()
+                _partition_barrier()              # the whole tile written before one thread issues the add
+                if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
+                    _tma_add(dq_desc, [b, h + g, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
+                else:
+                    _tma_add(dq_desc, [m0, D0], dq_tile)
+            j += 1
+        if GROUP > 1:                         # the next q head's first block (the last head: its own)
+            gn = gl.minimum(g + 1, GROUP - 1)
+            lse_s, delta = _query_stats(lse_base + gn * stride_lh, delta_base + gn * stride_lh, lo, seqlen_q, scale,
+                                        BLOCK_M, col_s, LSE_PREP)
     return dk, dv, j
 
 
@@ -454,7 +465,8 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
 def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                      lse_base, delta_base, kb, kv_phase, j, n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k,
                      scale, scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                     FROM_ZERO: gl.constexpr, WG: gl.constexpr, LSE_PREP: gl.constexpr):
+                     FROM_ZERO: gl.constexpr, WG: gl.constexpr, LSE_PREP: gl.constexpr, stride_lh,
+                     GROUP: gl.constexpr):
     """_bwd_unit for head dims past 128, where a warpgroup cannot hold dK and dV of 64 keys over
     every column (2 x 128 fp32 registers per thread at d256): both warpgroups take the unit's 64
     keys [n0, n0 + 64), warpgroup WG owns columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of
@@ -490,55 +502,62 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
     dv = gl.zeros([ROWS, HALF_D], gl.float32, d_layout)
     lse_s, delta = _query_stats(lse_base, delta_base, lo + C0, seqlen_q, scale, COLS, col_s, LSE_PREP)
     mbarrier.wait(kv_bar, kv_phase)
-    for i in range(n_blocks):
-        buf = j % NUM_BUF
-        m0 = lo + i * BLOCK_M
-        mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
-        zero = (m0 < 0).to(gl.int32)
-        kz = zero + kb                            # kb, not provably loop-invariant (see _bwd_unit)
-        q_tile = q_smem.index(buf)
-        do_tile = do_smem.index(buf)
-        if FROM_ZERO:
-            st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
+    for g in range(GROUP):                    # GQA: the kv head's q heads in turn (GROUP 1: one trip)
+        lse_g = lse_base + g * stride_lh
+        delta_g = delta_base + g * stride_lh
+        for i in range(n_blocks):
+            m0 = lo + i * BLOCK_M
+            buf = j % NUM_BUF
+            mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
+            zero = (m0 < 0).to(gl.int32)
+            kz = zero + kb                            # kb, not provably loop-invariant (see _bwd_unit)
+            q_tile = q_smem.index(buf)
+            do_tile = do_smem.index(buf)
+            if FROM_ZERO:
+                st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
+                                   is_async=True)
+                dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
+                                    is_async=True)
+            else:                                     # from -lse / scale and -delta, as in _bwd_unit
+                key_ok = offs_n[:, None] < seqlen_k
+                st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
+                              seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT, C0)
+                st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), st0, is_async=True)
+                dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
+                dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), dpt0, is_async=True)
+            st = warpgroup_mma_wait(1, deps=[st])
+            if FROM_ZERO:
+                st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
+                             MASK_RIGHT, C0)
+                pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
+            else:
+                pt = gl.exp2(st * scale_log2)
+            mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)     # both read last step's tiles
+            p_own = p_smem.index(WG + zero)
+            p_own.store(pt.to(dtype))
+            fence_async_shared()                      # the generic-proxy store before wgmma's async read
+            dv = warpgroup_mma(p_own, do_tile.slice(C0, COLS).slice(D0, HALF_D, dim=1), dv, is_async=True)
+            dpt = warpgroup_mma_wait(1, deps=[dpt])
+            dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
+            ds_own = ds_smem.index(WG + zero)
+            ds_own.store(dst)
+            fence_async_shared()
+            mbarrier.arrive(ds_full, count=1)
+            dk = warpgroup_mma(ds_own, q_tile.slice(C0, COLS).slice(D0, HALF_D, dim=1), dk, is_async=True)
+            mbarrier.wait(ds_full, j & 1)             # the other warpgroup's P^T and dS^T are in
+            dv = warpgroup_mma(p_smem.index(1 - WG + zero), do_tile.slice(C1, COLS).slice(D0, HALF_D, dim=1), dv,
                                is_async=True)
-            dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
-                                is_async=True)
-        else:                                     # from -lse / scale and -delta, as in _bwd_unit
-            key_ok = offs_n[:, None] < seqlen_k
-            st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
-                          seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT, C0)
-            st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), st0, is_async=True)
-            dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-            dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), dpt0, is_async=True)
-        st = warpgroup_mma_wait(1, deps=[st])
-        if FROM_ZERO:
-            st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
-                         MASK_RIGHT, C0)
-            pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
-        else:
-            pt = gl.exp2(st * scale_log2)
-        mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)     # both read last step's tiles
-        p_own = p_smem.index(WG + zero)
-        p_own.store(pt.to(dtype))
-        fence_async_shared()                      # the generic-proxy store before wgmma's async read
-        dv = warpgroup_mma(p_own, do_tile.slice(C0, COLS).slice(D0, HALF_D, dim=1), dv, is_async=True)
-        dpt = warpgroup_mma_wait(1, deps=[dpt])
-        dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
-        ds_own = ds_smem.index(WG + zero)
-        ds_own.store(dst)
-        fence_async_shared()
-        mbarrier.arrive(ds_full, count=1)
-        dk = warpgroup_mma(ds_own, q_tile.slice(C0, COLS).slice(D0, HALF_D, dim=1), dk, is_async=True)
-        mbarrier.wait(ds_full, j & 1)             # the other warpgroup's P^T and dS^T are in
-        dv = warpgroup_mma(p_smem.index(1 - WG + zero), do_tile.slice(C1, COLS).slice(D0, HALF_D, dim=1), dv,
-                           is_async=True)
-        dk = warpgroup_mma(ds_smem.index(1 - WG + zero), q_tile.slice(C1, COLS).slice(D0, HALF_D, dim=1), dk,
-                           is_async=True)
-        lse_s, delta = _query_stats(lse_base, delta_base, m0 + BLOCK_M + C0, seqlen_q, scale, COLS, col_s, LSE_PREP)
-        dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
-        mbarrier.arrive(q_empty.index(buf), count=1)
-        mbarrier.arrive(ds_free, count=1)
-        j += 1
+            dk = warpgroup_mma(ds_smem.index(1 - WG + zero), q_tile.slice(C1, COLS).slice(D0, HALF_D, dim=1), dk,
+                               is_async=True)
+            lse_s, delta = _query_stats(lse_g, delta_g, m0 + BLOCK_M + C0, seqlen_q, scale, COLS, col_s, LSE_PREP)
+            dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
+            mbarrier.arrive(q_empty.index(buf), count=1)
+            mbarrier.arrive(ds_free, count=1)
+            j += 1
+        if GROUP > 1:                             # the next q head's first block (the last head: its own)
+            gn = gl.minimum(g + 1, GROUP - 1)
+            lse_s, delta = _query_stats(lse_base + gn * stride_lh, delta_base + gn * stride_lh, lo + C0, seqlen_q,
+                                        scale, COLS, col_s, LSE_PREP)
     return dk, dv, j
 
 
@@ -555,7 +574,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
                           FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr,
-                          DYNAMIC: gl.constexpr, num_warps: gl.constexpr):
+                          DYNAMIC: gl.constexpr, GROUP: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head, 64 past d128): one program
     per unit, or with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
     rings and barriers carried from one unit to the next; DYNAMIC (with ONE_PASS): program p's
@@ -574,6 +593,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
     HALF: gl.constexpr = 64
     gl.static_assert(not (DSPLIT and (ONE_PASS or STAGE_P)), "past d128: two passes, P^T / dS^T staged anyway")
     gl.static_assert(HOST_DESC or not PERSISTENT, "per-program descriptors serve one unit")
+    gl.static_assert(HOST_DESC or GROUP == 1, "GQA: 4-D descriptors over every q head")
     gl.static_assert(PERSISTENT or not DYNAMIC, "DYNAMIC schedules a persistent grid")
     gl.static_assert(ONE_PASS or not DYNAMIC, "DYNAMIC's counter lies past dQ's buffer")
     u0 = gl.program_id(0)
@@ -647,16 +667,17 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
                          stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
                          seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
                          MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, HOST_DESC, LSE_PREP, PERSISTENT,
-                         DYNAMIC)),
+                         DYNAMIC, GROUP)),
         (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
                          q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
                          stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
                          seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
                          MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC, LSE_PREP, PERSISTENT,
-                         DYNAMIC)),
+                         DYNAMIC, GROUP)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                          q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT, DYNAMIC)),
+                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT, DYNAMIC,
+                         GROUP)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(ds_full)

@@ -153,7 +153,9 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     assert bn == configs.gluon_block_n_bwd(d), "the kernel fixes its keys per unit (__init__ checks asked tiles)"
     one_pass = bool(cfg["ONE_PASS"])
-    host_desc = bool(cfg.get("HOST_DESC")) and not p.varlen and _host_desc_ok(q, k, v, do)
+    group = q.shape[-2] // hkv              # GQA: q heads per kv head, host-made descriptors only (__init__)
+    host_desc = (bool(cfg.get("HOST_DESC")) or group > 1) and not p.varlen and _host_desc_ok(q, k, v, do)
+    assert host_desc or group == 1, "GQA takes host-made descriptors (the caller checks)"
     units, sms = _cdiv(sk, bn) * hkv * b, _sm_count(q.device)
     persistent = bool(cfg.get("PERSISTENT")) and host_desc and units > sms
     num_kv = 2 if persistent and configs.dkdv_gluon_smem(d, cfg, q.dtype, 2) <= configs.SMEM_BYTES_SM90 else 1
@@ -184,7 +186,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         SMEM_P=_smem_layout(bn // 2, bm, q.dtype) if bd <= 128 else _smem_layout(bn, bm // 2, q.dtype),
         SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
         FROM_ZERO=bool(cfg.get("FROM_ZERO")), LSE_PREP=bool(cfg.get("LSE_PREP")), PERSISTENT=persistent,
-        DYNAMIC=dynamic, num_warps=cfg["num_warps"]))
+        DYNAMIC=dynamic, GROUP=group, num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

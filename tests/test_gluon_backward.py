@@ -658,6 +658,15 @@ def test_gluon_dkdv_serves_gqa_through_host_descriptors(monkeypatch):
     assert [g for kernel, g in asked if kernel == "bwd_dkdv"] == [False]
 
 
+def test_gqa_dkdv_in_gluon_where_it_measured_faster():
+    """configs.gqa_dkdv_gluon_wins (h200-20261201-fifteenth call 9): every group up to 4 q heads
+    per kv head; more only on full calls or from 2048 keys (8 per kv head at S1024 causal: -21 %)."""
+    for sk in (512, 1024, 4096):
+        for masked in (False, True):
+            assert configs.gqa_dkdv_gluon_wins(1, sk, masked) and configs.gqa_dkdv_gluon_wins(4, sk, masked)
+            assert configs.gqa_dkdv_gluon_wins(8, sk, masked) == (not masked or sk > 1024)
+
+
 @pytest.fixture
 def gqa_dkdv_launches(monkeypatch):
     """The Gluon dK/dV kernel's launches under GQA, by default (no asks)."""

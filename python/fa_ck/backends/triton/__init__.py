@@ -489,7 +489,8 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
     # GQA only through host-made 4-D descriptors (a unit steps through its kv head's q heads; not
     # varlen); a positive scale: its multiplies start from -lse / scale, which a zero or negative
     # scale would turn into NaN or +inf
-    gqa_ok = hq == hkv or (not p.varlen and launch_gluon._host_desc_ok(q, k, v, do))
+    gqa_ok = hq == hkv or (not p.varlen and launch_gluon._host_desc_ok(q, k, v, do)
+                           and configs.gqa_dkdv_gluon_wins(hq // hkv, sk, p.has_window))
     gluon_dkdv = gqa_ok and gluon_ok and p.scale > 0
     cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
     run_dkdv(cfg)

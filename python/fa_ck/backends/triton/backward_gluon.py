@@ -1,5 +1,5 @@
 """The backward for Hopper (sm90) in Gluon, warp-specialised like forward_gluon.py: a dK/dV kernel
-that can add dQ itself (ONE_PASS), and a dQ kernel for the calls it does not (GQA,
+that can add dQ itself (ONE_PASS), and a dQ kernel for the calls it does not (varlen GQA,
 deterministic=True, head dims past 128). Where each is the default: configs.gluon_wins and configs.switches (ONE_PASS);
 FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}',
 '{"bwd_dq": {"GLUON": ...}}').
@@ -33,8 +33,10 @@ Past head dim 128 (DSPLIT, _bwd_unit_dsplit) a unit is 64 keys that both warpgro
 owning half of dK's and dV's columns; S^T and dP^T are split by queries instead, P^T and dS^T
 shared through shared memory; no ONE_PASS there (dQ by the dQ kernel).
 
-Plain calls only (fp16/bf16, head dim up to 256, causal and windows, varlen) without GQA: one q
-head per kv head, so one Q and one dO descriptor per program.
+Plain calls only (fp16/bf16, head dim up to 256, causal and windows, varlen). GQA (GROUP q heads
+per kv head) with host-made 4-D descriptors only (not varlen): a unit steps through its kv
+head's q heads one after another, their query blocks all streamed through the same rings, dK and
+dV summed over them in registers.
 
 dQ: one program owns 128 queries of one q head (two consumer warpgroups of 64; GQA too: K and
 V come from the head's kv head), Q and dO loaded once, K and V streamed through the forward's

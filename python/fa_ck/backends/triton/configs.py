@@ -190,6 +190,17 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     return True
 
 
+def gqa_dkdv_gluon_wins(group: int, seqlen_k: int, masked: bool) -> bool:
+    """Where GQA's dK and dV (group q heads per kv head) came faster from the Gluon kernel, each
+    unit stepping through its kv head's q heads, than from backward.py's kernel (which served GQA
+    before), fwd+bwd on the H200 (bf16, same run, h200-20261201-fifteenth call 9): 4 q heads per
+    kv head at d128 S1k-16k +13-20 %, d256 S4k 2.2-2.5x; 8 at d64 S4k +18-20 %, at S1024 full
+    +16 % but causal -21 % (256 units of 128 keys on 132 SMs, each walking 8 heads' query
+    blocks: too few, too uneven units for the tail). So not for masked calls of more than 4 q
+    heads per kv head up to 1024 keys (one point measured there; group 5-7 untimed)."""
+    return group == 1 or not (masked and group > 4 and seqlen_k <= 1024)
+
+
 def dkdv_host_desc_wins(head_dim: int, masked: bool, seqlen_k: int) -> bool:
     """Where the Gluon dK/dV kernel on host-made descriptors (HOST_DESC) beat the same kernel
     building its descriptors per program, fwd+bwd on the H200 (bf16, same run,
@@ -264,7 +275,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
     (never for varlen), not built per tile on the device. TMA_STORE (with HOST_DESC): out leaves
     through shared memory as a TMA store, not waited for until the next tile's.
-    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, no GQA, head dims to 256); GLUON (bwd_dq): dQ by
+    GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, head dims to 256, GQA where
+    gqa_dkdv_gluon_wins and host-made descriptors can serve it); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
     the Gluon kernel's TMA reduce-adds, on by default wherever that kernel serves the call up to d128 (the

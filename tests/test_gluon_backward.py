@@ -26,11 +26,11 @@ ASK = '{"bwd_dkdv": {"GLUON": true}}'
 ASK_DQ = '{"bwd_dq": {"GLUON": true}}'
 
 
-def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=4096, **kw):
+def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=4096, group=1, **kw):
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, head_dim, dtype=torch.bfloat16)
     return tb._config(kernel, q, head_dim, AttnParams(scale=0.1, **kw), seqlen, seqlen,
-                      tma_possible=kernel != "bwd_dq", gluon_possible=possible)
+                      tma_possible=kernel != "bwd_dq", gluon_possible=possible, group=group)
 
 
 def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
@@ -658,13 +658,23 @@ def test_gluon_dkdv_serves_gqa_through_host_descriptors(monkeypatch):
     assert [g for kernel, g in asked if kernel == "bwd_dkdv"] == [False]
 
 
-def test_gqa_dkdv_in_gluon_where_it_measured_faster():
+def test_gqa_dkdv_in_gluon_where_it_measured_faster(monkeypatch):
     """configs.gqa_dkdv_gluon_wins (h200-20261201-fifteenth call 9): every group up to 4 q heads
-    per kv head; more only on full calls or from 2048 keys (8 per kv head at S1024 causal: -21 %)."""
+    per kv head; more only on full calls or from 2048 keys (8 per kv head at S1024 causal: -21 %);
+    asked for, everywhere the kernel can serve."""
+    causal = dict(causal=True, window_right=0)
     for sk in (512, 1024, 4096):
         for masked in (False, True):
             assert configs.gqa_dkdv_gluon_wins(1, sk, masked) and configs.gqa_dkdv_gluon_wins(4, sk, masked)
             assert configs.gqa_dkdv_gluon_wins(8, sk, masked) == (not masked or sk > 1024)
+        for d in (64, 128, 256):
+            assert _config(monkeypatch, head_dim=d, seqlen=sk, group=4, **causal)["GLUON"]
+            assert _config(monkeypatch, head_dim=d, seqlen=sk, group=8)["GLUON"]
+            assert _config(monkeypatch, head_dim=d, seqlen=sk, group=8, **causal)["GLUON"] == (sk > 1024)
+            assert _config(monkeypatch, head_dim=d, seqlen=sk, group=8, window_left=100)["GLUON"] == (sk > 1024)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ASK)
+    assert _config(monkeypatch, head_dim=64, seqlen=1024, group=8, **causal)["GLUON"]
+    assert not _config(monkeypatch, head_dim=64, seqlen=1024, group=8, possible=False, **causal)["GLUON"]
 
 
 @pytest.fixture
@@ -692,18 +702,22 @@ def test_gluon_dkdv_gqa_matches_reference(gqa_dkdv_launches, dtype, shape, causa
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("window", [(64, 0), (200, 37), (5, -1)])
-@pytest.mark.parametrize("asked", ["default", "two_pass", "persistent", "deterministic"])
+@pytest.mark.parametrize("asked", ["default", "two_pass", "persistent", "dynamic", "device_desc", "deterministic"])
 def test_gluon_dkdv_gqa_windows_and_schedules(monkeypatch, gqa_dkdv_launches, window, asked):
-    """GQA with windows, by default and with two passes, round-robin persistent programs
-    (several units each on 4 SMs) and deterministic=True; d64 (DYNAMIC by default) and d128."""
-    over = {"two_pass": {"ONE_PASS": False}, "persistent": {"PERSISTENT": True, "DYNAMIC": False}}.get(asked, {})
+    """GQA with windows, by default and with two passes, persistent programs round-robin and from
+    the counter (DYNAMIC; several units each on 4 SMs), per-program descriptors asked for (GQA
+    takes host-made ones regardless) and deterministic=True; d64 and d128. (The "dynamic" and
+    "device_desc" cases were added after the fifteenth part's GPU calls: not yet run on a GPU.)"""
+    over = {"two_pass": {"ONE_PASS": False}, "persistent": {"PERSISTENT": True, "DYNAMIC": False},
+            "dynamic": {"PERSISTENT": True, "DYNAMIC": True}, "device_desc": {"HOST_DESC": False}}.get(asked, {})
     if over:
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": over}))
-    if asked == "persistent":
+    if asked in ("persistent", "dynamic"):
         monkeypatch.setattr(gluon, "_sm_count", lambda device: 4)
     for d in (64, 128):
         check(2, 900, 1100, 4, 2, d, dtype=torch.bfloat16, device="cuda", window_size=window, same_precision=True,
               deterministic=asked == "deterministic")
         assert gqa_dkdv_launches[-1][1]["GROUP"] == 2
-    if asked == "persistent":
-        assert gqa_dkdv_launches[-1][1]["PERSISTENT"]
+        if asked in ("persistent", "dynamic"):
+            assert gqa_dkdv_launches[-1][1]["PERSISTENT"]
+            assert gqa_dkdv_launches[-1][1]["DYNAMIC"] == (asked == "dynamic")

@@ -144,7 +144,8 @@ BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)
     "gluon-one-pass-d128-full": (dict(d=128), False, ""),   # host-made descriptors, dQ's buffer among them
     "gluon-one-pass-d64-full": (dict(d=64), False, ""),     # S^T and dP^T from zero (FROM_ZERO)
     "triton-d64-full": (dict(d=64), False, '{"bwd_dkdv": {"GLUON": false}}'),   # backward.py's dK/dV and dQ
-    "gqa-d128": (dict(d=128, hkv=2), True, ""),             # backward.py's dK/dV, the Gluon dQ
+    "gqa-one-pass-d128": (dict(d=128, hkv=2), True, ""),    # the Gluon dK/dV stepping through q heads
+    "gqa-d128-triton-dkdv": (dict(d=128, hkv=2), True, '{"bwd_dkdv": {"GLUON": false}}'),  # backward.py's, Gluon dQ
     "triton-one-pass-d64": (dict(d=64), False, '{"bwd_dkdv": {"GLUON": false, "ONE_PASS": true}}'),
 }
 

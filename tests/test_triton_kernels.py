@@ -249,15 +249,20 @@ def test_sm90_d256_takes_the_gluon_kernels_both_ways():
 def test_sm90_compiles_the_edge_shapes():
     # ptxas crashed on bwd_dq for sm90 when seqlen_k == 1 was specialised into the kernel (d16,
     # causal, GQA: H200 sweep); every kernel of tools/sm90_offline_compile.py's SCAN (lengths
-    # of 1, empty and one-token varlen sequences, d16-256, features; the Gluon forward and dQ up to d256)
-    # is compiled here on the CPU
+    # of 1, empty and one-token varlen sequences, d16-256, features; the Gluon forward and dQ up to
+    # d256, the Gluon dK/dV on the plain GQA shapes) is compiled here on the CPU
     res = _sm90_offline_compile("--scan", timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "24 shapes, 0 with a kernel that did not compile" in res.stdout
     dq, gluon_dq = res.stdout.count("OK       bwd_dq_kernel"), res.stdout.count("OK       bwd_dq_gluon_kernel")
-    assert dq + gluon_dq >= 24
+    # every shape has its dQ from a dQ kernel or from the Gluon dK/dV kernel's one pass
+    lines = res.stdout.splitlines()
+    gluon_dkdv = [ln for ln in lines if ln.strip().startswith("OK       bwd_dkdv_gluon_kernel")]
+    one_pass = sum("ONE_PASS=True" in ln for ln in gluon_dkdv)
+    assert dq + gluon_dq + one_pass >= 24
     gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR   # a Triton without Gluon
     assert (res.stdout.count("OK       fwd_gluon_kernel") >= 2 and gluon_dq >= 2) or gluon_missing
+    assert any("GROUP=4" in ln for ln in gluon_dkdv) or gluon_missing      # the first shape: 8 q heads, 2 kv
 
 
 RAW_MAX_CASES = {"default": {}, "window": dict(window_size=(9, 3)), "softcap": dict(softcap=5.0),

@@ -206,21 +206,22 @@ _CONFIGS: dict = {}
 
 
 def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
-            bench=None, gluon_possible: bool = False) -> dict:
+            bench=None, gluon_possible: bool = False, group: int = 1) -> dict:
     """The kernel's switches (defaults, then FA_CK_TRITON_CONFIG; TMA only where `tma_possible`,
-    the Gluon forward only where `gluon_possible`, no one pass for deterministic calls), then
+    a Gluon kernel only where `gluon_possible`, no one pass for deterministic calls; group: q
+    heads per kv head, which the Gluon dK/dV kernel's default depends on), then
     tiles: the heuristic for those switches, or autotuned when switched on, with any
     FA_CK_TRITON_CONFIG tiles on top.
     Without autotune the answer is remembered per everything it reads: working it out took
     ~25 us of host time per kernel and call (h200-20261130-sixth call 1)."""
     autotune = bench is not None and tuning.autotune_enabled()
     key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
-                                 configs.gluon_wins(kernel, head_dim, sk, p.has_window),
+                                 configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
                                  configs.dkdv_host_desc_wins(head_dim, p.has_window, sk),
                                  configs.dkdv_persistent_wins(head_dim, sk, False), tma_possible,
                                  gluon_possible, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
-        cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible)
+        cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group)
         if key is None:
             return cfg
         _CONFIGS[key] = cfg
@@ -228,7 +229,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
 
 
 def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
-                     bench, gluon_possible: bool) -> dict:
+                     bench, gluon_possible: bool, group: int = 1) -> dict:
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
     tma_asked = "TMA" in over
@@ -239,7 +240,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
     if "GLUON" in sw:                        # asked for, or by default where it measured faster
         sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
-            "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window))
+            "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window, group))
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
@@ -487,12 +488,12 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
 
     gluon_ok = launch_gluon._gluon_ok(q, k, v, do, p)
     # GQA only through host-made 4-D descriptors (a unit steps through its kv head's q heads; not
-    # varlen); a positive scale: its multiplies start from -lse / scale, which a zero or negative
-    # scale would turn into NaN or +inf
-    gqa_ok = hq == hkv or (not p.varlen and launch_gluon._host_desc_ok(q, k, v, do)
-                           and configs.gqa_dkdv_gluon_wins(hq // hkv, sk, p.has_window))
+    # varlen; by default where configs.gluon_wins); a positive scale: its multiplies start from
+    # -lse / scale, which a zero or negative scale would turn into NaN or +inf
+    gqa_ok = hq == hkv or (not p.varlen and launch_gluon._host_desc_ok(q, k, v, do))
     gluon_dkdv = gqa_ok and gluon_ok and p.scale > 0
-    cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv)
+    cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv,
+                  group=hq // hkv)
     run_dkdv(cfg)
     if cfg["ONE_PASS"]:                      # dq / scale was accumulated by bwd_dkdv
         block = 4096 if configs.arch(q.device) != "interpreter" else 256

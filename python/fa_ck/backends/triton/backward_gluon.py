@@ -1,6 +1,7 @@
 """The backward for Hopper (sm90) in Gluon, warp-specialised like forward_gluon.py: a dK/dV kernel
-that can add dQ itself (ONE_PASS), and a dQ kernel for the calls it does not (varlen GQA,
-deterministic=True, head dims past 128). Where each is the default: configs.gluon_wins and configs.switches (ONE_PASS);
+that can add dQ itself (ONE_PASS), and a dQ kernel for the calls it does not (deterministic=True,
+head dims past 128, and GQA the dK/dV kernel leaves to backward.py: varlen, expanded tensors, or
+where configs.gluon_wins says so). Where each is the default: configs.gluon_wins and configs.switches (ONE_PASS);
 FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}',
 '{"bwd_dq": {"GLUON": ...}}').
 
@@ -227,7 +228,8 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                   PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
     """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
     the unit's K and V buffer; past d128 the unit's 64 keys, columns WG * BLOCK_D / 2 on: see
-    _consume_unit) against the unit's query blocks (_bwd_unit), then their dK and dV
+    _consume_unit) against the unit's query blocks, of every q head of its kv head (GROUP, GQA;
+    _bwd_unit), then their dK and dV
     stored from registers while the producer may already load the next unit's tiles; j counts
     steps across units (the Q / dO ring's and ds_full / ds_free's phases). DYNAMIC: each unit's
     number read from unit_smem once its K and V are in (_unit_at), until one past the last. One
@@ -330,7 +332,8 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
               STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h,
               HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr, stride_lh, GROUP: gl.constexpr):
     """One work unit of _bwd_consumer: keys [n0, n0 + 64) (rows 64 * WG of K and V buffer kb,
-    complete on kv_bar at kv_phase) against its n_blocks query blocks from lo; j: the steps done
+    complete on kv_bar at kv_phase) against its n_blocks query blocks from lo, of each of the
+    GROUP q heads from h (the kv head's first; GQA) in turn; j: the steps done
     before it -> (dK / scale, dV, j after it).
     FROM_ZERO: S^T and dP^T start from zero, lse, delta and the mask applied after (registers for
     the per-query vectors at the step's peak); else from start values (below), which ptxas copies
@@ -584,6 +587,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
     counter_offset (DQ_BUF: DQ_ACC's tensor, counter_offset its element count).
     NUM_KV: K and V buffers (2 lets a persistent program load the next unit's under this one).
     num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
+    GROUP: q heads per kv head (GQA, HOST_DESC only: Q, dO, dQ's descriptors span the q heads,
+    K, V, DK, DV the kv heads); a unit walks its kv head's q heads one after another.
     LSE_PREP: LSE holds lse / scale, +inf for empty rows (bwd_preprocess), not lse.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)

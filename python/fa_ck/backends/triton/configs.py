@@ -157,7 +157,7 @@ def gluon_block_n_bwd(head_dim: int) -> int:
     return 64 if block_d(head_dim) > 128 else 128
 
 
-def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) -> bool:
+def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False, group: int = 1) -> bool:
     """Where a Gluon kernel beat its Triton twin on the H200 (bf16, same runs); masked: causal or
     a sliding window.
     fwd: everywhere since its softmax takes the row max of the raw scores (h200-20261130-eleventh
@@ -181,13 +181,14 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False) 
     (32 queries per step there: 64 spilled) and S1024 -3 to -10%. With 64 staged queries per step
     at d128 (h200-20261130-sixth calls 2-3): +3-7 % fwd+bwd over those choices from S4k, causal
     or not; at S1024 -5 % full, and causal +8 % in one run, -11 % in the next (that point swings
-    between runs), so from 4k keys only, as at d64."""
+    between runs), so from 4k keys only, as at d64.
+    GQA's dK/dV (group q heads per kv head): see gqa_dkdv_gluon_wins."""
     d = block_d(head_dim)
     if kernel == "fwd":
         return True
     if kernel == "bwd_dq":
         return d > 64 or seqlen_k >= 4096
-    return True
+    return gqa_dkdv_gluon_wins(group, seqlen_k, masked)
 
 
 def gqa_dkdv_gluon_wins(group: int, seqlen_k: int, masked: bool) -> bool:
@@ -197,7 +198,9 @@ def gqa_dkdv_gluon_wins(group: int, seqlen_k: int, masked: bool) -> bool:
     kv head at d128 S1k-16k +13-20 %, d256 S4k 2.2-2.5x; 8 at d64 S4k +18-20 %, at S1024 full
     +16 % but causal -21 % (256 units of 128 keys on 132 SMs, each walking 8 heads' query
     blocks: too few, too uneven units for the tail). So not for masked calls of more than 4 q
-    heads per kv head up to 1024 keys (one point measured there; group 5-7 untimed)."""
+    heads per kv head up to 1024 keys (one point measured there, keyed on the length rather than
+    the unit count that explains it; groups 5-7 and above 8 untimed). Asked for
+    ('{"bwd_dkdv": {"GLUON": true}}'), GQA takes the Gluon kernel there too."""
     return group == 1 or not (masked and group > 4 and seqlen_k <= 1024)
 
 
@@ -289,7 +292,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     lost to two passes except at d128 causal S >= 4k, call1).
     HOST_DESC (bwd_dkdv, with GLUON): q, k, v, dO and dQ's fp32 buffer as host-made descriptors,
     as the forward has them; on by default where dkdv_host_desc_wins (the launcher decides: it
-    knows the mask).
+    knows the mask), and always for GQA (its units step through q heads by descriptor
+    coordinate: "HOST_DESC": false is overridden there).
     FROM_ZERO (bwd_dkdv, with GLUON): S^T and dP^T start from zero, lse, delta and the mask applied
     after; with start values ptxas waits for S^T's multiply before issuing dP^T's
     (backward_gluon._bwd_consumer). LSE_PREP (bwd_dkdv, with GLUON): the kernel reads lse / scale

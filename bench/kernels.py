@@ -30,6 +30,11 @@ request: it changes the backward alone, so its forward is skipped). The other fa
 run with FA_CK_TRITON_CONFIG cleared, so an exported value never shifts the baseline. fwd+bwd
 rows also carry the relative errors of dq, dk and dv against the same float64 slice.
 
+`--group N` makes every shape but nanoGPT's GQA: N q heads per kv head (H q heads, H / N kv
+heads; points tagged gqa, outside issue 6's targets). fa_ck takes the kv heads as they are; the
+other backends get k and v expanded to every q head outside the timed region (cuDNN's SDPA has
+no GQA of its own), their dk / dv errors taken after summing each group's copies.
+
 Without a CUDA GPU it runs a tiny CPU smoke sweep that checks the pipeline, not speed.
 """
 from __future__ import annotations
@@ -87,13 +92,15 @@ class Shape:
     S: int
     B: int
     H: int
-    tag: str = ""   # "nanogpt" for the training shape
+    tag: str = ""   # "nanogpt" for the training shape, "gqa" for --group's
+    group: int = 1  # q heads per kv head (GQA): H // group kv heads
 
     @property
     def name(self) -> str:
         c = "causal" if self.causal else "full"
         prefix = f"{self.tag} " if self.tag else ""
-        return f"{prefix}{self.dtype} d{self.D} S{self.S} {c} B{self.B}xH{self.H}"
+        kv = f"/{self.H // self.group}kv" if self.group > 1 else ""
+        return f"{prefix}{self.dtype} d{self.D} S{self.S} {c} B{self.B}xH{self.H}{kv}"
 
 
 def fwd_flops(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool) -> float:
@@ -111,9 +118,10 @@ def tflops(flop: float, ms: float) -> float:
     return flop / (ms * 1e-3) / 1e12
 
 
-def sweep_shapes(dtypes, hdims, seqlens, causals, nanogpt=True, tokens=TOKENS, heads=None) -> list[Shape]:
+def sweep_shapes(dtypes, hdims, seqlens, causals, nanogpt=True, tokens=TOKENS, heads=None, group=1) -> list[Shape]:
     """Most important first: bf16 before fp16, d128 then d64 then d256, nanoGPT after the
-    first group, so a cut by the time budget loses the least."""
+    first group, so a cut by the time budget loses the least. group > 1: GQA shapes (tag gqa;
+    the nanoGPT shape stays as nanoGPT has it)."""
     heads = heads or HEADS_FOR_HDIM
     dtype_order = sorted(dtypes, key=lambda d: ["bf16", "fp16"].index(d))
     hdim_order = sorted(hdims, key=lambda d: ([128, 64, 256].index(d) if d in (128, 64, 256) else 3, d))
@@ -122,7 +130,10 @@ def sweep_shapes(dtypes, hdims, seqlens, causals, nanogpt=True, tokens=TOKENS, h
         for d in hdim_order:
             for s in sorted(seqlens):
                 for c in causals:
-                    shapes.append(Shape(dt, d, c, s, max(tokens // s, 1), heads.get(d, 2048 // d)))
+                    h = heads.get(d, 2048 // d)
+                    if h % group:
+                        raise ValueError(f"--group {group}: {h} q heads at head dim {d} are not a multiple of it")
+                    shapes.append(Shape(dt, d, c, s, max(tokens // s, 1), h, "gqa" if group > 1 else "", group))
             if nanogpt and dt == dtype_order[0] and d == hdim_order[0] and 64 in hdims and True in causals:
                 shapes.append(Shape(dt, 64, True, 1024, 64, 12, tag="nanogpt"))
     return shapes
@@ -346,6 +357,8 @@ def _ref_dtype(q):
 
 def _ref_attn(q, k, v, causal):
     import torch
+    if k.shape[1] != q.shape[1]:     # GQA: each kv head serves q.shape[1] // k.shape[1] q heads
+        k, v = (t.repeat_interleave(q.shape[1] // k.shape[1], dim=1) for t in (k, v))
     s = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
     if causal:  # bottom-right aligned; Sq == Sk here
         sq, sk = s.shape[-2:]
@@ -370,12 +383,19 @@ def reference_grads(q, k, v, g, causal):
         return tuple(t.float() for t in torch.autograd.grad(out, (q, k, v), g.to(acc)))
 
 
-def _ref_slice(t):
-    return t.detach()[:1, :2]   # batch 0, two heads: cheap, and enough to catch a wrong kernel
+def _ref_slice(t, heads: int = 2):
+    return t.detach()[:1, :heads]   # batch 0, two heads: cheap, and enough to catch a wrong kernel
+
+
+def ref_heads(shape: Shape) -> tuple[int, int]:
+    """(q heads, kv heads) of the reference slice: two heads, or under GQA one kv head and all
+    its q heads (its dk and dv sum over every one of them)."""
+    return (2, 2) if shape.group == 1 else (shape.group, 1)
 
 
 def rel_err(out, ref) -> float:
-    o = _ref_slice(out).float()
+    """||out - ref|| / ||ref|| over the reference's slice (batch 0, its heads)."""
+    o = _ref_slice(out, ref.shape[1]).float()
     return float((o - ref).norm() / ref.norm().clamp_min(1e-30))
 
 
@@ -413,6 +433,9 @@ def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, devic
         row["skipped"] = reason
         return row
     q, k, v, g = inputs
+    expanded = shape.group > 1 and not isinstance(backend, FaCk)
+    if expanded:   # k and v for every q head, made outside the timed region
+        k, v = (t.detach().repeat_interleave(shape.group, dim=1).requires_grad_() for t in (k, v))
 
     if mode == "fwd":
         def fn():
@@ -431,6 +454,8 @@ def measure(backend: Backend, shape: Shape, mode: str, inputs, ref, timer, devic
             row["first_call_s"] = round(time.perf_counter() - t0, 3)
             row["rel_err"] = rel_err(out, ref)
             if grads is not None and ref_grads is not None:
+                if expanded:   # each kv head's gradient: the sum over its copies
+                    grads = (grads[0], *(t.unflatten(1, (-1, shape.group)).sum(2) for t in grads[1:]))
                 for name, got, want in zip(("dq", "dk", "dv"), grads, ref_grads):
                     row[f"rel_err_{name}"] = rel_err(got, want)
             del out, grads
@@ -492,8 +517,8 @@ def make_inputs(shape: Shape, device):
     import torch
     torch.manual_seed(0)
     dtype = getattr(torch, DTYPE_NAMES[shape.dtype])
-    qkv = [torch.randn(shape.B, shape.H, shape.S, shape.D, dtype=dtype, device=device, requires_grad=True)
-           for _ in range(3)]
+    qkv = [torch.randn(shape.B, h, shape.S, shape.D, dtype=dtype, device=device, requires_grad=True)
+           for h in (shape.H, shape.H // shape.group, shape.H // shape.group)]
     g = torch.randn(shape.B, shape.H, shape.S, shape.D, dtype=dtype, device=device)
     return (*qkv, g)
 
@@ -573,7 +598,7 @@ def target_lines(rows: list[dict]) -> list[str]:
     # time <= 0.95x cuDNN's  <=>  speed ratio >= 1/0.95
     report("nanoGPT fwd+bwd (time <= 0.95x cuDNN)", lambda r: r["tag"] == "nanogpt" and r["mode"] == "fwdbwd",
            round(1 / 0.95, 3))
-    report("every point", lambda r: True, 0.9)
+    report("every point", lambda r: r["tag"] != "gqa", 0.9)
     return out
 
 
@@ -783,6 +808,8 @@ def parse_args(argv):
                     help="repeatable: also run fa_ck-triton-NAME, fa_ck-triton (autotune off) with "
                          "FA_CK_TRITON_CONFIG=JSON, e.g. dkdv16='{\"bwd_dkdv\": {\"BLOCK_M\": 16}}'")
     ap.add_argument("--no-nanogpt", action="store_true", help="leave out the 64x12x1024x64 causal shape")
+    ap.add_argument("--group", type=int, default=1,
+                    help="q heads per kv head (GQA) for every shape but nanoGPT's; default 1")
     ap.add_argument("--quick", action="store_true", help="bf16, d64 and d128, S 1k/4k/16k, nanoGPT shape")
     ap.add_argument("--out", type=Path, default=None, help="default bench/results/kernels-<gpu>-<date>/")
     ap.add_argument("--time-budget", type=float, default=480.0,
@@ -795,6 +822,8 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.group < 1:
+        ap.error(f"--group must be at least 1, got {args.group}")
     names = [n for n, _ in args.variant]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -815,12 +844,14 @@ def main(argv=None) -> int:
     causals = {"off": [False], "on": [True], "both": [False, True]}[args.causal]
     modes = ["fwd", "fwdbwd"] if args.mode == "both" else [args.mode]
     if on_gpu:
-        shapes = sweep_shapes(args.dtype, args.hdim, args.seqlens, causals, nanogpt=not args.no_nanogpt)
+        shapes = sweep_shapes(args.dtype, args.hdim, args.seqlens, causals, nanogpt=not args.no_nanogpt,
+                              group=args.group)
         names = args.backends or GPU_BACKENDS
     else:
         print("note: no CUDA GPU: tiny CPU smoke sweep (reference/sdpa/naive) to check the pipeline; "
               "its numbers say nothing about kernel speed")
-        shapes = sweep_shapes(args.dtype[:1], [64], [128, 256], causals, nanogpt=False, tokens=512, heads={64: 2})
+        shapes = sweep_shapes(args.dtype[:1], [64], [128, 256], causals, nanogpt=False, tokens=512,
+                              heads={64: 2 * args.group}, group=args.group)
         names = [n for n in (args.backends or CPU_BACKENDS) if n in CPU_BACKENDS]
         gpu_only = list(args.backends or []) + list(args.variants)
         args.variants = {}
@@ -871,8 +902,10 @@ def main(argv=None) -> int:
                 print(f"time budget spent: {len(shapes) - i} shapes not measured")
                 break
             inputs = make_inputs(shape, device)
-            ref = reference_out(*(_ref_slice(t) for t in inputs[:3]), shape.causal)
-            ref_grads = reference_grads(*(_ref_slice(t) for t in inputs), shape.causal) if "fwdbwd" in modes else None
+            hq, hkv = ref_heads(shape)
+            sliced = [_ref_slice(t, h) for t, h in zip(inputs, (hq, hkv, hkv, hq))]
+            ref = reference_out(*sliced[:3], shape.causal)
+            ref_grads = reference_grads(*sliced, shape.causal) if "fwdbwd" in modes else None
             fatal = False
             again = []                       # measured rows, for the later rounds
             for b in backends:

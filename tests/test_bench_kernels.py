@@ -360,3 +360,88 @@ def test_rounds_in_a_cpu_run(K, tmp_path):
 def test_rounds_argument(K, capsys):
     assert "--rounds must be at least 1" in _args_error(K, capsys, "--rounds", "0")
     assert K.parse_args([]).rounds == 3
+
+
+def test_gqa_sweep_shapes(K):
+    """--group: every shape but nanoGPT's gets H / group kv heads, tagged gqa and named so."""
+    shapes = K.sweep_shapes(["bf16"], [128, 64], [4096], [True], group=4)
+    gqa = [s for s in shapes if s.tag == "gqa"]
+    assert {(s.D, s.H, s.group) for s in gqa} == {(128, 16, 4), (64, 32, 4)}
+    assert gqa[0].name == "gqa bf16 d128 S4096 causal B4xH16/4kv"
+    nanogpt = [s for s in shapes if s.tag != "gqa"]
+    assert [s.tag for s in nanogpt] == ["nanogpt"] and nanogpt[0].group == 1 and "kv" not in nanogpt[0].name
+    with pytest.raises(ValueError, match="--group 3: 16 q heads at head dim 128"):
+        K.sweep_shapes(["bf16"], [128], [4096], [True], group=3)
+    assert K.ref_heads(gqa[0]) == (4, 1) and K.ref_heads(K.Shape("bf16", 128, True, 4096, 4, 16)) == (2, 2)
+
+
+def _measure_gqa(K, backend, group=2, mode="fwdbwd"):
+    import torch
+    shape = K.Shape("bf16", 32, True, 64, 2, 4, tag="gqa", group=group)
+    inputs = K.make_inputs(shape, torch.device("cpu"))
+    assert inputs[1].shape[1] == 4 // group and inputs[0].shape[1] == 4
+    hq, hkv = K.ref_heads(shape)
+    sliced = [K._ref_slice(t, h) for t, h in zip(inputs, (hq, hkv, hkv, hq))]
+    ref, ref_grads = K.reference_out(*sliced[:3], True), K.reference_grads(*sliced, True)
+    return K.measure(backend, shape, mode, inputs, ref, K._timer(False, 1, 5), torch.device("cpu"), ref_grads)
+
+
+@pytest.mark.parametrize("group", [2, 4])
+def test_measure_gqa_expands_kv_for_other_backends(K, group):
+    """SDPA and naive get k, v expanded to every q head (their dk, dv summed back per kv head);
+    fa_ck takes the kv heads as they are; all against the GQA reference."""
+    class KvHeads(K.FaCk):
+        """fa_ck's stand-in: GQA by hand, recording the kv heads it was given."""
+        def __init__(self):
+            super().__init__("fa_ck-gqa", None)
+            self.kv_heads = []
+
+        def __call__(self, q, k, v, causal):
+            import torch.nn.functional as F
+            self.kv_heads.append(k.shape[1])
+            g = q.shape[1] // k.shape[1]
+            return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                                  is_causal=causal)
+    naive = K.Naive()
+    naive.setup(K.Shape("bf16", 32, True, 64, 2, 4), "cpu")
+    ours = KvHeads()
+    for backend in (K.Sdpa("sdpa-default"), naive, ours):
+        row = _measure_gqa(K, backend, group)
+        assert "error" not in row and row["rel_err"] < 1e-2, row
+        assert all(0 < row[f"rel_err_{n}"] < 2e-2 for n in ("dq", "dk", "dv")), row
+    assert set(ours.kv_heads) == {4 // group}
+
+
+def test_measure_gqa_catches_a_wrong_kv_gradient(K):
+    """A dk that misses one q head's share (under GQA each kv head sums over its group) fails."""
+    class OneHeadDk(K.FaCk):
+        def __init__(self):
+            super().__init__("fa_ck-wrong", None)
+
+        def __call__(self, q, k, v, causal):
+            import torch
+            import torch.nn.functional as F
+            g = q.shape[1] // k.shape[1]
+            kk = k.repeat_interleave(g, 1)
+            keep = torch.zeros(q.shape[1], dtype=torch.bool)
+            keep[::g] = True                  # the gradient reaches k through one q head per group only
+            kk = torch.where(keep[None, :, None, None], kk, kk.detach())
+            return F.scaled_dot_product_attention(q, kk, v.repeat_interleave(g, 1), is_causal=causal)
+    row = _measure_gqa(K, OneHeadDk(), 2)
+    assert row["rel_err"] < 1e-2 and row["rel_err_dv"] < 2e-2 and row["rel_err_dk"] > 0.2
+
+
+def test_gqa_points_stay_out_of_the_issue_targets(K):
+    rows = [dict(point="gqa bf16 d128 S4096 causal B4xH16/4kv", tag="gqa", dtype="bf16", D=128, S=4096, mode="fwd",
+                 backend="fa_ck-triton", ratio_cudnn=0.5)]
+    assert all("not measured" in line for line in K.target_lines(rows))
+
+
+def test_group_argument_in_a_cpu_run(K, tmp_path):
+    assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--rep", "5", "--group", "2",
+                   "--causal", "on"]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["points"] and all(r["point"].startswith("gqa ") and r["point"].endswith("/2kv") for r in data["points"])
+    assert all(r["rel_err_dk"] < 2e-2 for r in data["points"] if r["mode"] == "fwdbwd")
+    with pytest.raises(SystemExit):
+        K.parse_args(["--group", "0"])

@@ -100,7 +100,7 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # fast as staging them through shared memory (STAGE_P) or faster: same run, fwd+bwd +0-8 %
         # (calls 3-5), and with ONE_PASS +1-2 % (call 5). At d64 staging was 4-9 % slower
         # (h200-20261130-sixth call 2).
-        return dict(_cfg(64, gluon_block_n_bwd(head_dim), GLUON_WARPS, 2), STAGE_P=False)
+        return dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=False)
     if arch_name == "interpreter":
         # Small, unequal blocks: CPU tests walk several blocks and both tile orientations.
         return _cfg(16, 32, 4, 1) if kernel == "bwd_dkdv" else _cfg(32, 16, 4, 1)
@@ -149,12 +149,13 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
 
 
 GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgroups of 64 queries
+GLUON_BLOCK_N_BWD = 128                # backward_gluon.py to d128: two consumer warpgroups of 64 keys
 
 
 def gluon_block_n_bwd(head_dim: int) -> int:
     """Keys per unit of backward_gluon.py's dK/dV kernel: two consumer warpgroups of 64 keys up to
     d128; past it 64 keys that both take, each owning half of dK's and dV's columns."""
-    return 64 if block_d(head_dim) > 128 else 128
+    return 64 if block_d(head_dim) > 128 else GLUON_BLOCK_N_BWD
 
 
 def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False, group: int = 1) -> bool:
@@ -282,8 +283,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     gqa_dkdv_gluon_wins and host-made descriptors can serve it); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
-    the Gluon kernel's TMA reduce-adds, on by default wherever that kernel serves the call up to d128 (the
-    launcher decides, once it knows): it beat the Gluon dK/dV + dQ pair on the H200 (bf16, same
+    the Gluon kernel's TMA reduce-adds, on by default wherever that kernel serves the call up to
+    d128 (the launcher decides, once it knows): it beat the Gluon dK/dV + dQ pair on the H200 (bf16, same
     runs) at head dims 65-128 everywhere (h200-20261130-seventh call 5: fwd+bwd d128 S>=4k +8-16 %,
     S1024 +5-12 %), at d64 on masked calls (from 4k keys +6-7 %; the nanoGPT shape +6 % over
     backward.py's kernels, calls 5 and 9) and, since host-made descriptors, on full d64 calls
@@ -302,8 +303,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     points (S16k causal level), nanoGPT +1.7 %; d128 -6 to +3 % (its causal kernel spills 8 bytes
     more): on by default at d64 only.
     PERSISTENT (bwd_dkdv, with GLUON and host-made descriptors, more units than SMs): at most one
-    program per SM, each taking 128-key units (64 past d128) in turn. With two K and V buffers (where shared
-    memory holds them: the defaults' up to d64) the next unit's K, V, Q and dO load under this
+    program per SM, each taking 128-key units (64 past d128) in turn. With two K and V buffers
+    (where shared memory holds them: the defaults' up to d64) the next unit's K, V, Q and dO load under this
     one's last steps; with one (d128) its loads wait for this unit's multiplies and overlap only
     its dK / dV stores. By default where dkdv_persistent_wins. DYNAMIC (with PERSISTENT and
     ONE_PASS): one program per SM, units past the first ones handed out by an atomic counter (as
@@ -404,9 +405,9 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
         return [dict(_cfg(64, 64, GLUON_WARPS, 2), STAGE_P=False), dict(_cfg(128, 64, GLUON_WARPS, 1), STAGE_P=False)]
     if gluon:
         if d <= 64:
-            return [_cfg(bm, gluon_block_n_bwd(head_dim), GLUON_WARPS, st) for bm in (64, 32) for st in (2, 3)]
-        return [dict(_cfg(64, gluon_block_n_bwd(head_dim), GLUON_WARPS, 2), STAGE_P=stage) for stage in (False, True)] + \
-            [dict(_cfg(32, gluon_block_n_bwd(head_dim), GLUON_WARPS, st), STAGE_P=False) for st in (2, 3)]
+            return [_cfg(bm, GLUON_BLOCK_N_BWD, GLUON_WARPS, st) for bm in (64, 32) for st in (2, 3)]
+        return [dict(_cfg(64, GLUON_BLOCK_N_BWD, GLUON_WARPS, 2), STAGE_P=stage) for stage in (False, True)] + \
+            [dict(_cfg(32, GLUON_BLOCK_N_BWD, GLUON_WARPS, st), STAGE_P=False) for st in (2, 3)]
     hip = arch_name.startswith("hip")
     stages = (1, 2) if hip else (2, 3, 4)
     if kernel == "fwd":

@@ -27,8 +27,9 @@ except Exception as e:  # a Triton without Gluon's Hopper API: forward.py serves
 def _gluon_ok(q, k, v, out, p: AttnParams) -> bool:
     """Whether the Gluon kernels serve this call: fp16/bf16 (the forward: also quantised e4m3fn
     q, k, v with keys-contiguous v) without softcap, ALiBi or dropout (masks, windows and
-    varlen they have; GQA the forward and dQ, dK/dV with host-made descriptors), tensors TMA can address (see _tma_ok; `out` is
-    dO for the backward; head dims up to 256 in 16-bit types, up to 128 in fp8)."""
+    varlen they have; GQA the forward and dQ, dK/dV with host-made descriptors), tensors TMA
+    can address (see _tma_ok; `out` is dO for the backward; head dims up to 256 in 16-bit
+    types, up to 128 in fp8)."""
     dtype_ok = q.dtype in (torch.float16, torch.bfloat16) or (p.fp8 and q.dtype == torch.float8_e4m3fn)
     if _GLUON_ERROR or configs.INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None \
             or p.dropout_p != 0:

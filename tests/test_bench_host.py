@@ -1,0 +1,24 @@
+"""bench/host.py on the CPU: the stubbed run (fa_ck's own Python path, launches stubbed) writes
+its table and a breakdown whose pieces add up within the total. The GPU table runs on a GPU only."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HOST_PY = Path(__file__).resolve().parents[1] / "bench" / "host.py"
+
+
+def test_stubbed_run_writes_the_table_and_the_breakdown(tmp_path):
+    # its own process: the stubs replace fa_ck's launch functions for good
+    res = subprocess.run([sys.executable, str(HOST_PY), "--stubbed", "--n", "5", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env={"PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert [r["call"] for r in data["rows"]] == ["fa_ck fwd", "fa_ck fwd+bwd"]
+    assert all(r["host_us"] > 0 and r["gpu_us"] is None for r in data["rows"])
+    pieces = data["breakdown"]
+    assert 0 < pieces["triton forward"] < pieces["total"] and 0 < pieces["triton backward"] < pieces["total"]
+    assert pieces["plan keys"] > 0 and pieces["plan replays"] > 0     # repeated calls replay their plans
+    assert pieces["triton backward"] <= pieces["backward (fa_ck.ops._grads)"]
+    md = (tmp_path / "results.md").read_text()
+    assert "| B1 S128 H2/2 d64 causal | fa_ck fwd+bwd |" in md and "where the host time goes" in md

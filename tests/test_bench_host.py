@@ -16,7 +16,8 @@ def test_stubbed_run_writes_the_table_and_the_breakdown(tmp_path):
     data = json.loads((tmp_path / "results.json").read_text())
     assert [r["call"] for r in data["rows"]] == ["fa_ck fwd", "fa_ck fwd+bwd"]
     assert all(r["host_us"] > 0 and r["gpu_us"] is None for r in data["rows"])
-    pieces = data["breakdown"]
+    fwd, pieces = data["breakdown"]["fa_ck fwd"], data["breakdown"]["fa_ck fwd+bwd"]
+    assert 0 < fwd["triton forward"] < fwd["total"] and "triton backward" not in fwd
     assert 0 < pieces["triton forward"] < pieces["total"] and 0 < pieces["triton backward"] < pieces["total"]
     assert pieces["plan keys"] > 0 and pieces["plan replays"] > 0     # repeated calls replay their plans
     assert pieces["triton backward"] <= pieces["backward (fa_ck.ops._grads)"]

@@ -143,6 +143,35 @@ def test_tma_varlen(monkeypatch, override):
     check_varlen([33, 0, 70, 5], [40, 17, 70, 1], 2, 2, 64, causal=True, device=DEVICE)
 
 
+@pytest.mark.parametrize("varlen", [False, True], ids=["batched", "varlen"])
+def test_one_pass_buffer_is_zeroed_by_bwd_preprocess(monkeypatch, varlen):
+    """ONE_PASS's fp32 dQ buffer comes uninitialised (here: NaN) wherever bwd_preprocess zeroes
+    it (ZERO_DQ: every call but varlen, whose buffer is made zeros), and so do the 4 elements past
+    its end (the Gluon dK/dV kernel's unit counter); twice: the slow path, then its replay."""
+    from attn_check import check_varlen
+    tb = importlib.import_module("fa_ck.backends.triton")
+    real, made = tb._dq_accumulator, []
+
+    def nan_buffer(q, zeros=True):
+        acc = real(q, zeros)
+        if not zeros:
+            flat = acc.view(-1)
+            torch.as_strided(flat, (flat.numel() + 4,), (1,)).fill_(float("nan"))
+        made.append((acc, zeros))
+        return acc
+    monkeypatch.setattr(tb, "_dq_accumulator", nan_buffer)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"ONE_PASS": True}}))
+    for _ in range(2):
+        if varlen:
+            check_varlen([33, 0, 21], [40, 17, 9], 2, 2, 32, causal=True, device=DEVICE)
+        else:
+            check(2, 45, 37, 4, 2, 32, causal=True, device=DEVICE)
+    assert len(made) == 2 and all(zeros == varlen for _, zeros in made)
+    for acc, _ in made:
+        flat = acc.view(-1)
+        assert torch.equal(torch.as_strided(flat, (4,), (1,), flat.numel()), torch.zeros(4, device=acc.device))
+
+
 def test_tma_only_where_descriptors_can_address_the_tensors():
     from fa_ck.backends.triton.host import _tma_ok
     x = torch.randn(2, 48, 4, 64, dtype=torch.bfloat16)

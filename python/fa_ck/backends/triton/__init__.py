@@ -411,13 +411,17 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     key = plans._plan_key("bwd", p, poison, slots[:6], slots[6:], dlse is None)
     plan = plans._PLANS.get(key)
     if plan is not None:
-        plan.replay(slots, stop=1)           # the slow path's first launch: bwd_preprocess, into delta
-        if dlse is not None:
-            delta -= dlse
-        dq_acc = _dq_accumulator(q) if plan.one_pass else None
+        dq_acc = _dq_accumulator(q, zeros=p.varlen) if plan.one_pass else None
         # (the one slot made after the key: its alignment is the allocator's, 16 bytes or more
         # under torch's; were it less, the compiled kernels' specialisation would not hold)
-        plan.replay(slots + [dq_acc], start=1, direct=dq_acc is None or dq_acc.data_ptr() % 16 == 0)
+        slots.append(dq_acc)
+        direct = dq_acc is None or dq_acc.data_ptr() % 16 == 0
+        if dlse is None:
+            plan.replay(slots, direct=direct)
+        else:
+            plan.replay(slots, stop=1, direct=direct)     # the slow path's first launch: bwd_preprocess
+            delta -= dlse
+            plan.replay(slots, start=1, direct=direct)
     else:
         with plans._Recording(key) as rec:
             dq_acc = _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p, dlse)
@@ -428,10 +432,15 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     return dq, dk, dv
 
 
-def _dq_accumulator(q: torch.Tensor) -> torch.Tensor:
-    """ONE_PASS's fp32 dQ / scale buffer, zeros in q's shape (contiguous), with 16 bytes of zeros
-    past its end: the Gluon dK/dV kernel's unit counter (launch_gluon._dkdv_gluon, DYNAMIC)."""
-    return torch.zeros(q.numel() + 4, dtype=torch.float32, device=q.device)[:q.numel()].view(q.shape)
+def _dq_accumulator(q: torch.Tensor, zeros: bool = True) -> torch.Tensor:
+    """ONE_PASS's fp32 dQ / scale buffer in q's shape (contiguous), with 16 bytes past its end for
+    the Gluon dK/dV kernel's unit counter (launch_gluon._dkdv_gluon, DYNAMIC), both zeros: made
+    so here (zeros), or left to bwd_preprocess (ZERO_DQ: calls other than varlen, whose rows
+    outside every sequence no program of it covers)."""
+    n = q.numel()
+    buf = torch.zeros(n + 4, dtype=torch.float32, device=q.device) if zeros else \
+        torch.empty(n + 4, dtype=torch.float32, device=q.device)
+    return buf[:n].view(q.shape)
 
 
 def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, dlse):
@@ -444,39 +453,44 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
     bd = flags["BLOCK_D"]
 
     pre_bm = 64 if configs.arch(q.device) != "interpreter" else 32
-    _launch(bwd_preprocess, (_cdiv(sq, pre_bm), hq, b),
-            (out, do, delta, lse, lse_s, *_strides(out, p.varlen), *_strides(do, p.varlen), *_lse_strides(lse, p.varlen),
-             sq, d, p.scale, cu_q),
-            dict(BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen))
 
-    if dlse is not None:
-        # d lse / d S = P, so a gradient on lse enters as dS = P * (dP - (delta - dlse))
-        delta -= dlse
+    def preprocess(dq_zero):
+        """bwd_preprocess, zeroing dq_zero too (ONE_PASS's buffer) unless it is None."""
+        acc = dq_zero if dq_zero is not None else _placeholders(q.device)[1]
+        _launch(bwd_preprocess, (_cdiv(sq, pre_bm), hq, b),
+                (out, do, delta, lse, lse_s, acc, *_strides(out, p.varlen), *_strides(do, p.varlen),
+                 *_lse_strides(lse, p.varlen), *(_strides(acc, False) if dq_zero is not None else (0, 0, 0)),
+                 acc.numel(), sq, d, p.scale, cu_q),
+                dict(BLOCK_M=pre_bm, BLOCK_D=bd, VARLEN=p.varlen, ZERO_DQ=dq_zero is not None))
+
     common = (*_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen))
     tail = (sq, sk, hq // hkv, d, p.scale, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
             scal["window_left"], scal["window_right"], scal["dropout_p"], sk)
 
-    dq_acc = _placeholders(q.device)[1]     # ONE_PASS's fp32 dq, made below when it runs
     # dk/dv builds its q and dO descriptors inside the loop over a kv head's q heads, which Triton
     # 3.6's pipeliner cannot always handle: TMA only without GQA (group 1 compiles the loop away).
     tma_dkdv = hq == hkv and _tma_ok(q, do)
 
-    def run_dkdv(cfg):
-        nonlocal dq_acc
-        if cfg["ONE_PASS"]:                  # fresh zeros for every launch (autotune runs several)
+    def run_dkdv(cfg, dq_acc=None):
+        """The dK/dV launch; ONE_PASS: into dq_acc (zeros; fresh ones when None: autotune's
+        search runs several). -> dq_acc, or None without ONE_PASS."""
+        if cfg["ONE_PASS"] and dq_acc is None:
             dq_acc = _dq_accumulator(q)
+        acc = dq_acc if cfg["ONE_PASS"] else _placeholders(q.device)[1]
         if cfg.get("GLUON"):
-            return launch_gluon._dkdv_gluon(q, k, v, do, lse_s if cfg.get("LSE_PREP") else lse, delta, dk, dv, dq_acc,
-                                            cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
+            launch_gluon._dkdv_gluon(q, k, v, do, lse_s if cfg.get("LSE_PREP") else lse, delta, dk, dv, acc,
+                                     cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
+            return dq_acc
         if cfg["TMA"]:
             _tma_allocator()
         _launch(bwd_dkdv_kernel, (_cdiv(sk, cfg["BLOCK_N"]), hkv, b),
-                (q, k, v, do, lse, delta, dk, dv, dq_acc, slopes, rng, cu_q, cu_k, *common,
+                (q, k, v, do, lse, delta, dk, dv, acc, slopes, rng, cu_q, cu_k, *common,
                  *_strides(dk, p.varlen), *_strides(dv, p.varlen),
-                 *(_strides(dq_acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0)), *_lse_strides(lse, p.varlen),
+                 *(_strides(acc, p.varlen) if cfg["ONE_PASS"] else (0, 0, 0)), *_lse_strides(lse, p.varlen),
                  slope_stride, *tail),
                 dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags,
                      **_launch_cfg(cfg)))
+        return dq_acc
 
     def run_dq(cfg):
         if cfg.get("GLUON"):
@@ -492,9 +506,16 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
     # -lse / scale, which a zero or negative scale would turn into NaN or +inf
     gqa_ok = hq == hkv or (not p.varlen and launch_gluon._host_desc_ok(q, k, v, do))
     gluon_dkdv = gqa_ok and gluon_ok and p.scale > 0
-    cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv), gluon_possible=gluon_dkdv,
-                  group=hq // hkv)
-    run_dkdv(cfg)
+    # the dK/dV config before bwd_preprocess, which zeroes ONE_PASS's buffer; autotune's search
+    # (no plan is recorded then) runs bwd_preprocess first for the delta its launches read
+    cfg = _config("bwd_dkdv", q, d, p, sq, sk, tma_dkdv, bench=_bencher(run_dkdv, setup=lambda: preprocess(None)),
+                  gluon_possible=gluon_dkdv, group=hq // hkv)
+    dq_acc = _dq_accumulator(q, zeros=p.varlen) if cfg["ONE_PASS"] else None
+    preprocess(None if dq_acc is None or p.varlen else dq_acc)
+    if dlse is not None:
+        # d lse / d S = P, so a gradient on lse enters as dS = P * (dP - (delta - dlse))
+        delta -= dlse
+    run_dkdv(cfg, dq_acc)
     if cfg["ONE_PASS"]:                      # dq / scale was accumulated by bwd_dkdv
         block = 4096 if configs.arch(q.device) != "interpreter" else 256
         _launch(dq_from_acc, (_cdiv(dq.numel(), block),), (dq_acc, dq, dq.numel(), p.scale), dict(BLOCK=block))
@@ -503,9 +524,14 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
     return None
 
 
-def _bencher(run):
-    """Time one config of a launch (used only when autotune searches)."""
+def _bencher(run, setup=None):
+    """Time one config of a launch (used only when autotune searches); setup: called once before
+    the first timing."""
     def bench(cfg):
+        nonlocal setup
+        if setup is not None:
+            setup, once = None, setup
+            once()
         # 5 ms / 20 ms windows picked configs slower than the defaults on the H200 (clocks still
         # ramping, too few repeats): warm longer and time longer.
         return triton.testing.do_bench(lambda: run(cfg), warmup=25, rep=60, return_mode="median")

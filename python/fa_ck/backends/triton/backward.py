@@ -21,12 +21,14 @@ from .common import (dropout_keep, head_constants, head_ptr, key_blocks, load_ti
 
 
 @triton.jit
-def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, stride_ob, stride_os, stride_oh, stride_dob, stride_dos, stride_doh,
-                   stride_lb, stride_lh, seqlen_q, head_dim, scale, CU_Q,
-                   BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, VARLEN: tl.constexpr):
+def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, DQ_ACC, stride_ob, stride_os, stride_oh, stride_dob, stride_dos,
+                   stride_doh, stride_lb, stride_lh, stride_ab, stride_as, stride_ah, n_acc, seqlen_q, head_dim, scale,
+                   CU_Q, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, VARLEN: tl.constexpr, ZERO_DQ: tl.constexpr):
     """delta = rowsum(O * dO), and LSE_S = lse / scale (+inf where lse is -inf: a query that saw no
     key) for the Gluon dK/dV kernel's LSE_PREP: once per row here, not once per key block there.
-    DELTA, LSE and LSE_S share strides."""
+    DELTA, LSE and LSE_S share strides. ZERO_DQ (ONE_PASS, not varlen): also zero the rows of
+    DQ_ACC (ONE_PASS's fp32 dQ, q's shape) this program covers, and the 4 elements past its n_acc
+    (the dK/dV kernel's unit counter): one launch and one pass over memory less than a fill."""
     pid_m = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
     b = tl.program_id(2)
@@ -46,6 +48,12 @@ def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, stride_ob, stride_os, stride_oh, st
     lse = tl.load(head_ptr(LSE, b, h, stride_lb, stride_lh) + q_start + offs_m, mask=row_ok, other=0.0)
     tl.store(head_ptr(LSE_S, b, h, stride_lb, stride_lh) + q_start + offs_m,
              tl.where(lse == float("-inf"), float("inf"), lse / scale), mask=row_ok)
+    if ZERO_DQ:
+        tl.store(head_ptr(DQ_ACC, b, h, stride_ab, stride_ah) + wide(offs_m)[:, None] * stride_as + offs_d[None, :],
+                 tl.zeros([BLOCK_M, BLOCK_D], tl.float32), mask=ok)
+        if (pid_m == 0) & (h == 0) & (b == 0):
+            tail = tl.arange(0, 4)
+            tl.store(DQ_ACC + n_acc + tail, tl.zeros([4], tl.float32))
 
 
 @triton.jit

@@ -68,7 +68,8 @@ def _inputs(b, s, hq, hkv, d, device, dtype):
 
 
 def _calls(fa_ck, q, k, v, do, causal, cudnn: bool):
-    """{name: fn} of one shape: fa_ck's forward (no autograd) and fwd+bwd, and cuDNN's on a GPU."""
+    """{name: fn} of one shape: fa_ck's forward (no autograd), fwd+bwd and fp8 forward (q, k, v
+    quantised per call), and cuDNN's forward and fwd+bwd on a GPU."""
     import torch
     import torch.nn.functional as F
 
@@ -78,7 +79,10 @@ def _calls(fa_ck, q, k, v, do, causal, cudnn: bool):
 
     def fa_both():
         torch.autograd.grad(fa_ck.flash_attn_func(q, k, v, causal=causal), (q, k, v), do)
-    calls = {"fa_ck fwd": fa_fwd, "fa_ck fwd+bwd": fa_both}
+    def fa_fp8():
+        with torch.no_grad():
+            fa_ck.flash_attn_fp8_func(q, k, v, causal=causal)
+    calls = {"fa_ck fwd": fa_fwd, "fa_ck fwd+bwd": fa_both, "fa_ck fp8 fwd": fa_fp8}
     if cudnn:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         g = q.shape[2] // k.shape[2]

@@ -14,7 +14,7 @@ def test_stubbed_run_writes_the_table_and_the_breakdown(tmp_path):
                          capture_output=True, text=True, timeout=300, env={"PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     data = json.loads((tmp_path / "results.json").read_text())
-    assert [r["call"] for r in data["rows"]] == ["fa_ck fwd", "fa_ck fwd+bwd"]
+    assert [r["call"] for r in data["rows"]] == ["fa_ck fwd", "fa_ck fwd+bwd", "fa_ck fp8 fwd"]
     assert all(r["host_us"] > 0 and r["gpu_us"] is None for r in data["rows"])
     fwd, pieces = data["breakdown"]["fa_ck fwd"], data["breakdown"]["fa_ck fwd+bwd"]
     assert 0 < fwd["triton forward"] < fwd["total"] and "triton backward" not in fwd

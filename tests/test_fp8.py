@@ -22,7 +22,7 @@ import fa_ck
 from fa_ck import reference
 from fa_ck.backends import triton as tb
 from fa_ck.backends.triton import configs
-from attn_check import GRAD_TOL, alibi, assert_close, rel_err, tol
+from attn_check import GRAD_TOL, alibi, assert_close, count_calls, rel_err, tol
 from conftest import DEVICE
 
 F8 = configs.fp8_dtype(torch.device(DEVICE))
@@ -207,6 +207,28 @@ def test_forward(b, sq, sk, hq, hkv, d, dtype, feat):
     assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[dtype])
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
     print(f"fp8 {dtype} {feat.keys()}: rel err vs float64 {err:.4f}, emulation {rel_err(out, emu):.2e}")
+
+
+def test_a_repeated_call_replays_the_slow_path_bit_for_bit(monkeypatch):
+    """fp8 calls of 16-bit inputs replay as plans (quantisation included) on a GPU; under the
+    interpreter every call takes the slow path (its quantising ends in a torch copy, not a
+    launch). Either way a second call of the same signature on other tensors gives exactly what
+    the slow path gives for them: the quantised copies and scales are the call's own."""
+    slow = count_calls(monkeypatch, tb, "_launch_forward")
+    q, k, v = (rand(2, 70, 4, 64, dtype=torch.bfloat16) for _ in range(3))
+    call = lambda q, k, v: fa_ck.flash_attn_fp8_func(q, k, v, causal=True, return_lse=True, backend="triton")  # noqa: E731
+    first = call(q, k, v)                                  # (slow: may record the plan)
+    q2, k2, v2 = (rand(2, 70, 4, 64, dtype=torch.bfloat16) for _ in range(3))
+    n = len(slow)
+    again = call(q2, k2, v2)
+    assert len(slow) == n + (1 if configs.INTERPRET else 0)          # replayed on a GPU
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", "{}")        # (another plan key: the slow path, as reference)
+    fresh = call(q2, k2, v2)
+    assert len(slow) == n + (2 if configs.INTERPRET else 1)
+    assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
+    assert not torch.equal(again[0], first[0])
+    ref, _ = reference.attention(q2.double(), k2.double(), v2.double(), causal=True, dtype=torch.float64)
+    assert_close("replayed out vs float64 reference", again[0], ref, FWD_BOUND)
 
 
 def test_attention_fp8_switch_sdpa_layout():

@@ -139,6 +139,30 @@ def test_a_repeated_forward_launches_what_the_slow_path_did(gpu_path, monkeypatc
     assert (kernels[0] == "set_allocator") == (case in ("triton-tma-d128-gqa", "gluon-device-descriptors", "triton-float32"))
 
 
+@pytest.mark.parametrize("d,causal", [(128, True), (64, False)])
+def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkeypatch, d, causal):
+    """fp8 of 16-bit inputs: quantising (amax, then the scaled copy, of q, k and v) and the fp8
+    forward replay on the call's own buffers, and each call's amax buffers are zeros when its
+    amax kernels run (they fold maxima in with atomics)."""
+    amax_zero = []
+
+    def launch(kernel, grid, args, constexprs):
+        if kernel.fn.__name__ == "amax_kernel":
+            amax_zero.append(bool((args[1] == 0).all()))
+        gpu_path.append((kernel, grid, args, constexprs))
+    monkeypatch.setattr(plans, "launch", launch)
+    first = _inputs(d=d)
+    p = dataclasses.replace(_params(*first[:2], causal), fp8=True)
+    slow, was_slow = _forward(gpu_path, *first, p)
+    again = _inputs(d=d)
+    fast, again_slow = _forward(gpu_path, *again, p)
+    assert was_slow and not again_slow and fast == slow
+    # (the Gluon fp8 forward by default at head dims 65-128, forward.py's below: configs.switches)
+    assert [k for k in _kernels(slow) if k != "set_allocator"] == ["amax_kernel", "quantize_kernel"] * 3 + \
+        ["fwd_gluon_kernel" if d > 64 else "fwd_kernel"]
+    assert amax_zero == [True] * 6
+
+
 BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)
     "gluon-one-pass-d128-causal": (dict(d=128), True, '{"bwd_dkdv": {"HOST_DESC": false}}'),  # device descriptors
     "gluon-one-pass-d128-full": (dict(d=128), False, ""),   # host-made descriptors, dQ's buffer among them

@@ -71,15 +71,20 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     return None
 
 
-def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False):
+def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False, buffers=None):
     """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
     scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
     keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory. Two kernels
-    (quantize.py): the amax, then the scaled, rounded copy."""
+    (quantize.py): the amax, then the scaled, rounded copy. buffers: (x8, amax bits (B, H) int32
+    zeros, descale) to write into (the forward's replayable fp8 calls, _fp8_buffers), else made here."""
     from .quantize import amax_kernel, quantize_kernel
     b, s, h, d = x.shape
     fmax = torch.finfo(dtype).max
-    x8 = _empty_bshd((b, s, h, d), dtype, x.device, keys_contiguous)
+    if buffers is None:
+        buffers = (_empty_bshd((b, s, h, d), dtype, x.device, keys_contiguous),
+                   torch.zeros((b, h), dtype=torch.int32, device=x.device),
+                   torch.empty((b, h), dtype=torch.float32, device=x.device))
+    x8, amax_bits, descale = buffers
     if not x.numel():        # torch's amax of nothing is 0: the scale of an all-zero head
         return x8, 1.0 / (fmax / torch.zeros((b, h), dtype=torch.float32, device=x.device).clamp_min(1e-12))
     # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
@@ -87,8 +92,6 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     out = _empty_bshd((b, s, h, d), torch.float32, x.device, keys_contiguous) if configs.INTERPRET else x8
     if x.stride(-1) != 1:
         x = x.contiguous()
-    amax_bits = torch.zeros((b, h), dtype=torch.int32, device=x.device)
-    descale = torch.empty((b, h), dtype=torch.float32, device=x.device)
     block_s = 16 if configs.INTERPRET else 64
     grid = (_cdiv(s, block_s), h, b)
     block_d = triton.next_power_of_2(d)
@@ -101,6 +104,21 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     if out is not x8:
         x8.copy_(out)
     return x8, descale
+
+
+def _fp8_buffers(q, k, v) -> tuple:
+    """What quantising q, k and v writes, made before the forward's plan key (they are slots of its
+    replay plan): (q8, k8, v8 (keys-contiguous), amax bits of q, k, v (one zeroed int32 buffer),
+    descales of q, k, v (one float32 buffer)), each view its own slot."""
+    dtype = configs.fp8_dtype(q.device)
+    b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
+    eight = (_empty_bshd(q.shape, dtype, q.device, False), _empty_bshd(k.shape, dtype, k.device, False),
+             _empty_bshd(v.shape, dtype, v.device, True))
+    n = b * (hq + 2 * hkv)
+    amax, descale = torch.zeros(n, dtype=torch.int32, device=q.device), torch.empty(n, dtype=torch.float32, device=q.device)
+    cuts = (0, b * hq, b * (hq + hkv), n)
+    views = lambda t: tuple(t[lo:hi].view(b, (hi - lo) // b) for lo, hi in zip(cuts, cuts[1:]))  # noqa: E731
+    return eight + views(amax) + views(descale)
 
 
 def _empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
@@ -121,8 +139,9 @@ def _keys_contiguous(v: torch.Tensor) -> torch.Tensor:
     return _empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
 
 
-def _fp8_inputs(q, k, v, p: AttnParams):
-    """(q8, k8, v8, q_descale, k_descale, v_descale, out dtype) for the fp8 kernel."""
+def _fp8_inputs(q, k, v, p: AttnParams, buffers=None):
+    """(q8, k8, v8, q_descale, k_descale, v_descale, out dtype) for the fp8 kernel; buffers: from
+    _fp8_buffers (16-bit inputs), quantised into."""
     if q.dtype in FP8_DTYPES:
         b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
         ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
@@ -132,8 +151,8 @@ def _fp8_inputs(q, k, v, p: AttnParams):
         return (q, k, _keys_contiguous(v), qd.contiguous(), kd.contiguous(), vd.contiguous(),
                 p.out_dtype or torch.bfloat16)
     dtype = configs.fp8_dtype(q.device)
-    (q8, qd), (k8, kd) = (quantize_fp8(t, dtype) for t in (q, k))
-    v8, vd = quantize_fp8(v, dtype, keys_contiguous=True)
+    (q8, qd), (k8, kd), (v8, vd) = (quantize_fp8(t, dtype, i == 2, None if buffers is None else buffers[i::3])
+                                    for i, t in enumerate((q, k, v)))
     return q8, k8, v8, qd, kd, vd, q.dtype
 
 
@@ -340,24 +359,22 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
 
 def _forward(q, k, v, p: AttnParams):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
-    out_dtype = q.dtype
-    if p.fp8:
-        q, k, v, qd, kd, vd, out_dtype = _fp8_inputs(q, k, v, p)
-        fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(v.dtype).max))
-    else:
-        qd = kd = vd = _placeholders(q.device)[1]          # no descales (an empty float32 stand-in)
-        fp8 = dict(FP8=False, P_SCALE=1.0)
+    # fp8 of 16-bit inputs: the quantised q, k, v and their scales are made here, before the plan
+    # key, so that such calls replay too (their slow path cost ~0.8 ms of host time per call on the
+    # H200: more than the kernels below 4k keys)
+    buffers = _fp8_buffers(q, k, v) if p.fp8 and q.dtype not in FP8_DTYPES else ()
+    out_dtype = (p.out_dtype or torch.bfloat16) if q.dtype in FP8_DTYPES else q.dtype
     poison = _poisoning()
     out = _empty(q.shape, out_dtype, q.device, poison)
     lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device, poison)
-    slots = (q, k, v, out, lse)
+    slots = (q, k, v, out, lse, *buffers)
     key = plans._plan_key("fwd", p, poison, slots[:3], slots[3:])
     plan = plans._PLANS.get(key)
     if plan is not None:
         plan.replay(slots)
     else:
         with plans._Recording(key) as rec:
-            _launch_forward(q, k, v, out, lse, qd, kd, vd, fp8, p)
+            _launch_forward(q, k, v, out, lse, p, buffers)
             rec.save(slots)
     if _canaries:
         _check_canaries("forward")
@@ -365,8 +382,15 @@ def _forward(q, k, v, p: AttnParams):
     return out, lse
 
 
-def _launch_forward(q, k, v, out, lse, qd, kd, vd, fp8: dict, p: AttnParams):
-    """The forward's slow path: works out the kernel, its config and its arguments, and launches it."""
+def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
+    """The forward's slow path: quantises (fp8, into buffers when given), works out the kernel, its
+    config and its arguments, and launches it."""
+    if p.fp8:
+        q, k, v, qd, kd, vd, _ = _fp8_inputs(q, k, v, p, buffers or None)
+        fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(v.dtype).max))
+    else:
+        qd = kd = vd = _placeholders(q.device)[1]          # no descales (an empty float32 stand-in)
+        fp8 = dict(FP8=False, P_SCALE=1.0)
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)

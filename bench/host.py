@@ -5,14 +5,15 @@
 
 Short calls are bound by the host, not the GPU (bench/results/h200-20261201-fifteenth, calls
 4-8: at B32 S512 H16 d128 causal fa_ck's fwd+bwd enqueued in ~0.72 ms against 0.6 ms of kernels;
-cuDNN's in ~0.2 ms). Per shape and call kind (forward without autograd, fwd+bwd), back to back:
+cuDNN's in ~0.2 ms). Per shape and call kind (forward without autograd, fwd+bwd, fp8 forward
+where the device has fp8; cuDNN's forward and fwd+bwd), back to back:
 
 - host: wall time to enqueue N calls, divided by N (before the synchronise);
 - GPU: CUDA events around the same N calls, divided by N;
 - host-bound when the host takes 90 % of the GPU's time or more (the GPU then waits for it).
 
-Then, at the smallest shape, perf_counter wrappers over fa_ck's host path (each line includes
-what it calls) show where one fwd+bwd spends its time. --stubbed runs the sm90 path on CPU
+Then, at the smallest shape, perf_counter wrappers over fa_ck's host path and Triton's launcher
+(each line includes what it calls) show where a forward and a fwd+bwd spend their time. --stubbed runs the sm90 path on CPU
 tensors with every launch stubbed out (as tests/test_host_path.py fakes it): fa_ck's own Python
 (plan keys, replays, allocations) without Triton's launcher or the CUDA driver.
 
@@ -82,7 +83,10 @@ def _calls(fa_ck, q, k, v, do, causal, cudnn: bool):
     def fa_fp8():
         with torch.no_grad():
             fa_ck.flash_attn_fp8_func(q, k, v, causal=causal)
-    calls = {"fa_ck fwd": fa_fwd, "fa_ck fwd+bwd": fa_both, "fa_ck fp8 fwd": fa_fp8}
+    calls = {"fa_ck fwd": fa_fwd, "fa_ck fwd+bwd": fa_both}
+    from fa_ck.backends.triton import configs
+    if configs.fp8_dtype(q.device) is not None:           # a device with fp8 (or the stubbed sm90 path)
+        calls["fa_ck fp8 fwd"] = fa_fp8
     if cudnn:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         g = q.shape[2] // k.shape[2]

@@ -231,6 +231,14 @@ def test_a_repeated_call_replays_the_slow_path_bit_for_bit(monkeypatch):
     assert_close("replayed out vs float64 reference", again[0], ref, FWD_BOUND)
 
 
+def test_one_tensor_for_q_k_and_v():
+    """q, k and v one and the same tensor: each is quantised (one launch serves all three)."""
+    x = rand(2, 40, 2, 32, dtype=torch.bfloat16)
+    out = fa_ck.flash_attn_fp8_func(x, x, x, causal=True, backend="triton")
+    ref, _ = reference.attention(x.double(), x.double(), x.double(), causal=True, dtype=torch.float64)
+    assert_close("out vs float64 reference", out, ref, FWD_BOUND)
+
+
 def test_attention_fp8_switch_sdpa_layout():
     q, k, v = rand(2, 4, 48, 32, dtype=torch.bfloat16), rand(2, 2, 48, 32, dtype=torch.bfloat16), \
         rand(2, 2, 48, 32, dtype=torch.bfloat16)

@@ -369,22 +369,21 @@ def elementwise_kernels(target: str):
 
 
 def quantize_kernels(target: str):
-    """(name, kernel, signature, constexprs) of the fp8 quantisation into the target's format: the
-    amax pass, then q and k written head-dim-contiguous (stride_od = 1), v keys-contiguous
-    (stride_od generic)."""
+    """(name, kernel, signature, constexprs) of the fp8 quantisation of q, k and v (one launch
+    each pass) into the target's format: the amax pass, then the scaled copy, q8 and k8
+    head-dim-contiguous (stride 1), v8 keys-contiguous (its head-dim stride generic), as the
+    forward launches them."""
     _, ty, _ = _FP8[target]
     sig = {n: "i32" for n in amax_kernel.arg_names}
-    sig.update(X="*bf16", AMAX_BITS="*i32", BLOCK_S="constexpr", BLOCK_D="constexpr")
-    yield "amax bf16 d128", amax_kernel, sig, dict(BLOCK_S=64, BLOCK_D=128)
-    for layout in ("q/k", "v"):
-        sig = {n: "i32" for n in quantize_kernel.arg_names}
-        sig.update(X="*bf16", X8="*" + ty, AMAX_BITS="*i32", DESCALE="*fp32", fp8_max="fp32")
-        consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0)
-        if layout == "q/k":
-            consts["stride_od"] = 1
-        for c in consts:
-            sig[c] = "constexpr"
-        yield f"quantize bf16->{ty} d128 {layout}", quantize_kernel, sig, consts
+    sig.update(Q="*bf16", K="*bf16", V="*bf16", AMAX_BITS="*i32", BLOCK_S="constexpr", BLOCK_D="constexpr")
+    yield "amax bf16 d128 (q, k, v)", amax_kernel, sig, dict(BLOCK_S=64, BLOCK_D=128)
+    sig = {n: "i32" for n in quantize_kernel.arg_names}
+    sig.update(Q="*bf16", K="*bf16", V="*bf16", Q8="*" + ty, K8="*" + ty, V8="*" + ty, AMAX_BITS="*i32",
+               DESCALE="*fp32", fp8_max="fp32")
+    consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0, stride_q8d=1, stride_k8d=1)
+    for c in consts:
+        sig[c] = "constexpr"
+    yield f"quantize bf16->{ty} d128 (q, k, v)", quantize_kernel, sig, consts
 
 
 def _compile(failures: list, target: str, name: str, fn, sig: dict, consts: dict, num_warps: int, num_stages: int,

@@ -71,54 +71,69 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     return None
 
 
-def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False, buffers=None):
+def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False):
     """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
     scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
-    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory. Two kernels
-    (quantize.py): the amax, then the scaled, rounded copy. buffers: (x8, amax bits (B, H) int32
-    zeros, descale) to write into (the forward's replayable fp8 calls, _fp8_buffers), else made here."""
-    from .quantize import amax_kernel, quantize_kernel
+    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory."""
     b, s, h, d = x.shape
-    fmax = torch.finfo(dtype).max
-    if buffers is None:
-        buffers = (_empty_bshd((b, s, h, d), dtype, x.device, keys_contiguous),
-                   torch.zeros((b, h), dtype=torch.int32, device=x.device),
-                   torch.empty((b, h), dtype=torch.float32, device=x.device))
-    x8, amax_bits, descale = buffers
+    x8 = _empty_bshd(x.shape, dtype, x.device, keys_contiguous)
     if not x.numel():        # torch's amax of nothing is 0: the scale of an all-zero head
-        return x8, 1.0 / (fmax / torch.zeros((b, h), dtype=torch.float32, device=x.device).clamp_min(1e-12))
+        return x8, 1.0 / (torch.finfo(dtype).max / torch.zeros((b, h), dtype=torch.float32, device=x.device).clamp_min(1e-12))
+    descale = torch.empty(b * h, dtype=torch.float32, device=x.device)
+    _quantize(x, None, None, x8, None, None, torch.zeros(b * h, dtype=torch.int32, device=x.device), descale)
+    return x8, descale.view(b, h)
+
+
+def _quantize(q, k, v, q8, k8, v8, amax_bits, descale):
+    """q, k, v (k and v None: q alone) quantised into q8, k8, v8 (any layout; fp8) in two launches
+    (quantize.py: the amax, then the scaled, rounded copy); amax_bits (int32 zeros) and descale
+    (float32) hold q's (batch, head) slots, then k's and v's, each from the next multiple of 4
+    (see _fp8_buffers)."""
+    from .quantize import amax_kernel, quantize_kernel
+    alone = k is None
+    if alone:
+        k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], (0 if alone else k.shape[2])
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
     # values already on the fp8 grid in float32, and torch's cast of them is exact
-    out = _empty_bshd((b, s, h, d), torch.float32, x.device, keys_contiguous) if configs.INTERPRET else x8
-    if x.stride(-1) != 1:
-        x = x.contiguous()
+    temps = {id(t): torch.empty_strided(t.shape, t.stride(), dtype=torch.float32, device=t.device)
+             for t in (q8, k8, v8)} if configs.INTERPRET else {}
+    outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))
     block_s = 16 if configs.INTERPRET else 64
-    grid = (_cdiv(s, block_s), h, b)
-    block_d = triton.next_power_of_2(d)
-    _launch(amax_kernel, grid, (x, amax_bits, x.stride(0), x.stride(1), x.stride(2), s, d, h),
-            dict(BLOCK_S=block_s, BLOCK_D=block_d))
+    grid = (_cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
+    sizes = (sq, sk, d, hq, hkv, *_fp8_slots(b, hq, hkv)[1:3])
+    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
+    consts = dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d))
+    _launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
+    dtype = q8.dtype
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
-    _launch(quantize_kernel, grid,
-            (x, out, amax_bits, descale, x.stride(0), x.stride(1), x.stride(2), *out.stride(), s, d, h, fmax),
-            dict(BLOCK_S=block_s, BLOCK_D=block_d, ROUND_EMIN=emin))
-    if out is not x8:
-        x8.copy_(out)
-    return x8, descale
+    _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
+                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max), dict(consts, ROUND_EMIN=emin))
+    for x8 in {id(t): t for t in (q8, k8, v8)}.values() if temps else ():
+        x8.copy_(temps[id(x8)])
+
+
+def _fp8_slots(b: int, hq: int, hkv: int) -> tuple:
+    """(start of q's, k's and v's (batch, head) slots in the amax and descale buffers, their
+    length): each from a multiple of 4 elements, so that each tensor's descales start 16-byte
+    aligned as a torch allocation does (the kernels are specialised on pointer alignment)."""
+    pad_q, pad_kv = -(-b * hq // 4) * 4, -(-b * hkv // 4) * 4
+    return 0, pad_q, pad_q + pad_kv, pad_q + 2 * pad_kv
 
 
 def _fp8_buffers(q, k, v) -> tuple:
     """What quantising q, k and v writes, made before the forward's plan key (they are slots of its
-    replay plan): (q8, k8, v8 (keys-contiguous), amax bits of q, k, v (one zeroed int32 buffer),
-    descales of q, k, v (one float32 buffer)), each view its own slot."""
+    replay plan): q8, k8, v8 (v keys-contiguous), the amax bits (int32 zeros) and descales of all
+    three, and the descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads."""
     dtype = configs.fp8_dtype(q.device)
     b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
-    eight = (_empty_bshd(q.shape, dtype, q.device, False), _empty_bshd(k.shape, dtype, k.device, False),
-             _empty_bshd(v.shape, dtype, v.device, True))
-    n = b * (hq + 2 * hkv)
-    amax, descale = torch.zeros(n, dtype=torch.int32, device=q.device), torch.empty(n, dtype=torch.float32, device=q.device)
-    cuts = (0, b * hq, b * (hq + hkv), n)
-    views = lambda t: tuple(t[lo:hi].view(b, (hi - lo) // b) for lo, hi in zip(cuts, cuts[1:]))  # noqa: E731
-    return eight + views(amax) + views(descale)
+    *starts, n = _fp8_slots(b, hq, hkv)
+    descale = torch.empty(n, dtype=torch.float32, device=q.device)
+    return (_empty_bshd(q.shape, dtype, q.device, False), _empty_bshd(k.shape, dtype, k.device, False),
+            _empty_bshd(v.shape, dtype, v.device, True), torch.zeros(n, dtype=torch.int32, device=q.device), descale,
+            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))))
 
 
 def _empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
@@ -150,9 +165,8 @@ def _fp8_inputs(q, k, v, p: AttnParams, buffers=None):
         vd = p.v_descale if p.v_descale is not None else ones(hkv)
         return (q, k, _keys_contiguous(v), qd.contiguous(), kd.contiguous(), vd.contiguous(),
                 p.out_dtype or torch.bfloat16)
-    dtype = configs.fp8_dtype(q.device)
-    (q8, qd), (k8, kd), (v8, vd) = (quantize_fp8(t, dtype, i == 2, None if buffers is None else buffers[i::3])
-                                    for i, t in enumerate((q, k, v)))
+    q8, k8, v8, amax_bits, descale, qd, kd, vd = buffers or _fp8_buffers(q, k, v)
+    _quantize(q, k, v, q8, k8, v8, amax_bits, descale)
     return q8, k8, v8, qd, kd, vd, q.dtype
 
 

@@ -149,8 +149,9 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     expanded tensors: those build theirs per program). PERSISTENT (host-made descriptors only,
     more units than SMs): one program per SM at most, each taking units in turn, with two K and V
     buffers where shared memory holds them (the defaults' up to d64); round-robin, or with
-    DYNAMIC and ONE_PASS from a counter: the int32 zero just past dq_acc's elements that
-    __init__._dq_accumulator leaves there (checked here)."""
+    DYNAMIC and ONE_PASS from a counter: the int32 zero just past dq_acc's elements (room made
+    by __init__._dq_accumulator, checked here; zeroed with the buffer by bwd_preprocess, or made
+    zeros for varlen)."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     assert bn == configs.gluon_block_n_bwd(d), "the kernel fixes its keys per unit (__init__ checks asked tiles)"
     one_pass = bool(cfg["ONE_PASS"])
@@ -167,7 +168,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         _tma_allocator()
         args, dq_arg = (q, k, v, do), dq_acc
     # DYNAMIC (persistent, ONE_PASS): units past the first `grid` come from an atomic counter that
-    # lies just past dQ's buffer (zeros: __init__._dq_accumulator)
+    # lies just past dQ's buffer (zeros: see the docstring)
     dynamic = persistent and one_pass and bool(cfg.get("DYNAMIC"))
     if dynamic and dq_acc.untyped_storage().nbytes() < (dq_acc.storage_offset() + dq_acc.numel() + 1) * 4:
         raise ValueError("DYNAMIC needs dq_acc from _dq_accumulator: its counter lies past the buffer's elements")

@@ -61,7 +61,7 @@ def _plan_key(kind: str, p: AttnParams, poison: bool, inputs, outputs, *extra):
             *[t.data_ptr() % 16 == 0 for t in outputs],
             None if len(set(ids)) == len(ids) else tuple(map(ids.index, ids)),
             _FLOATS.pack(p.scale, p.softcap, p.dropout_p), p.causal, p.window_left, p.window_right,
-            p.deterministic, p.max_seqlen_q, p.max_seqlen_k, p.out_dtype, *extra)
+            p.deterministic, p.max_seqlen_q, p.max_seqlen_k, p.out_dtype, p.fp8, *extra)
 
 
 def _note(step):
@@ -135,7 +135,8 @@ class _Plan:
     they were; the arguments with the call's own tensors, and host-made descriptors of them,
     replaced by their place among the call's `slots`) and where it set the TMA allocator.
     one_pass: the backward's dK/dV kernel added dQ into an fp32 buffer (the last slot), which
-    the caller makes (zeros, __init__._dq_accumulator) and a replayed dq_from_acc scales into dq."""
+    the caller makes (__init__._dq_accumulator; bwd_preprocess zeroes it but for varlen) and a
+    replayed dq_from_acc scales into dq."""
 
     def __init__(self, steps: list, one_pass: bool):
         self.steps, self.one_pass = steps, one_pass

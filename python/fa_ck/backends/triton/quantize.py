@@ -1,15 +1,23 @@
-"""Per-(batch, head) fp8 quantisation of q, k, v for the fp8 forward: two passes over the input.
+"""Per-(batch, head) fp8 quantisation of q, k and v for the fp8 forward: two launches over all three.
 
-amax_kernel reads x once and folds max |x| of its tile into its (batch, head)'s int32 slot with
-an atomic max on the float's bits (non-negative floats order as their bit patterns, and a NaN's
-pattern lies above +inf, so a NaN input gives a NaN amax, as torch's reduction does). It was
-torch's inf-norm, 74 us per 64 MB tensor on the H200 (0.9 TB/s; bench/results/h200-20261130-eighth
-call 2). quantize_kernel then reads x again and writes x * scale, clamped and rounded to the fp8
+Program axis 1 runs over q's heads, then k's, then v's (_which); each kernel serves the three
+tensors in one launch (the forward's six launches were ~0.1-0.2 ms of host time per fp8 call on
+the H200, more than the quantisation's GPU time at short sequences: bench/results
+h200-20261201-sixteenth). A single tensor is quantised as "q" with no k or v heads.
+
+amax_kernel reads a tile and folds max |x| into its (batch, head)'s int32 slot with an atomic max
+on the float's bits (non-negative floats order as their bit patterns, and a NaN's pattern lies
+above +inf, so a NaN input gives a NaN amax, as torch's reduction does). It was torch's
+inf-norm, 74 us per 64 MB tensor on the H200 (0.9 TB/s; bench/results/h200-20261130-eighth call
+2). quantize_kernel then reads x again and writes x * scale, clamped and rounded to the fp8
 format, in whatever layout the output view has (v is written keys-contiguous, see forward.py),
 scale = fp8 max / amax and the descale 1 / scale computed in-kernel with IEEE division, so every
 value is torch's arithmetic bit for bit. Under the interpreter (no fnuz type, a wrong fp32 -> fp8
 cast: see common.fp8_round) the kernel rounds onto the fp8 grid itself (ROUND_EMIN) and writes
 float32; the caller casts, exactly.
+
+The amax and descale buffers hold q's (batch, head) slots, then k's from start_k, then v's from
+start_v, each (B, H) in row-major order.
 """
 import triton
 import triton.language as tl
@@ -18,43 +26,87 @@ from .common import fp8_round, wide
 
 
 @triton.jit
-def amax_kernel(X, AMAX_BITS, stride_xb, stride_xs, stride_xh, seqlen, head_dim, num_heads,
-                BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    pid_s = tl.program_id(0)
-    h = tl.program_id(1)
-    b = tl.program_id(2)
-    offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, BLOCK_D)
-    ok = (offs_s[:, None] < seqlen) & (offs_d[None, :] < head_dim)
-    x = tl.load(X + wide(b) * stride_xb + wide(h) * stride_xh + wide(offs_s)[:, None] * stride_xs + offs_d[None, :],
-                mask=ok, other=0.0).to(tl.float32)
-    bits = tl.max(tl.max(tl.abs(x).to(tl.int32, bitcast=True), 1), 0)
-    tl.atomic_max(AMAX_BITS + b * num_heads + h, bits)
+def _which(j, b, heads_q, heads_kv, start_k, start_v):
+    """Program j of axis 1 (batch b): (tensor 0 / 1 / 2 for q / k / v, its head, its (batch,
+    head) slot in the amax and descale buffers, where k's slots start at start_k, v's at start_v)."""
+    t = (j >= heads_q).to(tl.int32) + (j >= heads_q + heads_kv).to(tl.int32)
+    first = tl.where(t == 0, 0, tl.where(t == 1, heads_q, heads_q + heads_kv))     # its first head on axis 1
+    heads = tl.where(t == 0, heads_q, heads_kv)
+    start = tl.where(t == 0, 0, tl.where(t == 1, start_k, start_v))
+    return t, j - first, start + b * heads + (j - first)
 
 
 @triton.jit
-def quantize_kernel(X, X8, AMAX_BITS, DESCALE, stride_xb, stride_xs, stride_xh, stride_ob, stride_os, stride_oh,
-                    stride_od, seqlen, head_dim, num_heads, fp8_max,
-                    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr):
-    pid_s = tl.program_id(0)
-    h = tl.program_id(1)
-    b = tl.program_id(2)
-    amax = tl.load(AMAX_BITS + b * num_heads + h).to(tl.float32, bitcast=True)
-    # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
-    scale = tl.math.div_rn(fp8_max, tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
-    if pid_s == 0:
-        tl.store(DESCALE + b * num_heads + h, tl.math.div_rn(1.0, scale))
-    offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, BLOCK_D)
+def _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d):
+    """Rows offs_s, columns offs_d of head h of batch b in fp32 (zeros where they do not exist),
+    and which exist."""
     ok = (offs_s[:, None] < seqlen) & (offs_d[None, :] < head_dim)
-    rows = wide(offs_s)[:, None]                               # tensors past 2^31 elements
-    x = tl.load(X + wide(b) * stride_xb + wide(h) * stride_xh + rows * stride_xs + offs_d[None, :],
-                mask=ok, other=0.0).to(tl.float32)
+    x = tl.load(X + wide(b) * stride_b + wide(h) * stride_h + wide(offs_s)[:, None] * stride_s + offs_d[None, :],
+                mask=ok, other=0.0)
+    return x.to(tl.float32), ok
+
+
+@triton.jit
+def _amax_bits(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d):
+    x, _ = _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d)
+    return tl.max(tl.max(tl.abs(x).to(tl.int32, bitcast=True), 1), 0)
+
+
+@triton.jit
+def amax_kernel(Q, K, V, AMAX_BITS, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
+                stride_vs, stride_vh, seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v,
+                BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    b = tl.program_id(2)
+    t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, BLOCK_D)
+    # (each tensor's whole tile inside its own branch: a tile of pointers chosen between branches
+    # would be kept in registers, 254 of them per thread on sm90)
+    if t == 0:
+        bits = _amax_bits(Q, b, h, stride_qb, stride_qs, stride_qh, seqlen_q, head_dim, offs_s, offs_d)
+    elif t == 1:
+        bits = _amax_bits(K, b, h, stride_kb, stride_ks, stride_kh, seqlen_k, head_dim, offs_s, offs_d)
+    else:
+        bits = _amax_bits(V, b, h, stride_vb, stride_vs, stride_vh, seqlen_k, head_dim, offs_s, offs_d)
+    tl.atomic_max(AMAX_BITS + slot, bits)
+
+
+@triton.jit
+def _quantize_tile(X, X8, scale, b, h, stride_b, stride_s, stride_h, stride_8b, stride_8s, stride_8h, stride_8d,
+                   seqlen, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN: tl.constexpr):
+    x, ok = _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d)
     y = x * scale
     # clamped as torch.clamp does it: NaN stays NaN (a NaN head is NaN, not -fp8_max)
     y = tl.minimum(tl.maximum(y, -fp8_max, propagate_nan=tl.PropagateNan.ALL), fp8_max,
                    propagate_nan=tl.PropagateNan.ALL)
     if ROUND_EMIN != 0:                                        # interpreter: round here
         y = fp8_round(y, ROUND_EMIN)
-    tl.store(X8 + wide(b) * stride_ob + wide(h) * stride_oh + rows * stride_os + offs_d[None, :] * stride_od,
-             y.to(X8.dtype.element_ty), mask=ok)
+    tl.store(X8 + wide(b) * stride_8b + wide(h) * stride_8h + wide(offs_s)[:, None] * stride_8s
+             + offs_d[None, :] * stride_8d, y.to(X8.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks,
+                    stride_kh, stride_vb, stride_vs, stride_vh, stride_q8b, stride_q8s, stride_q8h, stride_q8d,
+                    stride_k8b, stride_k8s, stride_k8h, stride_k8d, stride_v8b, stride_v8s, stride_v8h, stride_v8d,
+                    seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v, fp8_max,
+                    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr):
+    pid_s = tl.program_id(0)
+    b = tl.program_id(2)
+    t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
+    amax = tl.load(AMAX_BITS + slot).to(tl.float32, bitcast=True)
+    # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
+    scale = tl.math.div_rn(fp8_max, tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
+    if pid_s == 0:
+        tl.store(DESCALE + slot, tl.math.div_rn(1.0, scale))
+    offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, BLOCK_D)
+    if t == 0:
+        _quantize_tile(Q, Q8, scale, b, h, stride_qb, stride_qs, stride_qh, stride_q8b, stride_q8s, stride_q8h,
+                       stride_q8d, seqlen_q, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
+    elif t == 1:
+        _quantize_tile(K, K8, scale, b, h, stride_kb, stride_ks, stride_kh, stride_k8b, stride_k8s, stride_k8h,
+                       stride_k8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
+    else:
+        _quantize_tile(V, V8, scale, b, h, stride_vb, stride_vs, stride_vh, stride_v8b, stride_v8s, stride_v8h,
+                       stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)

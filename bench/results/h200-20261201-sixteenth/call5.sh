@@ -1,6 +1,6 @@
 # Device call 5 of the sixteenth part (nvidia-h200): q, k and v quantised in one launch per pass
-# (amax, then the scaled copy: two launches instead of six), uncommitted on top of 3527618 with the
-# review's mends (committed after as the code this call ran). Host time per call first (this code,
+# (amax, then the scaled copy: two launches instead of six), at 9c9c140 (with the review's mends of
+# a2e0959). Host time per call first (this code,
 # then a2e0959's python/ tree in old_a2e0959/, six quantisation launches); the fp8 forward at d128
 # S512-16k beside fa_ck's bf16 forward, SDPA cuDNN and flash, and a2e0959's fp8 at S512-4k in the
 # same run (one timing per point); the fp8 tests.

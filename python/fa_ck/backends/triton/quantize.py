@@ -58,6 +58,8 @@ def amax_kernel(Q, K, V, AMAX_BITS, stride_qb, stride_qs, stride_qh, stride_kb, 
                 BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
     b = tl.program_id(2)
     t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
+    if tl.program_id(0) * BLOCK_S >= tl.where(t == 0, seqlen_q, seqlen_k):
+        return                       # (axis 0 spans the longer of q and k: decoding's one query)
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, BLOCK_D)
     # (each tensor's whole tile inside its own branch: a tile of pointers chosen between branches
@@ -82,7 +84,7 @@ def _quantize_tile(X, X8, scale, b, h, stride_b, stride_s, stride_h, stride_8b, 
     if ROUND_EMIN != 0:                                        # interpreter: round here
         y = fp8_round(y, ROUND_EMIN)
     tl.store(X8 + wide(b) * stride_8b + wide(h) * stride_8h + wide(offs_s)[:, None] * stride_8s
-             + offs_d[None, :] * stride_8d, y.to(X8.dtype.element_ty), mask=ok)
+             + wide(offs_d)[None, :] * stride_8d, y.to(X8.dtype.element_ty), mask=ok)
 
 
 @triton.jit
@@ -94,6 +96,8 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
     pid_s = tl.program_id(0)
     b = tl.program_id(2)
     t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
+    if (pid_s > 0) & (pid_s * BLOCK_S >= tl.where(t == 0, seqlen_q, seqlen_k)):
+        return                       # (program 0 of each head stays: it writes the descale)
     amax = tl.load(AMAX_BITS + slot).to(tl.float32, bitcast=True)
     # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
     scale = tl.math.div_rn(fp8_max, tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))

@@ -78,7 +78,8 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     b, s, h, d = x.shape
     x8 = _empty_bshd(x.shape, dtype, x.device, keys_contiguous)
     if not x.numel():        # torch's amax of nothing is 0: the scale of an all-zero head
-        return x8, 1.0 / (torch.finfo(dtype).max / torch.zeros((b, h), dtype=torch.float32, device=x.device).clamp_min(1e-12))
+        zeros = torch.zeros((b, h), dtype=torch.float32, device=x.device)
+        return x8, 1.0 / (torch.finfo(dtype).max / zeros.clamp_min(1e-12))
     descale = torch.empty(b * h, dtype=torch.float32, device=x.device)
     _quantize(x, None, None, x8, None, None, torch.zeros(b * h, dtype=torch.int32, device=x.device), descale)
     return x8, descale.view(b, h)
@@ -476,9 +477,7 @@ def _dq_accumulator(q: torch.Tensor, zeros: bool = True) -> torch.Tensor:
     so here (zeros), or left to bwd_preprocess (ZERO_DQ: calls other than varlen, whose rows
     outside every sequence no program of it covers)."""
     n = q.numel()
-    buf = torch.zeros(n + 4, dtype=torch.float32, device=q.device) if zeros else \
-        torch.empty(n + 4, dtype=torch.float32, device=q.device)
-    return buf[:n].view(q.shape)
+    return (torch.zeros if zeros else torch.empty)(n + 4, dtype=torch.float32, device=q.device)[:n].view(q.shape)
 
 
 def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, dlse):
@@ -511,14 +510,13 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
 
     def run_dkdv(cfg, dq_acc=None):
         """The dK/dV launch; ONE_PASS: into dq_acc (zeros; fresh ones when None: autotune's
-        search runs several). -> dq_acc, or None without ONE_PASS."""
+        search runs several)."""
         if cfg["ONE_PASS"] and dq_acc is None:
             dq_acc = _dq_accumulator(q)
         acc = dq_acc if cfg["ONE_PASS"] else _placeholders(q.device)[1]
         if cfg.get("GLUON"):
-            launch_gluon._dkdv_gluon(q, k, v, do, lse_s if cfg.get("LSE_PREP") else lse, delta, dk, dv, acc,
-                                     cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
-            return dq_acc
+            return launch_gluon._dkdv_gluon(q, k, v, do, lse_s if cfg.get("LSE_PREP") else lse, delta, dk, dv, acc,
+                                            cu_q, cu_k, p, cfg, sq, sk, hkv, b, d, scal)
         if cfg["TMA"]:
             _tma_allocator()
         _launch(bwd_dkdv_kernel, (_cdiv(sk, cfg["BLOCK_N"]), hkv, b),
@@ -528,7 +526,6 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
                  slope_stride, *tail),
                 dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], ONE_PASS=cfg["ONE_PASS"], TMA=cfg["TMA"], **flags,
                      **_launch_cfg(cfg)))
-        return dq_acc
 
     def run_dq(cfg):
         if cfg.get("GLUON"):

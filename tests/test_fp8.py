@@ -176,6 +176,41 @@ def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, 
     assert buffers[2].stride(1) == 1                                  # v keys-contiguous
 
 
+@pytest.mark.parametrize("sk", [70, 33, 16, 1])
+def test_quantize_v_in_the_gluon_forwards_key_order(sk):
+    """For the Gluon fp8 forward's P in registers (P_REGS) v's keys are stored in
+    quantize.key_position's order, zeros past the last key to a multiple of 16: the one
+    launch writes what _keys_permuted (fp8 inputs' copy) makes of the plainly quantised v, byte
+    for byte, and the order is the inverse of the one the kernel gives P's keys
+    (forward_gluon._keys_for_registers: reshape, swap, reshape)."""
+    b, hq, hkv, d = 2, 4, 2, 24
+    q = rand(b, 5, hq, d, dtype=torch.bfloat16)
+    k, v = rand(b, sk, hkv, d, dtype=torch.bfloat16), rand(b, sk, hkv, d, dtype=torch.bfloat16)
+    plain, permuted = tb._fp8_buffers(q, k, v), tb._fp8_buffers(q, k, v)
+    tb._quantize(q, k, v, *plain[:5])
+    permuted[4].fill_(float("nan"))
+    tb._padded_keys(permuted[2]).view(torch.uint8).fill_(0x7f)       # (a NaN byte in e4m3fn) poisoned
+    tb._quantize(q, k, v, *permuted[:5], permute_v=True)
+    assert torch.equal(plain[4], permuted[4]) and torch.equal(plain[0].view(torch.uint8), permuted[0].view(torch.uint8))
+    want = tb._keys_permuted(plain[2])
+    got = tb._padded_keys(permuted[2])
+    assert torch.equal(got.view(torch.uint8), tb._padded_keys(want).view(torch.uint8))
+    # key s at key_position(s): read back through the inverse order, v itself; the padding zero
+    pos = torch.tensor([_key_position(s) for s in range(sk)])
+    assert len(set(pos.tolist())) == sk
+    assert torch.equal(got[:, pos].view(torch.uint8), plain[2].view(torch.uint8))
+    padding = sorted(set(range(got.shape[1])) - set(pos.tolist()))
+    assert (got[:, padding].view(torch.uint8) == 0).all()
+    # P's column c after the kernel's reshuffle holds key sigma(c); key_position(sigma(c)) == c
+    sigma = torch.arange(128).reshape(4, 2, 2, 4, 2).permute(0, 1, 3, 2, 4).reshape(128)
+    assert [_key_position(s) for s in sigma.tolist()] == list(range(128))
+
+
+def _key_position(s: int) -> int:
+    """quantize.key_position in Python (a Triton function needs a kernel to run)."""
+    return (s & ~15) | ((s & 6) << 1) | ((s & 8) >> 2) | (s & 1)
+
+
 @pytest.mark.parametrize("fmt", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
 def test_quantize_nan_and_empty(fmt):
     """A NaN anywhere in a (batch, head) gives that head a NaN descale (as torch's amax would), not

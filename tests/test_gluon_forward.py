@@ -259,6 +259,7 @@ def gluon_calls(request, monkeypatch, schedule):
         assert not c["TMA_STORE"] or c["HOST_DESC"]                  # TMA stores only through host descriptors
         if not c["VARLEN"]:
             assert c["HOST_DESC"] == schedule.get("HOST_DESC", True)
+        assert c["P_REGS"] == (c["FP8"] and request.node.callspec.params.get("p_regs", True))
         if programs:
             assert grid[0] <= programs
     def fits(c):     # out's TMA store (16-bit out) beside Q and the rings (not at head dims past 128)
@@ -374,15 +375,18 @@ def test_gluon_forward_pingpong(gluon_calls, schedule, monkeypatch, case):
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [
     (2, 1024, 1024, 4, 2, 128), (1, 2000, 2048, 2, 2, 64), (2, 777, 1536, 4, 4, 96), (1, 1, 512, 2, 1, 128),
-    (1, 300, 16, 2, 2, 64), (2, 130, 256, 2, 1, 32),
+    (1, 300, 16, 2, 2, 64), (2, 130, 256, 2, 1, 32), (1, 333, 1001, 2, 1, 128),
 ])
 @pytest.mark.parametrize("causal", [False, True])
-def test_gluon_fp8_forward(gluon_calls, shape, causal):
+@pytest.mark.parametrize("p_regs", [True, False])
+def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_regs):
     """The fp8 forward in Gluon (asked for): against the float64 reference (fp8's own error) and
-    against the torch emulation of the fp8 scheme with the kernel's 128-key blocks."""
+    against the torch emulation of the fp8 scheme with the kernel's 128-key blocks; P in
+    registers (v's keys reordered for it) or staged through shared memory."""
     from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
     from attn_check import assert_close
     from fa_ck import reference
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, P_REGS=p_regs))
     b, sq, sk, hq, hkv, d = shape
     q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
     k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))

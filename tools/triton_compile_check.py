@@ -169,7 +169,7 @@ def gluon_kernels():
                           SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
-                          RAW_MAX=True,
+                          RAW_MAX=True, P_REGS=False,
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                                                          if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -199,9 +199,16 @@ def gluon_kernels():
             f8 = torch.float8_e4m3fn
             consts = dict(consts, SMEM_Q=gluon._smem_layout(bm, bd, f8), SMEM_KV=gluon._smem_layout(bn, bd, f8),
                           SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
-                          P_SCALE=448.0, RAW_MAX=True)     # as launched on fa_ck's own descales
+                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True)     # as launched on fa_ck's own descales
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
+            # P staged through shared memory (P_REGS off), and v's descriptors built on the device
+            staged = dict(consts, P_REGS=False)
+            yield f"fwd gluon staged-p fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, staged, dict(
+                pointers, **_descs(f8, bm, bn, bd), **(out_desc if staged["TMA_STORE"] else {}))), staged, cfg
+            device = dict(consts, HOST_DESC=False, TMA_STORE=False)
+            yield f"fwd gluon device-desc fp8e4nv d{d} {mode}", fwd_gluon_kernel, \
+                _gluon_sig(fwd_gluon_kernel, device, dict(pointers, Q="*fp8e4nv", K="*fp8e4nv", V="*fp8e4nv")), device, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False,
                           DYNAMIC=False, GROUP=1, **masks,
@@ -462,7 +469,7 @@ def main(argv=None) -> int:
                 f8 = consts["FP8"]
                 est = "fwd_gluon_smem", configs.fwd_gluon_smem(
                     consts["BLOCK_D"], dict(BLOCK_M=128, BLOCK_N=consts["BLOCK_N"], num_stages=consts["NUM_BUF"],
-                                            TMA_STORE=consts["TMA_STORE"]),
+                                            TMA_STORE=consts["TMA_STORE"], P_REGS=consts["P_REGS"]),
                     torch.float8_e4m3fn if f8 else torch.bfloat16, f8, 2)
             if est and not st.get("lds", 0) <= est[1] <= st.get("lds", 0) + 1024:   # never below, barriers above
                 failures.append(f"{target} {name}: configs.{est[0]} says {est[1]} bytes, the kernel has "

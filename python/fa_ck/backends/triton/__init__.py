@@ -85,15 +85,18 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     return x8, descale.view(b, h)
 
 
-def _quantize(q, k, v, q8, k8, v8, amax_bits, descale):
+def _quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False):
     """q, k, v (k and v None: q alone) quantised into q8, k8, v8 (any layout; fp8) in two launches
     (quantize.py: the amax, then the scaled, rounded copy); amax_bits (int32 zeros) and descale
     (float32) hold q's (batch, head) slots, then k's and v's, each from the next multiple of 4
-    (see _fp8_buffers)."""
+    (see _fp8_buffers). permute_v: v8 (keys-contiguous, from _empty_bshd) written in
+    quantize.key_position's order, its padding too (quantize.py's PERMUTE_V)."""
     from .quantize import amax_kernel, quantize_kernel
     alone = k is None
     if alone:
         k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)
+    if permute_v:
+        v8 = _padded_keys(v8)
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], (0 if alone else k.shape[2])
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
@@ -111,7 +114,8 @@ def _quantize(q, k, v, q8, k8, v8, amax_bits, descale):
     dtype = q8.dtype
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
     _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
-                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max), dict(consts, ROUND_EMIN=emin))
+                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max),
+            dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v))
     for x8 in {id(t): t for t in (q8, k8, v8)}.values() if temps else ():
         x8.copy_(temps[id(x8)])
 
@@ -155,20 +159,40 @@ def _keys_contiguous(v: torch.Tensor) -> torch.Tensor:
     return _empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
 
 
-def _fp8_inputs(q, k, v, p: AttnParams, buffers=None):
-    """(q8, k8, v8, q_descale, k_descale, v_descale, out dtype) for the fp8 kernel; buffers: from
-    _fp8_buffers (16-bit inputs), quantised into."""
+def _padded_keys(v8: torch.Tensor) -> torch.Tensor:
+    """A keys-contiguous v from _empty_bshd seen to its padded length (a multiple of 16 keys)."""
+    b, s, h, d = v8.shape
+    return v8.as_strided((b, -(-s // 16) * 16, h, d), v8.stride())
+
+
+def _keys_permuted(v: torch.Tensor) -> torch.Tensor:
+    """A copy of fp8 v (B, S, H, D), keys-contiguous, in quantize.key_position's order, zeros past
+    the last key to a multiple of 16 (the Gluon fp8 forward's P_REGS; quantize.py writes fa_ck's
+    own v so). The (B, S, H, D) view it returns is over that order: only that kernel reads it."""
+    b, s, h, d = v.shape
+    out = _empty_bshd(v.shape, v.dtype, v.device, True)
+    padded = _padded_keys(out)
+    padded.view(torch.uint8).zero_()
+    keys = torch.arange(s, device=v.device)
+    position = (keys & ~15) | ((keys & 6) << 1) | ((keys & 8) >> 2) | (keys & 1)
+    padded.view(torch.uint8).index_copy_(1, position, v.view(torch.uint8))
+    return out
+
+
+def _fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool):
+    """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs with their
+    descales (ones where none came), or 16-bit ones quantised into buffers (_fp8_buffers).
+    permute_v: v8 in quantize.key_position's order (P_REGS); else keys-contiguous."""
     if q.dtype in FP8_DTYPES:
         b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
         ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
         qd = p.q_descale if p.q_descale is not None else ones(hq)
         kd = p.k_descale if p.k_descale is not None else ones(hkv)
         vd = p.v_descale if p.v_descale is not None else ones(hkv)
-        return (q, k, _keys_contiguous(v), qd.contiguous(), kd.contiguous(), vd.contiguous(),
-                p.out_dtype or torch.bfloat16)
-    q8, k8, v8, amax_bits, descale, qd, kd, vd = buffers or _fp8_buffers(q, k, v)
-    _quantize(q, k, v, q8, k8, v8, amax_bits, descale)
-    return q8, k8, v8, qd, kd, vd, q.dtype
+        return q, k, _keys_permuted(v) if permute_v else v, qd.contiguous(), kd.contiguous(), vd.contiguous()
+    q8, k8, v8, amax_bits, descale, qd, kd, vd = buffers
+    _quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v)
+    return q8, k8, v8, qd, kd, vd
 
 
 _GUARD = 4096          # elements of NaN canary on each side of a poisoned buffer
@@ -400,19 +424,28 @@ def _forward(q, k, v, p: AttnParams):
 def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
     """The forward's slow path: quantises (fp8, into buffers when given), works out the kernel, its
     config and its arguments, and launches it."""
-    if p.fp8:
-        q, k, v, qd, kd, vd, _ = _fp8_inputs(q, k, v, p, buffers or None)
-        fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(v.dtype).max))
-    else:
-        qd = kd = vd = _placeholders(q.device)[1]          # no descales (an empty float32 stand-in)
-        fp8 = dict(FP8=False, P_SCALE=1.0)
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
+    qd = kd = vd = _placeholders(q.device)[1]              # no descales (an empty float32 stand-in)
+    fp8 = dict(FP8=False, P_SCALE=1.0)
+    if p.fp8:
+        # the fp8 tensors the kernel reads exist before they are written: which kernel runs
+        # (whether v's keys are reordered for it) depends on them
+        if q.dtype in FP8_DTYPES:
+            v = _keys_contiguous(v)
+            fp8_q, fp8_k, fp8_v = q, k, v
+        else:
+            fp8_q, fp8_k, fp8_v = buffers[:3]
+        fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(fp8_v.dtype).max))
+        tma_possible = _tma_ok(fp8_k, fp8_v, keys_contiguous=fp8_v)
+        gluon_possible = launch_gluon._gluon_ok(fp8_q, fp8_k, fp8_v, out, p)
+        cfg = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible)
+        q, k, v, qd, kd, vd = _fp8_inputs(q, k, v, p, buffers, _p_regs(cfg, p))
+    else:
+        tma_possible = _tma_ok(k, v)
+        gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p)
     slopes, slope_stride, rng, cu_q, cu_k = _extras(q, p)
     flags, scal = _flags(q, p, d), _scalars(p)
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
-
-    tma_possible = _tma_ok(k, v, keys_contiguous=v if p.fp8 else None)
-    gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p)
 
     def run(cfg):
         if cfg.get("GLUON"):
@@ -433,7 +466,16 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
                 dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"],
                      RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]) and not p.fp8, **flags, **fp8, **_launch_cfg(cfg)))
 
-    run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible))
+    cfg = _config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible)
+    if p.fp8 and _p_regs(cfg, p) != _p_regs(_config("fwd", q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible), p):
+        raise AssertionError("fp8: autotune changed the kernel v was laid out for")   # (it tunes tiles only)
+    run(cfg)
+
+
+def _p_regs(cfg: dict, p: AttnParams) -> bool:
+    """Whether the fp8 forward keeps P in registers (the Gluon kernel's P_REGS), which needs v's
+    keys reordered (quantize.key_position)."""
+    return p.fp8 and bool(cfg.get("GLUON")) and bool(cfg.get("P_REGS"))
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

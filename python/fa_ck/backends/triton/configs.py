@@ -317,7 +317,11 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     forward +3-12 %, forward.py +0.5-3.6 % at d64 and +0-1.3 % at d128; the Gluon fp8 forward at
     d128 (h200-20261130-twelfth call 1) +3.5 % at S4k, +7.5 % at S16k full, -2.3 % S16k causal.
     On gfx942 compile-checked only: VALU instructions -4 to -6 % per forward kernel, VGPRs at d128
-    308/320 -> 286/291."""
+    308/320 -> 286/291.
+    P_REGS (fwd, GLUON, fp8): P stays in registers as the PV multiply's A operand, its keys and
+    v's stored in an order that makes the QK^T accumulator's registers that operand
+    (forward_gluon._keys_for_registers, quantize.key_position); else P is staged through shared
+    memory. 28 % fewer instructions per key block in the loop (SASS, d128)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -338,6 +342,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # row max (h200-20261130-eleventh calls 5-6, same runs) d64 too: nanoGPT +4 % twice,
         # causal S1024 / S4k +2.7 % twice, full S1024-16k -2.7 to +1.2 %
         out["TMA_STORE"] = d <= 128
+        out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256
@@ -353,13 +358,14 @@ SMEM_BYTES_SM90 = 232448      # shared memory a program may have on sm90 (227 KB
 
 
 def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
-    """Shared memory (bytes) forward_gluon.py allocates: Q, the K and V rings, P for fp8, out for
+    """Shared memory (bytes) forward_gluon.py allocates: Q, the K and V rings, P for fp8 (unless
+    P_REGS), out for
     TMA_STORE (two 64-row tiles of out_bytes elements; by default the input's, 4 for fp8, whose
     out may be float32), and a little for its barriers."""
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 else 0)
+    total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 and not cfg.get("P_REGS") else 0)
     if cfg.get("TMA_STORE"):
         total += bm * d * (out_bytes or (4 if fp8 else elem))
     return total + 1024
@@ -434,7 +440,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX"),
+            "TMA_STORE", "RAW_MAX", "P_REGS"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),

@@ -25,6 +25,8 @@ FP8 (e4m3fn; by default on sm90 at head dims 65-128, see configs.switches): the 
 fp8, out divided by it and multiplied by v's descale). fp8 wgmma reads both operands K-major,
 so v arrives keys-contiguous and streams as (head_dim, keys) tiles (V_KEYS_MAJOR).
 """
+import math
+
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
@@ -38,6 +40,12 @@ _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thr
 _key_blocks = gluon.jit(key_blocks.fn)
 _scores = gluon.jit(scores.fn)
 _softmax_step = gluon.jit(softmax_step.fn)
+
+
+@gluon.constexpr_function
+def _log2(x):
+    return math.log2(x)
+
 
 
 @gluon.jit
@@ -65,26 +73,29 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr):
-    """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX: see
-    common.softmax_step (where host._raw_max allows)."""
+             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
+             P_LOG2: gl.constexpr):
+    """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
+    common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
+    2^P_LOG2)."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
-    p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED)
+    p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
     return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-          window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr):
+          window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
+          P_LOG2: gl.constexpr):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end."""
     offs_n = n0 + offs_n0
     if (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
     return p, alpha, m_i, l_i
 
 
@@ -169,8 +180,22 @@ def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty,
 
 
 @gluon.jit
-def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr):
-    """Issue acc += P V (async); a keys-major v tile (fp8) is read through its transpose."""
+def _fp8_operand(p):
+    """fp32 P (already times P_SCALE, in the A operand's layout) rounded to e4m3, four values of a
+    row to a register: two conversions per register and nothing else (Triton's own conversion
+    goes through bytes and rebuilds the registers: ~6 more instructions per register)."""
+    return gl.inline_asm_elementwise(
+        "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1; "
+        "cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3; mov.b32 $0, {lo, hi}; }",
+        "=r,r,r,r,r", [p], dtype=gl.int8, is_pure=True, pack=4).to(gl.float8e4nv, bitcast=True)
+
+
+@gluon.jit
+def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
+    """Issue acc += P V (async); a keys-major v tile (fp8) is read through its transpose. P_REGS
+    (fp8): p is fp32, rounded to fp8 here, where the multiply uses it (see _p_operand)."""
+    if P_REGS:
+        p = _fp8_operand(p)
     if V_KEYS_MAJOR:
         acc = warpgroup_mma(p, v_tile.permute((1, 0)), acc, is_async=True)
     else:
@@ -179,12 +204,30 @@ def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr):
 
 
 @gluon.jit
-def _p_operand(p, p_smem, P_SCALE: gl.constexpr, dtype: gl.constexpr, layout: gl.constexpr):
+def _keys_for_registers(p):
+    """P's keys reordered within each 32-key chunk, bits (h, b3, c1, c0, b0) of a key to (h, c1, c0,
+    b3, b0): the QK^T accumulator gives a thread keys 2c, 2c+1, 8+2c, 9+2c (+16) of a chunk, an
+    fp8 A operand wants 4c..4c+3 (+16). After this reshuffle of indices, which moves no data,
+    the accumulator's registers already are the operand's. V's keys are stored in the same
+    order (quantize.permute_keys), so P V is unchanged."""
+    R: gl.constexpr = p.shape[0]
+    N: gl.constexpr = p.shape[1]
+    return p.reshape([R, N // 32, 2, 2, 4, 2]).permute((0, 1, 2, 4, 3, 5)).reshape([R, N])
+
+
+@gluon.jit
+def _p_operand(p, p_smem, dtype: gl.constexpr, layout: gl.constexpr,
+               P_REGS: gl.constexpr):
     """P as the PV multiply's A operand: in registers, or for fp8 (whose register operands the
     wgmma wait cannot track) scaled from [0, 1] to [0, P_SCALE] and stored to p_smem. Called
-    once the previous PV multiply has completed, so the buffer is free."""
-    if dtype.primitive_bitwidth == 8:
-        p_smem.store((p * P_SCALE).to(dtype))
+    once the previous PV multiply has completed, so the buffer is free. P_REGS (fp8): P stays
+    in registers, fp32 with its keys reordered (_keys_for_registers), rounded to fp8 by _pv
+    just before its multiply: carried across the loop as bytes, Triton splits the registers
+    into bytes and rebuilds them."""
+    if P_REGS:
+        operand = gl.convert_layout(_keys_for_registers(p), layout)
+    elif dtype.primitive_bitwidth == 8:
+        p_smem.store(p.to(dtype))
         fence_async_shared()                  # the generic-proxy store before wgmma's async read
         operand = p_smem
     else:
@@ -194,8 +237,10 @@ def _p_operand(p, p_smem, P_SCALE: gl.constexpr, dtype: gl.constexpr, layout: gl
 
 @gluon.jit
 def _pv_wait(acc, p, dtype: gl.constexpr):
-    """Wait for every multiply issued; P in registers is kept alive until its multiply is done."""
-    if dtype.primitive_bitwidth == 8:         # P in shared memory (see _p_operand)
+    """Wait for every multiply issued; P in registers is kept alive until its multiply is done
+    (fp8: Triton's wait takes no 8-bit operands; _pv makes P's registers anew before each
+    multiply and nothing writes them before this wait)."""
+    if dtype.primitive_bitwidth == 8:
         acc = warpgroup_mma_wait(0, deps=[acc])
     else:
         acc, p = warpgroup_mma_wait(0, deps=[acc, p])
@@ -256,7 +301,7 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
               window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
               SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
-              HOST_DESC: gl.constexpr):
+              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr):
     """One warp: per tile, Q once both consumers have done their last QK^T of the tile before,
     then K_j and V_j through the rings. A persistent program so loads the next tile's first
     blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
@@ -298,7 +343,10 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
                                    BLOCK_D, SMEM_KV)
                     v_head = V + b64 * stride_vb + hk * stride_vh
                     if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
-                        v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, sk], [stride_vd, 1],
+                        v_keys = sk
+                        if P_REGS:     # keys reordered in groups of 16, the last group zero-padded
+                            v_keys = gl.cdiv(sk, 16) * 16
+                        v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, v_keys], [stride_vd, 1],
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:
                         v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
@@ -312,7 +360,7 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -322,6 +370,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
+    P_LOG2: gl.constexpr = _log2(P_SCALE)      # 0 but for fp8
     # wgmma's K per instruction: 32 bytes (16 halves, 32 fp8 values)
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 256 // dtype.primitive_bitwidth])
@@ -349,8 +398,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX)
-    p = _p_operand(p, p_smem, P_SCALE, dtype, p_layout)
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
+    p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
     for j in range(1, n_blocks):
         buf = (it + j) % NUM_BUF
@@ -359,23 +408,23 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
         _take_turn(my_turn, (turns + j) & 1, PINGPONG)
         qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR)
+        acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
                                         seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                        MASK_LEFT, MASK_RIGHT, RAW_MAX)
+                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        p = _p_operand(p_next, p_smem, P_SCALE, dtype, p_layout)
+        p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
     _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
-    acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR)
+    acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
     _pass_turn(other_turn, PINGPONG)
     acc, p = _pv_wait(acc, p, dtype)
     mbarrier.arrive(v_empty.index(last), count=1)
@@ -388,7 +437,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -426,13 +475,13 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                     if RAW_MAX:     # fa_ck's own descales (host._raw_max), > 0; kept a normal float, as
                         # -inf times a product flushed to 0 would be NaN (the scores are ~0 then anyway)
                         tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
-                    out_scale = gl.load(VD + b64 * stride_kdb + hk) / P_SCALE
+                    out_scale = gl.load(VD + b64 * stride_kdb + hk)     # (P_SCALE cancels: in l_i too)
                 if n_blocks > 0:
                     mbarrier.wait(q_full, n_q & 1)
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -460,7 +509,10 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                     gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
                 if RAW_MAX:
                     m_i = m_i * tile_scale_log2
-                lse = gl.where(empty, float("-inf"), (m_i + gl.log2(gl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+                log2_l = gl.log2(gl.where(empty, 1.0, l_i))
+                if FP8:
+                    log2_l = log2_l - _log2(P_SCALE)      # l_i sums P times P_SCALE
+                lse = gl.where(empty, float("-inf"), (m_i + log2_l) * 0.6931471805599453)
                 lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
                 gl.store(lse_rows + rows, lse, mask=m0 + rows < sq)
     if TMA_STORE:
@@ -478,13 +530,16 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
+                     P_REGS: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
     warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
     descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
-    for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 only). HOST_DESC: Q, K, V are
+    for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 without P_REGS). P_REGS (fp8): P
+    stays in registers, v's keys stored in quantize.key_position's order, each row of keys zero-
+    padded to a multiple of 16 and described to that length. HOST_DESC: Q, K, V are
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
     RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
@@ -499,11 +554,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     if FP8:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_D, BLOCK_N], SMEM_V)
+    else:
+        v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
+    if FP8 and not P_REGS:
         p_smem = gl.allocate_shared_memory(dtype, [2, HALF, BLOCK_N], SMEM_P)    # one P tile per warpgroup
         p_smem0 = p_smem.index(0)
         p_smem1 = p_smem.index(1)
     else:
-        v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
         p_smem0 = q_smem                     # stand-ins: P stays in registers
         p_smem1 = q_smem
     if TMA_STORE:
@@ -527,16 +584,17 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,
-                     v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC)),
+                     v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
+                     P_REGS)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(q_full)

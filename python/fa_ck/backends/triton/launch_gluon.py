@@ -71,9 +71,10 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
         configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
     o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
+    p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (v's keys then in quantize.key_position's order)
     if host_desc:
         q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
-        v_arg = _desc4(v, bd, bn, keys_contiguous=True) if p.fp8 else _desc4(v, bn, bd)
+        v_arg = _desc4(v, bd, bn, keys_contiguous=True, padded=p_regs) if p.fp8 else _desc4(v, bn, bd)
     else:
         _tma_allocator()
         q_arg, k_arg, v_arg = q, k, v
@@ -93,7 +94,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
-        num_warps=cfg["num_warps"]))
+        P_REGS=p_regs, num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:
@@ -103,12 +104,15 @@ def _host_desc_ok(*tensors) -> bool:
     return all(t.numel() > 0 and all(st != 0 or n == 1 for st, n in zip(t.stride(), t.shape)) for t in tensors)
 
 
-def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False):
+def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False, padded: bool = False):
     """A host-made TMA descriptor for (rows, cols) tiles of t (B, S, H, D) taken as (B, H, S, D),
     or with keys_contiguous (fp8's v) as (B, H, D, S): tiles of one (batch, head), rows and
-    columns past the tensor's arriving as zeros. Made without TensorDescriptor's checks, which
+    columns past the tensor's arriving as zeros; padded: its keys to the next multiple of 16
+    (P_REGS's v, whose storage holds them). Made without TensorDescriptor's checks, which
     _tma_ok has done (alignment, strides): they were a fifth of the forward's host time."""
     b, s, h, d = t.shape
+    if padded:
+        s = -(-s // 16) * 16
     sb, ss, sh, sd = t.stride()
     block = [1, 1, rows, cols]
     desc = object.__new__(TensorDescriptor)

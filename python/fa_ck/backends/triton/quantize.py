@@ -18,6 +18,9 @@ float32; the caller casts, exactly.
 
 The amax and descale buffers hold q's (batch, head) slots, then k's from start_k, then v's from
 start_v, each (B, H) in row-major order.
+
+PERMUTE_V (the Gluon fp8 forward's P_REGS): v's key s is stored at key_position(s), and each row
+of keys is written to a multiple of 16, zeros past the last key (the forward reads whole groups).
 """
 import triton
 import triton.language as tl
@@ -34,6 +37,14 @@ def _which(j, b, heads_q, heads_kv, start_k, start_v):
     heads = tl.where(t == 0, heads_q, heads_kv)
     start = tl.where(t == 0, 0, tl.where(t == 1, start_k, start_v))
     return t, j - first, start + b * heads + (j - first)
+
+
+@triton.jit
+def key_position(s):
+    """Where key s of a row of v lies for the Gluon fp8 forward's P in registers: within each group
+    of 16 keys, bits 1-2 of s move to bits 2-3 and bit 3 to bit 1 (forward_gluon._keys_for_registers
+    reorders P's keys the same way)."""
+    return (s & ~15) | ((s & 6) << 1) | ((s & 8) >> 2) | (s & 1)
 
 
 @triton.jit
@@ -75,15 +86,19 @@ def amax_kernel(Q, K, V, AMAX_BITS, stride_qb, stride_qs, stride_qh, stride_kb, 
 
 @triton.jit
 def _quantize_tile(X, X8, scale, b, h, stride_b, stride_s, stride_h, stride_8b, stride_8s, stride_8h, stride_8d,
-                   seqlen, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN: tl.constexpr):
+                   seqlen, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN: tl.constexpr, PERMUTE: tl.constexpr = False):
     x, ok = _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d)
+    rows = offs_s
+    if PERMUTE:     # (see PERMUTE_V above)
+        ok = (offs_s[:, None] < tl.cdiv(seqlen, 16) * 16) & (offs_d[None, :] < head_dim)
+        rows = key_position(offs_s)
     y = x * scale
     # clamped as torch.clamp does it: NaN stays NaN (a NaN head is NaN, not -fp8_max)
     y = tl.minimum(tl.maximum(y, -fp8_max, propagate_nan=tl.PropagateNan.ALL), fp8_max,
                    propagate_nan=tl.PropagateNan.ALL)
     if ROUND_EMIN != 0:                                        # interpreter: round here
         y = fp8_round(y, ROUND_EMIN)
-    tl.store(X8 + wide(b) * stride_8b + wide(h) * stride_8h + wide(offs_s)[:, None] * stride_8s
+    tl.store(X8 + wide(b) * stride_8b + wide(h) * stride_8h + wide(rows)[:, None] * stride_8s
              + wide(offs_d)[None, :] * stride_8d, y.to(X8.dtype.element_ty), mask=ok)
 
 
@@ -92,7 +107,8 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
                     stride_kh, stride_vb, stride_vs, stride_vh, stride_q8b, stride_q8s, stride_q8h, stride_q8d,
                     stride_k8b, stride_k8s, stride_k8h, stride_k8d, stride_v8b, stride_v8s, stride_v8h, stride_v8d,
                     seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v, fp8_max,
-                    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr):
+                    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr,
+                    PERMUTE_V: tl.constexpr = False):
     pid_s = tl.program_id(0)
     b = tl.program_id(2)
     t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
@@ -113,4 +129,4 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
                        stride_k8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
     else:
         _quantize_tile(V, V8, scale, b, h, stride_vb, stride_vs, stride_vh, stride_v8b, stride_v8s, stride_v8h,
-                       stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
+                       stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN, PERMUTE_V)

@@ -95,14 +95,15 @@ def _quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False):
     alone = k is None
     if alone:
         k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)
-    if permute_v:
-        v8 = _padded_keys(v8)
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], (0 if alone else k.shape[2])
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
     # values already on the fp8 grid in float32, and torch's cast of them is exact
-    temps = {id(t): torch.empty_strided(t.shape, t.stride(), dtype=torch.float32, device=t.device)
+    # (permute_v writes v8's padding too, past its shape: v8 itself goes to the kernel, as a plan
+    # replays only its slots, and the interpreter's stand-in covers the padding)
+    padded = {id(v8): _padded_keys(v8)} if permute_v else {}
+    temps = {id(t): torch.empty_strided(padded.get(id(t), t).shape, t.stride(), dtype=torch.float32, device=t.device)
              for t in (q8, k8, v8)} if configs.INTERPRET else {}
     outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))
     block_s = 16 if configs.INTERPRET else 64
@@ -117,7 +118,7 @@ def _quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False):
                                     *outs[2].stride(), *sizes, torch.finfo(dtype).max),
             dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v))
     for x8 in {id(t): t for t in (q8, k8, v8)}.values() if temps else ():
-        x8.copy_(temps[id(x8)])
+        padded.get(id(x8), x8).copy_(temps[id(x8)])
 
 
 def _fp8_slots(b: int, hq: int, hkv: int) -> tuple:

@@ -1,4 +1,4 @@
-# Device call 2 of the seventeenth part (nvidia-h200), at COMMIT: call 1's fp8 forwards at short
+# Device call 2 of the seventeenth part (nvidia-h200), at 7ed9357: call 1's fp8 forwards at short
 # lengths took the slow path every call (the quantisation launch was handed a view of v8 that is
 # no plan slot: no plan was kept); mended. The replay tests (test_host_path's fp8 case, which
 # would have caught it, and test_fp8's), the fp8 forward again (P in registers / staged, d128

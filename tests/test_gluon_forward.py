@@ -259,7 +259,7 @@ def gluon_calls(request, monkeypatch, schedule):
         assert not c["TMA_STORE"] or c["HOST_DESC"]                  # TMA stores only through host descriptors
         if not c["VARLEN"]:
             assert c["HOST_DESC"] == schedule.get("HOST_DESC", True)
-        assert c["P_REGS"] == (c["FP8"] and request.node.callspec.params.get("p_regs", True))
+        assert c["FP8"] or not c["P_REGS"]
         if programs:
             assert grid[0] <= programs
     def fits(c):     # out's TMA store (16-bit out) beside Q and the rings (not at head dims past 128)
@@ -387,11 +387,12 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     from attn_check import assert_close
     from fa_ck import reference
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, P_REGS=p_regs))
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     b, sq, sk, hq, hkv, d = shape
     q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
     k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
     out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
-    assert gluon_calls
+    assert gluon_calls and launches and all(c["P_REGS"] == p_regs for _, c in launches)
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
@@ -407,14 +408,15 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
 @pytest.mark.gpu
 def test_gluon_fp8_inputs_float32_out(monkeypatch, schedule, gluon_calls):
     """fp8 tensors with descales and float32 out through the Gluon kernel: the same numbers as the
-    quantising call (out stored as float32 rather than bf16) with RAW_MAX off, as a caller's
-    descales always have it (fa_ck's own take it by default: other roundings)."""
+    quantising call (out stored as float32 rather than bf16) with RAW_MAX and P_REGS off, as a
+    caller's fp8 always has them (fa_ck's own quantisation takes both by default: other
+    roundings, and P V summed in another key order)."""
     q, k, v = (torch.randn(2, 300, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
     v8 = tb._keys_contiguous(v8)
     got = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
                                     out_dtype=torch.float32, backend="triton")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, RAW_MAX=False))
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, RAW_MAX=False, P_REGS=False))
     want = fa_ck.flash_attn_fp8_func(q, k, v, causal=True, backend="triton")
     assert got.dtype == torch.float32 and gluon_calls
     assert torch.equal(got.to(torch.bfloat16), want)

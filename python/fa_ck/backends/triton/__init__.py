@@ -166,31 +166,17 @@ def _padded_keys(v8: torch.Tensor) -> torch.Tensor:
     return v8.as_strided((b, -(-s // 16) * 16, h, d), v8.stride())
 
 
-def _keys_permuted(v: torch.Tensor) -> torch.Tensor:
-    """A copy of fp8 v (B, S, H, D), keys-contiguous, in quantize.key_position's order, zeros past
-    the last key to a multiple of 16 (the Gluon fp8 forward's P_REGS; quantize.py writes fa_ck's
-    own v so). The (B, S, H, D) view it returns is over that order: only that kernel reads it."""
-    b, s, h, d = v.shape
-    out = _empty_bshd(v.shape, v.dtype, v.device, True)
-    padded = _padded_keys(out)
-    padded.view(torch.uint8).zero_()
-    keys = torch.arange(s, device=v.device)
-    position = (keys & ~15) | ((keys & 6) << 1) | ((keys & 8) >> 2) | (keys & 1)
-    padded.view(torch.uint8).index_copy_(1, position, v.view(torch.uint8))
-    return out
-
-
 def _fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool):
-    """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs with their
-    descales (ones where none came), or 16-bit ones quantised into buffers (_fp8_buffers).
-    permute_v: v8 in quantize.key_position's order (P_REGS); else keys-contiguous."""
+    """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
+    contiguous) with their descales (ones where none came), or 16-bit ones quantised into buffers
+    (_fp8_buffers), permute_v: v8 in quantize.key_position's order (P_REGS)."""
     if q.dtype in FP8_DTYPES:
         b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
         ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
         qd = p.q_descale if p.q_descale is not None else ones(hq)
         kd = p.k_descale if p.k_descale is not None else ones(hkv)
         vd = p.v_descale if p.v_descale is not None else ones(hkv)
-        return q, k, _keys_permuted(v) if permute_v else v, qd.contiguous(), kd.contiguous(), vd.contiguous()
+        return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous()
     q8, k8, v8, amax_bits, descale, qd, kd, vd = buffers
     _quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v)
     return q8, k8, v8, qd, kd, vd
@@ -428,9 +414,11 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     qd = kd = vd = _placeholders(q.device)[1]              # no descales (an empty float32 stand-in)
     fp8 = dict(FP8=False, P_SCALE=1.0)
+    p_regs = False
     if p.fp8:
-        # the fp8 tensors the kernel reads exist before they are written: which kernel runs
-        # (whether v's keys are reordered for it) depends on them
+        # which kernel runs depends on the fp8 tensors it reads, which exist (fa_ck's buffers) before
+        # they are written: the Gluon kernel keeps P in registers (P_REGS) where fa_ck quantises,
+        # writing v's keys in that kernel's order; a caller's fp8 v is read as it comes, P staged
         if q.dtype in FP8_DTYPES:
             v = _keys_contiguous(v)
             fp8_q, fp8_k, fp8_v = q, k, v
@@ -439,8 +427,9 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
         fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(fp8_v.dtype).max))
         tma_possible = _tma_ok(fp8_k, fp8_v, keys_contiguous=fp8_v)
         gluon_possible = launch_gluon._gluon_ok(fp8_q, fp8_k, fp8_v, out, p)
-        cfg = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible)
-        q, k, v, qd, kd, vd = _fp8_inputs(q, k, v, p, buffers, _p_regs(cfg, p))
+        chosen = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible)
+        p_regs = q.dtype not in FP8_DTYPES and bool(chosen.get("GLUON")) and bool(chosen.get("P_REGS"))
+        q, k, v, qd, kd, vd = _fp8_inputs(q, k, v, p, buffers, p_regs)
     else:
         tma_possible = _tma_ok(k, v)
         gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p)
@@ -449,9 +438,11 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
     def run(cfg):
+        if p_regs and not cfg.get("GLUON"):     # (autotune tunes tiles, not which kernel)
+            raise AssertionError("fp8: v's keys were laid out for the Gluon kernel, another was configured")
         if cfg.get("GLUON"):
-            return launch_gluon._forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, cfg, sq, sk, hq, hkv, b,
-                                               d, scal, fp8["P_SCALE"])
+            return launch_gluon._forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, dict(cfg, P_REGS=p_regs),
+                                               sq, sk, hq, hkv, b, d, scal, fp8["P_SCALE"])
         if p.fp8:
             cfg = configs.for_fp8(cfg)
         if cfg["TMA"]:
@@ -467,16 +458,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
                 dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"],
                      RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]) and not p.fp8, **flags, **fp8, **_launch_cfg(cfg)))
 
-    cfg = _config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible)
-    if p.fp8 and _p_regs(cfg, p) != _p_regs(_config("fwd", q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible), p):
-        raise AssertionError("fp8: autotune changed the kernel v was laid out for")   # (it tunes tiles only)
-    run(cfg)
-
-
-def _p_regs(cfg: dict, p: AttnParams) -> bool:
-    """Whether the fp8 forward keeps P in registers (the Gluon kernel's P_REGS), which needs v's
-    keys reordered (quantize.key_position)."""
-    return p.fp8 and bool(cfg.get("GLUON")) and bool(cfg.get("P_REGS"))
+    run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible))
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

@@ -71,7 +71,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
         configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
     o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
-    p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (v's keys then in quantize.key_position's order)
+    p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (__init__ decides: v's keys then in key_position's order)
     if host_desc:
         q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
         v_arg = _desc4(v, bd, bn, keys_contiguous=True, padded=p_regs) if p.fp8 else _desc4(v, bn, bd)

@@ -387,10 +387,13 @@ def quantize_kernels(target: str):
     sig = {n: "i32" for n in quantize_kernel.arg_names}
     sig.update(Q="*bf16", K="*bf16", V="*bf16", Q8="*" + ty, K8="*" + ty, V8="*" + ty, AMAX_BITS="*i32",
                DESCALE="*fp32", fp8_max="fp32")
-    consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0, stride_q8d=1, stride_k8d=1)
+    consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0, stride_q8d=1, stride_k8d=1, PERMUTE_V=False)
     for c in consts:
         sig[c] = "constexpr"
     yield f"quantize bf16->{ty} d128 (q, k, v)", quantize_kernel, sig, consts
+    if target == "sm90":     # v's keys in the Gluon fp8 forward's order (its P_REGS)
+        yield f"quantize bf16->{ty} d128 (q, k, v; v's keys reordered)", quantize_kernel, sig, \
+            dict(consts, PERMUTE_V=True)
 
 
 def _compile(failures: list, target: str, name: str, fn, sig: dict, consts: dict, num_warps: int, num_stages: int,

@@ -199,9 +199,14 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
     assert torch.equal(got[:, pos].view(torch.uint8), plain[2].view(torch.uint8))
     padding = sorted(set(range(got.shape[1])) - set(pos.tolist()))
     assert (got[:, padding].view(torch.uint8) == 0).all()
-    # P's column c after the kernel's reshuffle holds key sigma(c); key_position(sigma(c)) == c
-    sigma = torch.arange(128).reshape(4, 2, 2, 4, 2).permute(0, 1, 3, 2, 4).reshape(128)
-    assert [_key_position(s) for s in sigma.tolist()] == list(range(128))
+    # P's column c after the kernel's reshuffle (its own code, run on a torch tensor of key
+    # indices) holds key sigma(c); key_position(sigma(c)) == c, at every key block it takes
+    forward_gluon = pytest.importorskip("fa_ck.backends.triton.forward_gluon")
+    plain_k, permuted_k = plain[1].view(torch.uint8), permuted[1].view(torch.uint8)
+    assert torch.equal(plain_k, permuted_k)
+    for block_n in (32, 64, 128):
+        sigma = forward_gluon._keys_for_registers.fn(torch.arange(block_n)[None, :])[0]
+        assert [_key_position(s) for s in sigma.tolist()] == list(range(block_n))
 
 
 def _key_position(s: int) -> int:

@@ -406,6 +406,31 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("block_n,window", [(64, None), (128, (200, 37)), (64, (100, 0))])
+def test_gluon_fp8_p_in_registers_other_blocks_and_windows(monkeypatch, block_n, window):
+    """P in registers at 64-key blocks (an autotune candidate) and under sliding windows (key
+    blocks starting past key 0, 1001 keys: a padded last group): the numbers of P staged but for
+    the order P V sums in, and within fp8's bound of float64."""
+    from test_fp8 import FWD_BOUND
+    from attn_check import assert_close, rel_err
+    from fa_ck import reference
+    q = torch.randn(2, 700, 4, 128, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(2, 1001, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    mask = dict(window_size=window) if window else dict(causal=True)
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    outs = []
+    for regs in (True, False):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, "BLOCK_N": block_n, "P_REGS": regs}}))
+        outs.append(fa_ck.flash_attn_fp8_func(q, k, v, backend="triton", **mask))
+    assert [(c["P_REGS"], c["BLOCK_N"]) for _, c in launches] == [(True, block_n), (False, block_n)]
+    assert rel_err(outs[0].double(), outs[1].double()) <= 1e-3
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), dtype=torch.float64,
+                                 **(dict(window=window) if window else dict(causal=True)))
+    assert_close("P in registers vs float64", outs[0], ref, FWD_BOUND)
+
+
+@gpu
+@pytest.mark.gpu
 def test_gluon_fp8_inputs_float32_out(monkeypatch, schedule, gluon_calls):
     """fp8 tensors with descales and float32 out through the Gluon kernel: the same numbers as the
     quantising call (out stored as float32 rather than bf16) with RAW_MAX and P_REGS off, as a

@@ -175,6 +175,34 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
     assert amax_zero == [True] * 2
 
 
+@pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs"])
+def test_fp8_p_in_registers_only_where_fa_ck_quantises(gpu_path, monkeypatch, case):
+    """The Gluon fp8 forward keeps P in registers (P_REGS) where fa_ck quantises: the quantisation
+    launch writes v's keys in the kernel's order (PERMUTE_V) and the kernel reads v through a
+    descriptor of the padded length (70 keys -> 80). With P_REGS off, and for a caller's fp8 v
+    (read as it comes), P is staged and v described as it is; asking P_REGS for fp8 inputs is
+    an error naming it."""
+    f8 = torch.float8_e4m3fn
+    q, k, v = _inputs(sk=70)
+    if case == "quantised-staged":
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": false}}')
+    if case == "fp8-inputs":
+        q, k = q.to(f8), k.to(f8)
+        v = tb._empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))    # keys-contiguous, rows padded
+    p = dataclasses.replace(_params(q, k, True), fp8=True)
+    tb.forward(q, k, v, p)
+    launches = [e for e in gpu_path if e != "set_allocator"]
+    (_, _, args, consts), = [e for e in launches if e[0].fn.__name__ == "fwd_gluon_kernel"]
+    regs = case == "quantised"
+    assert consts["P_REGS"] == regs and list(args[2].shape) == [2, 4, 128, 80 if regs else 70]
+    assert [c["PERMUTE_V"] for kernel, _, _, c in launches if kernel.fn.__name__ == "quantize_kernel"] == \
+        ([] if case == "fp8-inputs" else [regs])
+    if case == "fp8-inputs":
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": true}}')
+        with pytest.raises(ValueError, match="P_REGS"):
+            tb.forward(q, k, v, p)
+
+
 BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)
     "gluon-one-pass-d128-causal": (dict(d=128), True, '{"bwd_dkdv": {"HOST_DESC": false}}'),  # device descriptors
     "gluon-one-pass-d128-full": (dict(d=128), False, ""),   # host-made descriptors, dQ's buffer among them

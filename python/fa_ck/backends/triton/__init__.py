@@ -251,10 +251,11 @@ _CONFIGS: dict = {}
 
 
 def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
-            bench=None, gluon_possible: bool = False, group: int = 1) -> dict:
+            bench=None, gluon_possible: bool = False, group: int = 1, fp8_inputs: bool = False) -> dict:
     """The kernel's switches (defaults, then FA_CK_TRITON_CONFIG; TMA only where `tma_possible`,
     a Gluon kernel only where `gluon_possible`, no one pass for deterministic calls; group: q
-    heads per kv head, which the Gluon dK/dV kernel's default depends on), then
+    heads per kv head, which the Gluon dK/dV kernel's default depends on; fp8_inputs: the
+    caller's fp8, read as it comes, so no P_REGS), then
     tiles: the heuristic for those switches, or autotuned when switched on, with any
     FA_CK_TRITON_CONFIG tiles on top.
     Without autotune the answer is remembered per everything it reads: working it out took
@@ -264,9 +265,9 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
                                  configs.dkdv_host_desc_wins(head_dim, p.has_window, sk),
                                  configs.dkdv_persistent_wins(head_dim, sk, False), tma_possible,
-                                 gluon_possible, os.environ.get("FA_CK_TRITON_CONFIG", ""))
+                                 gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
-        cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group)
+        cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)
         if key is None:
             return cfg
         _CONFIGS[key] = cfg
@@ -274,7 +275,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
 
 
 def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
-                     bench, gluon_possible: bool, group: int = 1) -> dict:
+                     bench, gluon_possible: bool, group: int = 1, fp8_inputs: bool = False) -> dict:
     arch = configs.arch(q.device)
     over = configs.overrides(kernel)
     tma_asked = "TMA" in over
@@ -288,6 +289,11 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window, group))
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
+    if "P_REGS" in sw and (not p.fp8 or fp8_inputs or not sw.get("GLUON")):
+        if fp8_inputs and over_sw.get("P_REGS"):
+            raise ValueError("FA_CK_TRITON_CONFIG['fwd']: P_REGS needs v's keys in the Gluon kernel's order, which "
+                             "only fa_ck's own quantisation writes; fp8 inputs run with P staged (drop P_REGS)")
+        sw["P_REGS"] = False                 # (P stays in registers for fp8 of 16-bit inputs in Gluon only)
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk)
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
@@ -348,6 +354,9 @@ def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype
         if cfg["BLOCK_M"] not in (64, 128):  # (the ones run on a GPU; 16 does not compile)
             raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: past head dim 128 the Gluon dK/dV kernel takes 64 or "
                              f"128 queries per step (BLOCK_M), got {cfg['BLOCK_M']}")
+    if kernel == "fwd" and fp8 and cfg["BLOCK_N"] < 32:    # (an fp8 wgmma's K is 32: P V's is the key block)
+        raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon fp8 forward takes 32 or more keys per block "
+                         f"(BLOCK_N), got {cfg['BLOCK_N']}")
     if kernel == "fwd":                      # Q and the K / V rings alone (TMA_STORE is dropped where it does not fit)
         what, tiles = "the Gluon forward", configs.fwd_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), dtype, fp8)
     elif kernel == "bwd_dq":
@@ -409,12 +418,12 @@ def _forward(q, k, v, p: AttnParams):
 
 
 def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
-    """The forward's slow path: quantises (fp8, into buffers when given), works out the kernel, its
-    config and its arguments, and launches it."""
+    """The forward's slow path: quantises (fp8 of 16-bit inputs: into buffers, from _fp8_buffers),
+    works out the kernel, its config and its arguments, and launches it."""
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     qd = kd = vd = _placeholders(q.device)[1]              # no descales (an empty float32 stand-in)
     fp8 = dict(FP8=False, P_SCALE=1.0)
-    p_regs = False
+    p_regs = fp8_inputs = False
     if p.fp8:
         # which kernel runs depends on the fp8 tensors it reads, which exist (fa_ck's buffers) before
         # they are written: the Gluon kernel keeps P in registers (P_REGS) where fa_ck quantises,
@@ -427,8 +436,9 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
         fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(fp8_v.dtype).max))
         tma_possible = _tma_ok(fp8_k, fp8_v, keys_contiguous=fp8_v)
         gluon_possible = launch_gluon._gluon_ok(fp8_q, fp8_k, fp8_v, out, p)
-        chosen = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible)
-        p_regs = q.dtype not in FP8_DTYPES and bool(chosen.get("GLUON")) and bool(chosen.get("P_REGS"))
+        fp8_inputs = q.dtype in FP8_DTYPES
+        chosen = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible, fp8_inputs=fp8_inputs)
+        p_regs = bool(chosen.get("P_REGS"))
         q, k, v, qd, kd, vd = _fp8_inputs(q, k, v, p, buffers, p_regs)
     else:
         tma_possible = _tma_ok(k, v)
@@ -458,7 +468,8 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
                 dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], TMA=cfg["TMA"],
                      RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]) and not p.fp8, **flags, **fp8, **_launch_cfg(cfg)))
 
-    run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible))
+    run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible,
+                fp8_inputs=p.fp8 and fp8_inputs))
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

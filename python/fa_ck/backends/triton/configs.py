@@ -361,9 +361,8 @@ SMEM_BYTES_SM90 = 232448      # shared memory a program may have on sm90 (227 KB
 
 def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
     """Shared memory (bytes) forward_gluon.py allocates: Q, the K and V rings, P for fp8 (unless
-    P_REGS), out for
-    TMA_STORE (two 64-row tiles of out_bytes elements; by default the input's, 4 for fp8, whose
-    out may be float32), and a little for its barriers."""
+    P_REGS), out for TMA_STORE (two 64-row tiles of out_bytes elements; by default the input's,
+    4 for fp8, whose out may be float32), and a little for its barriers."""
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]

@@ -21,9 +21,11 @@ Serves the plain calls (fp16/bf16, head dim up to 256 (64-key blocks past 128), 
 GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same out and lse.
 
 FP8 (e4m3fn; by default on sm90 at head dims 65-128, see configs.switches): the scheme of forward.py
-(per-(batch, head) descales folded into the score scale, P multiplied by P_SCALE and rounded to
-fp8, out divided by it and multiplied by v's descale). fp8 wgmma reads both operands K-major,
-so v arrives keys-contiguous and streams as (head_dim, keys) tiles (V_KEYS_MAJOR).
+(per-(batch, head) descales folded into the score scale, P in [0, P_SCALE] rounded to fp8, out
+times v's descale), P_SCALE folded into the exponential (the row sum carries it too, so out needs
+no division by it). fp8 wgmma reads both operands K-major, so v arrives keys-contiguous and
+streams as (head_dim, keys) tiles (V_KEYS_MAJOR). P_REGS: P stays in registers as the PV
+multiply's A operand (see _keys_for_registers); else it is staged through shared memory.
 """
 import math
 
@@ -45,7 +47,6 @@ _softmax_step = gluon.jit(softmax_step.fn)
 @gluon.constexpr_function
 def _log2(x):
     return math.log2(x)
-
 
 
 @gluon.jit
@@ -205,11 +206,11 @@ def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
 
 @gluon.jit
 def _keys_for_registers(p):
-    """P's keys reordered within each 32-key chunk, bits (h, b3, c1, c0, b0) of a key to (h, c1, c0,
-    b3, b0): the QK^T accumulator gives a thread keys 2c, 2c+1, 8+2c, 9+2c (+16) of a chunk, an
-    fp8 A operand wants 4c..4c+3 (+16). After this reshuffle of indices, which moves no data,
-    the accumulator's registers already are the operand's. V's keys are stored in the same
-    order (quantize.permute_keys), so P V is unchanged."""
+    """P's keys reordered within each group of 16, bits (b3, c1, c0, b0) of a key's index to (c1, c0,
+    b3, b0): the QK^T accumulator gives a thread keys 2c, 2c+1, 8+2c, 9+2c of a group, an fp8 A
+    operand wants 4c..4c+3. After this reshuffle of indices, which moves no data, the
+    accumulator's registers already are the operand's. V's keys are stored in the same order
+    (quantize.key_position), so P V is unchanged."""
     R: gl.constexpr = p.shape[0]
     N: gl.constexpr = p.shape[1]
     return p.reshape([R, N // 32, 2, 2, 4, 2]).permute((0, 1, 2, 4, 3, 5)).reshape([R, N])
@@ -218,12 +219,12 @@ def _keys_for_registers(p):
 @gluon.jit
 def _p_operand(p, p_smem, dtype: gl.constexpr, layout: gl.constexpr,
                P_REGS: gl.constexpr):
-    """P as the PV multiply's A operand: in registers, or for fp8 (whose register operands the
-    wgmma wait cannot track) scaled from [0, 1] to [0, P_SCALE] and stored to p_smem. Called
-    once the previous PV multiply has completed, so the buffer is free. P_REGS (fp8): P stays
-    in registers, fp32 with its keys reordered (_keys_for_registers), rounded to fp8 by _pv
-    just before its multiply: carried across the loop as bytes, Triton splits the registers
-    into bytes and rebuilds them."""
+    """P as the PV multiply's A operand: in registers (16-bit), or for fp8 (already in [0, P_SCALE])
+    rounded and stored to p_smem (the wgmma wait takes no 8-bit register operands). Called once
+    the previous PV multiply has completed, so the buffer is free. P_REGS (fp8): P stays in
+    registers instead, in fp32 with its keys reordered (_keys_for_registers), and _pv rounds it
+    to fp8 just before its multiply (a loop-carried fp8 tensor Triton splits into bytes and
+    rebuilds, ~6 instructions per register)."""
     if P_REGS:
         operand = gl.convert_layout(_keys_for_registers(p), layout)
     elif dtype.primitive_bitwidth == 8:

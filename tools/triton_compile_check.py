@@ -169,7 +169,7 @@ def gluon_kernels():
                           SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
-                          RAW_MAX=True, P_REGS=False, K_LATE=False,
+                          RAW_MAX=True, P_REGS=False,
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                                                          if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]

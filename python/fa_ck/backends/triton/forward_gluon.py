@@ -361,7 +361,7 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, K_LATE: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -412,15 +412,12 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
-        if not K_LATE:
-            mbarrier.arrive(k_empty.index(buf), count=1)
+        mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
                                         seqlen_q, seqlen_k, scale_log2, window_left, window_right,
                                         MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
-        if K_LATE:     # beside V's (each arrive syncs the warpgroup first: Triton's lowering)
-            mbarrier.arrive(k_empty.index(buf), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
         p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
@@ -441,8 +438,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr,
-              K_LATE: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -486,7 +482,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, K_LATE)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -535,7 +531,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, K_LATE: gl.constexpr,
+                     P_REGS: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
@@ -589,14 +585,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     K_LATE)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     K_LATE)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,

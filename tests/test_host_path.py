@@ -180,13 +180,16 @@ def test_fp8_p_in_registers_only_where_fa_ck_quantises(gpu_path, monkeypatch, ca
     """The Gluon fp8 forward keeps P in registers (P_REGS) where fa_ck quantises: the quantisation
     launch writes v's keys in the kernel's order (PERMUTE_V) and the kernel reads v through a
     descriptor of the padded length (70 keys -> 80). With P_REGS off, and for a caller's fp8 v
-    (read as it comes), P is staged and v described as it is; asking P_REGS for fp8 inputs is
-    an error naming it."""
+    (read as it comes), P is staged and v described as it is, after a quantising call of the same
+    shapes (their configs are remembered apart); asking P_REGS for fp8 inputs is an error naming
+    it where the Gluon kernel would run, and ignored where forward.py does."""
     f8 = torch.float8_e4m3fn
     q, k, v = _inputs(sk=70)
     if case == "quantised-staged":
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": false}}')
     if case == "fp8-inputs":
+        tb.forward(q, k, v, dataclasses.replace(_params(q, k, True), fp8=True))
+        gpu_path.clear()
         q, k = q.to(f8), k.to(f8)
         v = tb._empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))    # keys-contiguous, rows padded
     p = dataclasses.replace(_params(q, k, True), fp8=True)
@@ -201,6 +204,9 @@ def test_fp8_p_in_registers_only_where_fa_ck_quantises(gpu_path, monkeypatch, ca
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": true}}')
         with pytest.raises(ValueError, match="P_REGS"):
             tb.forward(q, k, v, p)
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": true, "GLUON": false}}')
+        tb.forward(q, k, v, p)                                     # (forward.py: nothing to refuse)
+        assert gpu_path[-1][0].fn.__name__ == "fwd_kernel"
 
 
 BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)

@@ -289,8 +289,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window, group))
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
-    if "P_REGS" in sw and (not p.fp8 or fp8_inputs or not sw.get("GLUON")):
-        if fp8_inputs and over_sw.get("P_REGS"):
+    if "P_REGS" in sw and not p.fp8:
+        del sw["P_REGS"]                     # (fp8 only: not in a 16-bit call's config, nor its autotune key)
+    elif "P_REGS" in sw and (fp8_inputs or not sw.get("GLUON")):
+        if fp8_inputs and sw.get("GLUON") and over_sw.get("P_REGS"):
             raise ValueError("FA_CK_TRITON_CONFIG['fwd']: P_REGS needs v's keys in the Gluon kernel's order, which "
                              "only fa_ck's own quantisation writes; fp8 inputs run with P staged (drop P_REGS)")
         sw["P_REGS"] = False                 # (P stays in registers for fp8 of 16-bit inputs in Gluon only)
@@ -356,7 +358,7 @@ def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype
                              f"128 queries per step (BLOCK_M), got {cfg['BLOCK_M']}")
     if kernel == "fwd" and fp8 and cfg["BLOCK_N"] < 32:    # (an fp8 wgmma's K is 32: P V's is the key block)
         raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon fp8 forward takes 32 or more keys per block "
-                         f"(BLOCK_N), got {cfg['BLOCK_N']}")
+                         f"(BLOCK_N), got {cfg['BLOCK_N']} (set \"GLUON\": false for other tiles)")
     if kernel == "fwd":                      # Q and the K / V rings alone (TMA_STORE is dropped where it does not fit)
         what, tiles = "the Gluon forward", configs.fwd_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), dtype, fp8)
     elif kernel == "bwd_dq":
@@ -469,7 +471,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
                      RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]) and not p.fp8, **flags, **fp8, **_launch_cfg(cfg)))
 
     run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible,
-                fp8_inputs=p.fp8 and fp8_inputs))
+                fp8_inputs=fp8_inputs))
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

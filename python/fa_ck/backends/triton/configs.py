@@ -321,7 +321,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     P_REGS (fwd, GLUON, fp8 of 16-bit inputs: __init__ decides): P stays in registers as the PV
     multiply's A operand, its keys and v's stored in an order that makes the QK^T accumulator's
     registers that operand (forward_gluon._keys_for_registers, quantize.key_position); else P is
-    staged through shared memory (a caller's fp8 v, read as it comes). The loop's SASS at d128
+    staged through shared memory (a caller's fp8 v, read as it comes: asking P_REGS there is an
+    error where the Gluon kernel would run). The loop's SASS at d128
     -17 %; on the H200 (h200-20261201-seventeenth calls 2-3, same runs) +1-2 % at S4k-16k, S1k
     +3 % full and +23 % causal."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0

@@ -450,11 +450,11 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
     descale_strides = (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)
 
     def run(cfg):
-        if p_regs and not cfg.get("GLUON"):     # (autotune tunes tiles, not which kernel)
-            raise AssertionError("fp8: v's keys were laid out for the Gluon kernel, another was configured")
+        if p_regs != bool(cfg.get("P_REGS")):   # (autotune tunes tiles, not switches)
+            raise AssertionError("fp8: v's keys were laid out for another kernel than the one configured")
         if cfg.get("GLUON"):
-            return launch_gluon._forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, dict(cfg, P_REGS=p_regs),
-                                               sq, sk, hq, hkv, b, d, scal, fp8["P_SCALE"])
+            return launch_gluon._forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, cfg, sq, sk, hq, hkv, b,
+                                               d, scal, fp8["P_SCALE"])
         if p.fp8:
             cfg = configs.for_fp8(cfg)
         if cfg["TMA"]:

@@ -207,17 +207,6 @@ def test_gluon_config_and_its_checks(monkeypatch):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", f'{{"fwd": {bad}}}')
         with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_M 128 and num_warps 4"):
             tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
-    # 192 queries (three consumer warpgroups): fp8 only, without PINGPONG; forward.py takes powers of two
-    fp8 = _params(fp8=True)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 192}}')
-    assert tb._config("fwd", q, 128, fp8, 4096, 4096, tma_possible=True, gluon_possible=True)["BLOCK_M"] == 192
-    with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_M 128 and num_warps 4"):
-        tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
-    with pytest.raises(ValueError, match="BLOCK_M must be a power of two"):
-        tb._config("fwd", q, 128, fp8, 4096, 4096, tma_possible=True, gluon_possible=False)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 192, "PINGPONG": true}}')
-    with pytest.raises(ValueError, match="PINGPONG takes turns between two warpgroups"):
-        tb._config("fwd", q, 128, fp8, 4096, 4096, tma_possible=True, gluon_possible=True)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 64, "num_stages": 3}}')
     cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
     assert (cfg["BLOCK_N"], cfg["num_stages"]) == (64, 3)
@@ -390,22 +379,20 @@ def test_gluon_forward_pingpong(gluon_calls, schedule, monkeypatch, case):
 ])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("p_regs", [True, False])
-@pytest.mark.parametrize("block_m", [128, 192])
-def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_regs, block_m):
+def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_regs):
     """The fp8 forward in Gluon (asked for): against the float64 reference (fp8's own error) and
     against the torch emulation of the fp8 scheme with the kernel's 128-key blocks; P in
-    registers (v's keys reordered for it) or staged through shared memory; two or three
-    consumer warpgroups (128 or 192 queries per tile)."""
+    registers (v's keys reordered for it) or staged through shared memory."""
     from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
     from attn_check import assert_close
     from fa_ck import reference
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, P_REGS=p_regs, BLOCK_M=block_m))
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, P_REGS=p_regs))
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     b, sq, sk, hq, hkv, d = shape
     q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
     k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
     out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
-    assert gluon_calls and launches and all((c["P_REGS"], c["BLOCK_M"]) == (p_regs, block_m) for _, c in launches)
+    assert gluon_calls and launches and all(c["P_REGS"] == p_regs for _, c in launches)
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))

@@ -167,13 +167,13 @@ def gluon_kernels():
             kv = gluon._smem_layout(cfg["BLOCK_N"], bd, bf16)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
-                          SMEM_P=gluon._smem_layout(64, cfg["BLOCK_N"], bf16),
-                          PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(64, bd, bf16),
-                          RAW_MAX=True, P_REGS=False, BLOCK_M=cfg["BLOCK_M"],
+                          SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
+                          PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
+                          RAW_MAX=True, P_REGS=False,
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                                                          if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-            out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, 64, bd]))
+            out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             if d > 128:   # 16 bits only (fp8 stops at d128); the backward split by columns, two passes
@@ -198,7 +198,7 @@ def gluon_kernels():
             # fp8 (e4m3fn, keys-contiguous v), same kernel body
             f8 = torch.float8_e4m3fn
             consts = dict(consts, SMEM_Q=gluon._smem_layout(bm, bd, f8), SMEM_KV=gluon._smem_layout(bn, bd, f8),
-                          SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(64, bn, f8), FP8=True,
+                          SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
                           P_SCALE=448.0, RAW_MAX=True, P_REGS=True)     # as launched on fa_ck's own descales
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
@@ -209,12 +209,6 @@ def gluon_kernels():
             device = dict(consts, HOST_DESC=False, TMA_STORE=False)
             yield f"fwd gluon device-desc fp8e4nv d{d} {mode}", fwd_gluon_kernel, \
                 _gluon_sig(fwd_gluon_kernel, device, dict(pointers, Q="*fp8e4nv", K="*fp8e4nv", V="*fp8e4nv")), device, cfg
-            # three consumer warpgroups (192 queries per tile)
-            for regs in (True, False):
-                wide = dict(consts, BLOCK_M=192, P_REGS=regs)
-                yield f"fwd gluon 192q{'' if regs else ' staged-p'} fp8e4nv d{d} {mode}", fwd_gluon_kernel, \
-                    _gluon_sig(fwd_gluon_kernel, wide, dict(pointers, **_descs(f8, 64, bn, bd),
-                                                            **(out_desc if wide["TMA_STORE"] else {}))), wide, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False,
                           DYNAMIC=False, GROUP=1, **masks,

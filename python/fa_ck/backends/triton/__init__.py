@@ -324,11 +324,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     cfg = {**cfg, **over, **sw}
     if gluon:
         _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
-    else:
-        for tile in ("BLOCK_M", "BLOCK_N"):  # (tl.arange's sizes; the Gluon forward also takes BLOCK_M 192)
-            if cfg[tile] < 1 or cfg[tile] & (cfg[tile] - 1):
-                raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {tile} must be a power of two for this call's "
-                                 f"kernel (not the Gluon one), got {cfg[tile]}")
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0
@@ -347,16 +342,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
 
 def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype, fp8: bool):
     """A Gluon kernel's config (asked-for tiles among it) against what the kernel can take, each
-    failure a ValueError naming the key: its fixed side (two warpgroups of 64 rows; the fp8
-    forward also three, BLOCK_M 192, without PINGPONG), its shared memory (Q / dO and the rings),
-    and past d128 the dK/dV kernel's queries per step."""
+    failure a ValueError naming the key: its fixed side (two warpgroups of 64 rows), its shared
+    memory (Q / dO and the rings), and past d128 the dK/dV kernel's queries per step."""
     side, rows = (("BLOCK_N", configs.gluon_block_n_bwd(head_dim)) if kernel == "bwd_dkdv"
                   else ("BLOCK_M", configs.GLUON_BLOCK_M))
-    if kernel == "fwd" and fp8 and cfg["BLOCK_M"] == 192:
-        rows = 192                           # three consumer warpgroups (fp8 only: 16 bits spill in the loop)
-        if cfg.get("PINGPONG"):
-            raise ValueError("FA_CK_TRITON_CONFIG['fwd']: PINGPONG takes turns between two warpgroups: BLOCK_M 128, "
-                             "got 192")
     if (cfg[side], cfg["num_warps"]) != (rows, configs.GLUON_WARPS):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                          f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "

@@ -367,8 +367,7 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    q_rows = 256 if bm == 192 else bm          # (shared memory shapes are powers of two)
-    total = q_rows * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 and not cfg.get("P_REGS") else 0)
+    total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 and not cfg.get("P_REGS") else 0)
     if cfg.get("TMA_STORE"):
         total += bm * d * (out_bytes or (4 if fp8 else elem))
     return total + 1024

@@ -119,20 +119,6 @@ def _copy(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
 
 
 @gluon.jit
-def _copy_q(desc, m0, bar, q_smem, b, h, BLOCK_M: gl.constexpr, FOUR_D: gl.constexpr):
-    """Q's BLOCK_M rows into q_smem as one TMA box, or 192 (not a power of two, as a box must
-    be) as three boxes of 64 into q_smem's (4, 64, BLOCK_D) tiles."""
-    BOXES: gl.constexpr = 3 if BLOCK_M == 192 else 1
-    ROWS: gl.constexpr = BLOCK_M // BOXES
-    mbarrier.expect(bar, desc.block_type.nbytes * BOXES)
-    if BOXES == 1:
-        _issue(desc, m0, 0, bar, q_smem, b, h, FOUR_D)
-    else:
-        for i in gl.static_range(BOXES):
-            _issue(desc, m0 + i * ROWS, 0, bar, q_smem.index(i), b, h, FOUR_D)
-
-
-@gluon.jit
 def _take_turn(my_turn, phase, PINGPONG: gl.constexpr):
     if PINGPONG:
         mbarrier.wait(my_turn, phase)
@@ -145,9 +131,9 @@ def _pass_turn(other_turn, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _ring_barriers(NUM_BUF: gl.constexpr, CONSUMERS: gl.constexpr = 2):
+def _ring_barriers(NUM_BUF: gl.constexpr):
     """The K and V rings' mbarriers, initialised: (k_full, v_full, k_empty, v_empty). A full
-    barrier completes on its tile's TMA bytes, an empty one on every consumer warpgroup's arrival."""
+    barrier completes on its tile's TMA bytes, an empty one on both consumer warpgroups' arrivals."""
     k_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     v_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
@@ -155,8 +141,8 @@ def _ring_barriers(NUM_BUF: gl.constexpr, CONSUMERS: gl.constexpr = 2):
     for i in gl.static_range(NUM_BUF):
         mbarrier.init(k_full.index(i), count=1)
         mbarrier.init(v_full.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=CONSUMERS)
-        mbarrier.init(v_empty.index(i), count=CONSUMERS)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=2)
     return k_full, v_full, k_empty, v_empty
 
 
@@ -264,14 +250,14 @@ def _pv_wait(acc, p, dtype: gl.constexpr):
 
 @gluon.jit
 def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
-          MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr):
+          BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+          PERSISTENT: gl.constexpr):
     """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
     seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is one query block of
     a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
     of them, the k-th heaviest and the k-th lightest, so every unit of a causal call weighs the
     same and programs that take units in turn finish together. active: the tile holds queries."""
-    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
+    n_m, per_head = _blocks_and_units(seqlen_q, PERSISTENT)
     bh = u // per_head
     k = u % per_head
     pid_m = n_m - 1 - k
@@ -281,10 +267,10 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
         active = k < n_m - 1 - k
     h = bh % num_heads
     b = bh // num_heads
-    m0 = pid_m * BLOCK_M
+    m0 = pid_m * 128
     q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     active = active & (m0 < seqlen_q)
-    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
+    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, 128, BLOCK_N,
                                            MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
     if not active:
@@ -293,9 +279,9 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
 
 
 @gluon.jit
-def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
+def _blocks_and_units(seqlen_q, PERSISTENT: gl.constexpr):
     """(query blocks, work units) per head (seqlen_q: the longest sequence; see _tile)."""
-    n_m = gl.cdiv(seqlen_q, BLOCK_M)
+    n_m = gl.cdiv(seqlen_q, 128)
     if PERSISTENT:
         per_head = (n_m + 1) // 2
     else:
@@ -304,43 +290,42 @@ def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr)
 
 
 @gluon.jit
-def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
+def _units(seqlen_q, batch, num_heads, PERSISTENT: gl.constexpr):
     """How many work units the call has (see _tile)."""
-    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
+    n_m, per_head = _blocks_and_units(seqlen_q, PERSISTENT)
     return batch * num_heads * per_head
 
 
 @gluon.jit
-def _producer(loads, BLOCK_M: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-              PERSISTENT: gl.constexpr, FP8: gl.constexpr, HOST_DESC: gl.constexpr, P_REGS: gl.constexpr):
+def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+              stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
+              window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
+              SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
+              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
+              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr):
     """One warp: per tile, Q once both consumers have done their last QK^T of the tile before,
     then K_j and V_j through the rings. A persistent program so loads the next tile's first
     blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
     tile's descriptors are built here on the device (varlen: its bounds come free), which took
     ~2-3 us per tile on the H200 (h200-20261130-eighth call 2)."""
-    Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, \
-        stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right, \
-        q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty = loads
-    BLOCK_D: gl.constexpr = q_smem.shape[-1]
+    BLOCK_M: gl.constexpr = q_smem.shape[0]
+    BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
-    SMEM_Q: gl.constexpr = q_smem.layout
-    SMEM_KV: gl.constexpr = k_smem.layout
-    SMEM_V: gl.constexpr = v_smem.layout
     n_q = 0                                    # Q tiles loaded
     it = 0                                     # K/V blocks streamed
-    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
-                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, VARLEN,
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
                 MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
                 if HOST_DESC:
                     if n_q > 0:
                         mbarrier.wait(q_empty, (n_q - 1) & 1)
-                    _copy_q(Q, m0, q_full, q_smem, b, h, BLOCK_M, True)
+                    _copy(Q, m0, 0, q_full, q_smem, b, h, True)
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
                                h // group, True)
                 else:
@@ -354,7 +339,7 @@ def _producer(loads, BLOCK_M: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.
                     b64 = b.to(gl.int64)
                     hk = (h // group).to(gl.int64)
                     q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
-                                   64 if BLOCK_M == 192 else BLOCK_M, BLOCK_D, SMEM_Q)
+                                   BLOCK_M, BLOCK_D, SMEM_Q)
                     k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
                                    BLOCK_D, SMEM_KV)
                     v_head = V + b64 * stride_vb + hk * stride_vh
@@ -366,7 +351,7 @@ def _producer(loads, BLOCK_M: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:
                         v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-                    _copy_q(q_desc, m0, q_full, q_smem, b, h, BLOCK_M, False)
+                    _copy(q_desc, m0, 0, q_full, q_smem, b, h, False)
                     _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
                 n_q += 1
                 it += n_blocks
@@ -448,32 +433,20 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
 
 @gluon.jit
-def _consumer(WG: gl.constexpr, shared, BLOCK_M: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-              PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr, FP8: gl.constexpr,
-              TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
-    """Consumer warpgroup WG: rows [64 WG, 64 WG + 64) of each tile's BLOCK_M queries (two or three
-    warpgroups' worth), then their out and lse; it tells the producer (q_empty) once its last
-    QK^T of a tile is done, so the next Q loads under this tile's last PV multiply and epilogue.
-    PINGPONG (two warpgroups): they take turns to issue their multiplies (turn: one barrier each),
-    so one's softmax runs under the other's multiplies (FlashAttention-3's ping-pong); WG 0
-    starts. p_smem holds each warpgroup's P for fp8 without P_REGS (else a stand-in). TMA_STORE:
-    out leaves through this warpgroup's o_smem tile as a TMA store (O_DESC, a host-made
-    descriptor like Q's), waited for only before the next tile's out is written."""
-    q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn, O, O_DESC, LSE, \
-        CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, \
-        seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right = shared
-    ROWS: gl.constexpr = 64
-    row0: gl.constexpr = WG * ROWS
-    my_turn = turn.index(WG)
-    other_turn = turn.index((WG + 1) % 2)      # (PINGPONG: two warpgroups)
-    if FP8 and not P_REGS:
-        p_smem = p_smem.index(WG)
-    if TMA_STORE:
-        o_smem = o_smem.index(WG)
-    if BLOCK_M == 192:
-        q_smem = q_smem.index(WG)
-    else:
-        q_smem = q_smem.slice(row0, ROWS)
+def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
+              other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
+              stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
+              window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
+              MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
+    """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
+    it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
+    under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
+    issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
+    multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
+    for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
+    host-made descriptor like Q's), waited for only before the next tile's out is written."""
+    ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
@@ -487,10 +460,10 @@ def _consumer(WG: gl.constexpr, shared, BLOCK_M: gl.constexpr, VARLEN: gl.conste
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
     turns = 0
-    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
-                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, VARLEN,
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
                 MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if active:
                 m0 = m0 + row0
@@ -558,12 +531,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, BLOCK_M: gl.constexpr,
+                     P_REGS: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
-    tile to the next. BLOCK_M: 128 or 192 queries per tile, 64 per consumer warpgroup; num_warps
-    = 4: the first consumer warpgroup; the others and the producer warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
+    tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
+    warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
     descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
     for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 without P_REGS). P_REGS (fp8): P
     stays in registers, v's keys stored in quantize.key_position's order, each row of keys zero-
@@ -572,62 +545,58 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
     RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
     fa_ck's own descales, the folded scale kept >= 2^-126)."""
-    CONSUMERS: gl.constexpr = BLOCK_M // 64
-    gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
+    BLOCK_M: gl.constexpr = 128
+    HALF: gl.constexpr = 64
     if HOST_DESC:
         dtype: gl.constexpr = Q.dtype
     else:
         dtype: gl.constexpr = Q.dtype.element_ty
-    if BLOCK_M == 192:      # (shapes are powers of two) one 64-row tile per warpgroup, and one unused
-        q_smem = gl.allocate_shared_memory(dtype, [4, 64, BLOCK_D], SMEM_Q)
-    else:
-        q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
+    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     if FP8:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_D, BLOCK_N], SMEM_V)
     else:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
-    p_smem = q_smem                          # stand-ins where unused
-    o_smem = q_smem
     if FP8 and not P_REGS:
-        p_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, 64, BLOCK_N], SMEM_P)   # one P tile per warpgroup
+        p_smem = gl.allocate_shared_memory(dtype, [2, HALF, BLOCK_N], SMEM_P)    # one P tile per warpgroup
+        p_smem0 = p_smem.index(0)
+        p_smem1 = p_smem.index(1)
+    else:
+        p_smem0 = q_smem                     # stand-ins: P stays in registers
+        p_smem1 = q_smem
     if TMA_STORE:
-        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [CONSUMERS, 64, BLOCK_D], SMEM_O)
+        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [2, HALF, BLOCK_D], SMEM_O)   # one per warpgroup
+        o_smem0 = o_smem.index(0)
+        o_smem1 = o_smem.index(1)
+    else:
+        o_smem0 = q_smem                     # stand-ins
+        o_smem1 = q_smem
     q_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF, CONSUMERS)
+    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_full, count=1)
-    mbarrier.init(q_empty, count=CONSUMERS)
+    mbarrier.init(q_empty, count=2)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
 
-    # the consumer warpgroups' run-time arguments (constexprs go one by one: a tuple assigned
-    # to a name holds values, not constants)
-    shared = (q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn, O,
-              O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
-              stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right)
-    loads = (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb, stride_vs,
-             stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right,
-             q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty)
-    if CONSUMERS == 2:
-        gl.warp_specialize([
-            (_consumer, (0, shared, BLOCK_M, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS)),
-            (_consumer, (1, shared, BLOCK_M, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS)),
-            (_producer, (loads, BLOCK_M, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC, P_REGS))], [4, 1], [240, 24])
-    else:
-        # 16 warps in all (the producer's padded to a warpgroup): 128 registers each at launch;
-        # 160 for the two worker consumers and 24 for the producer leave the first one 168
-        gl.warp_specialize([
-            (_consumer, (0, shared, BLOCK_M, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS)),
-            (_consumer, (1, shared, BLOCK_M, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS)),
-            (_consumer, (2, shared, BLOCK_M, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS)),
-            (_producer, (loads, BLOCK_M, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC, P_REGS))], [4, 4, 1], [160, 160, 24])
+    gl.warp_specialize([
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full,
+                     k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                     stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                     seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
+                     k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                     stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                     seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
+        (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+                     stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
+                     window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,
+                     v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
+                     P_REGS)),
+    ], [4, 1], [240, 24])
 
     mbarrier.invalidate(q_full)
     mbarrier.invalidate(q_empty)

@@ -70,10 +70,10 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     # (float32 out, fp8 inputs' option, keeps plain stores: its TMA store has not run on a GPU)
     tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
         configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
-    o_arg = _desc4(out, 64, bd) if tma_store else out     # (unused without TMA_STORE)
+    o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
     p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (__init__ decides: v's keys then in key_position's order)
     if host_desc:
-        q_arg, k_arg = _desc4(q, 64 if bm == 192 else bm, bd), _desc4(k, bn, bd)     # (forward_gluon._copy_q)
+        q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
         v_arg = _desc4(v, bd, bn, keys_contiguous=True, padded=p_regs) if p.fp8 else _desc4(v, bn, bd)
     else:
         _tma_allocator()
@@ -89,12 +89,12 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(64 if bm == 192 else bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
-        SMEM_P=_smem_layout(64, bn, q.dtype),
+        SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
-        TMA_STORE=tma_store, SMEM_O=_smem_layout(64, bd, out.dtype), RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
-        P_REGS=p_regs, BLOCK_M=bm, num_warps=cfg["num_warps"]))
+        TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
+        P_REGS=p_regs, num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:
@@ -206,4 +206,4 @@ def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, s
         p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(64 if bm == 192 else bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"]))
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"]))

@@ -207,6 +207,10 @@ def test_gluon_config_and_its_checks(monkeypatch):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", f'{{"fwd": {bad}}}')
         with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_M 128 and num_warps 4"):
             tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    for kernel in ("fwd", "bwd_dkdv", "bwd_dq"):     # forward.py's and backward.py's tiles: powers of two
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({kernel: {"BLOCK_M": 96}}))
+        with pytest.raises(ValueError, match=rf"FA_CK_TRITON_CONFIG\['{kernel}'\]: BLOCK_M must be a power of two"):
+            tb._config(kernel, q, 64, p, 4096, 4096, tma_possible=False, gluon_possible=False)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 64, "num_stages": 3}}')
     cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
     assert (cfg["BLOCK_N"], cfg["num_stages"]) == (64, 3)

@@ -324,6 +324,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     cfg = {**cfg, **over, **sw}
     if gluon:
         _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
+    else:
+        for tile in ("BLOCK_M", "BLOCK_N"):  # (tl.arange's sizes: a Triton compile error otherwise)
+            if cfg[tile] < 1 or cfg[tile] & (cfg[tile] - 1):
+                raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {tile} must be a power of two, got {cfg[tile]}")
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0

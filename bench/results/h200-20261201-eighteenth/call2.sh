@@ -1,4 +1,4 @@
-# Device call 2 of the eighteenth part (nvidia-h200), at COMMIT: where the fp8 forward's warps wait,
+# Device call 2 of the eighteenth part (nvidia-h200), at b37c230: where the fp8 forward's warps wait,
 # instruction by instruction (Nsight Compute SourceCounters: warp stall samples per SASS
 # instruction, ncu_src.py) for the fp8 Gluon kernel and fa_ck's bf16 Gluon forward (d128 B1 S16k
 # H16 full); then the d64 fp8 forward: the Gluon kernel asked for (fp8gl, P in registers) against

@@ -48,7 +48,7 @@ def test_calls_the_gluon_forward_serves(monkeypatch):
 @pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
 def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     """fp8 (quantised e4m3fn q, k; v keys-contiguous, its rows 16-byte aligned for TMA): served
-    at d65-128 by default (it lost to forward.py's fp8 kernel at d64), never in the fnuz format
+    at head dims 33-128 by default (forward.py's fp8 kernel below), never in the fnuz format
     or with plain v."""
     monkeypatch.setattr(configs, "INTERPRET", False)
     f8 = torch.float8_e4m3fn
@@ -66,7 +66,9 @@ def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     assert not gluon._gluon_ok(q.to(fnuz), q.to(fnuz), v.to(fnuz), out, _params(fp8=True))
     assert configs.switches("fwd", "cuda:sm90", 128, True)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 96, True)["GLUON"]
-    assert not configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]
+    assert configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]
+    assert configs.switches("fwd", "cuda:sm90", 33, True)["GLUON"]
+    assert not configs.switches("fwd", "cuda:sm90", 32, True)["GLUON"]
 
 
 @pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
@@ -107,7 +109,7 @@ def test_gluon_switch_only_on_sm90():
     assert configs.switches("fwd", "cuda:sm90", 64, False)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 256, False)["GLUON"]         # 16-bit up to d256
     assert not configs.switches("fwd", "cuda:sm90", 512, False)["GLUON"]
-    assert not configs.switches("fwd", "cuda:sm90", 64, True)["GLUON"]        # fp8 at d64: forward.py
+    assert not configs.switches("fwd", "cuda:sm90", 32, True)["GLUON"]        # fp8 to d32: forward.py
     assert not configs.switches("fwd", "cuda:sm90", 256, True)["GLUON"]       # and past d128
     for arch in ("cuda:sm80", "cuda:sm100", "hip:gfx942", "interpreter"):
         assert not configs.switches("fwd", arch, 128, False)["GLUON"]

@@ -272,7 +272,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     with 3. The launcher also needs tensors TMA can address and, for dk/dv, one q head per kv
     head (see backward()).
     GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
-    the PV multiply; sm90 at head dims up to 256 (fp8: 65-128), for the calls it serves (see
+    the PV multiply; sm90 at head dims up to 256 (fp8: 33-128), for the calls it serves (see
     launch_gluon._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's. PERSISTENT
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
@@ -332,9 +332,11 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
         out["RAW_MAX"] = True                # where host._raw_max allows (both forward kernels)
-        # fp8 (h200-20261130-bwd call 9): +5-22 % over forward.py's fp8 kernel at d128, -9 % at d64
+        # fp8 (h200-20261130-bwd call 9): +5-22 % over forward.py's fp8 kernel at d128; at d64 -9 %
+        # then, since P in registers (h200-20261201-eighteenth call 2, 3 rounds) level on full calls
+        # (-1 to +2 %), causal +4 % (S1k) to +13-15 % (S4k / S16k)
         # d256 (h200-20261201-fourteenth call 6, same run): 0.85-1.07x of cuDNN, forward.py 0.36-0.41x
-        out["GLUON"] = sm == 90 and d <= (128 if fp8 else 256) and (not fp8 or d > 64)
+        out["GLUON"] = sm == 90 and d <= (128 if fp8 else 256) and (not fp8 or d >= 64)
         out["PINGPONG"] = False
         # h200-20261130-eighth call 5 (with host-made descriptors, same run): d128 S1024 full
         # +8 %, S4k +4-7 %, S16k -2..+1 %, d64 S16k +2 %; S1024 causal too noisy to call.

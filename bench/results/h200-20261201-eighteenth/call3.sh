@@ -1,4 +1,4 @@
-# Device call 3 of the eighteenth part (nvidia-h200), at COMMIT: the Gluon forward's row max and row
+# Device call 3 of the eighteenth part (nvidia-h200), at 0584b4a: the Gluon forward's row max and row
 # sum as trees (call 2's stall samples: FMNMX 13 % of the fp8 kernel's, 11 % of bf16's, waiting on
 # a 32-deep chain per row). The Gluon forward's GPU tests in its default schedule (the fp8 ones at
 # d64 now its default too); then the d128 forward (fa_ck bf16 and fp8, SDPA cuDNN and flash, S1k /

@@ -3,13 +3,13 @@
 # a 32-deep chain per row). The Gluon forward's GPU tests in its default schedule (the fp8 ones at
 # d64 now its default too); then the d128 forward (fa_ck bf16 and fp8, SDPA cuDNN and flash, S1k /
 # 4k / 16k, causal or not, 3 rounds) with this code, then with 12c135b's python/ (old_tree/, an
-# untracked copy: before the trees), then this code again; d64 and the nanoGPT shape the same
+# untracked copy: before the trees); d64 and the nanoGPT shape the same
 # way, one round each.
 #   bash bench/results/h200-20261201-eighteenth/call3.sh      (from the repo root, old_tree/ beside)
 set -uo pipefail
 source bench/device_env.sh
 W=$OUT/w; mkdir -p $W
-timeout 200 python3 -m pytest tests/test_gluon_forward.py -k "defaults" -q -p no:warnings -n 14 -rf 2>&1 \
+timeout 150 python3 -m pytest tests/test_gluon_forward.py -k "defaults" -q -p no:warnings -n 14 -rf 2>&1 \
     | grep -v "Warn\|warner" | tail -8 | tee "$OUT/tests.txt"
 run() {   # $1: name, $2: python/ to use
   PYTHONPATH=$2 timeout 150 python3 bench/kernels.py --out "$W/d128_$1" --dtype bf16 --hdim 128 --mode fwd --causal both \
@@ -21,7 +21,7 @@ run() {   # $1: name, $2: python/ to use
 }
 run new $PWD/python
 run old $PWD/old_tree/python
-run new2 $PWD/python
-for r in new old new2; do cp $W/d128_$r/results.md "$OUT/d128_$r.md"; done
+
+for r in new old; do cp $W/d128_$r/results.md "$OUT/d128_$r.md"; done
 rm -f $W/*/*.png
 tar czf "$OUT/call3_all.tgz" -C "$OUT" w

@@ -48,7 +48,7 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc
                       SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
         # the empty-row guard in every range, as before RAW_MAX (a per-row select; without it in
         # the unmasked range the sm90 fp8 kernel spilled 16 bytes, not 8)
-        p, alpha, m_new = softmax_step(s, tl.max(s, 1), m_i, scale_log2, RAW_MAX, True)
+        p, alpha, m_new = softmax_step(s, m_i, scale_log2, RAW_MAX, True)
         l_i = l_i * alpha + tl.sum(p, 1)
         if DROPOUT:
             keep = dropout_keep(seed, offs_m[:, None], offs_n[None, :], rng_row, dropout_p)

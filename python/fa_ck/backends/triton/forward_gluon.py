@@ -20,7 +20,7 @@ P stays in registers as wgmma's A operand.
 Serves the plain calls (fp16/bf16, head dim up to 256 (64-key blocks past 128), causal and sliding windows, varlen,
 GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same out and lse.
 
-FP8 (e4m3fn; by default on sm90 at head dims 33-128, see configs.switches): the scheme of forward.py
+FP8 (e4m3fn; by default on sm90 at head dims 65-128, see configs.switches): the scheme of forward.py
 (per-(batch, head) descales folded into the score scale, P in [0, P_SCALE] rounded to fp8, out
 times v's descale), P_SCALE folded into the exponential (the row sum carries it too, so out needs
 no division by it). fp8 wgmma reads both operands K-major, so v arrives keys-contiguous and
@@ -73,33 +73,6 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 
 
 @gluon.jit
-def _halves(x, max: gl.constexpr):
-    """x's rows reduced to 8 columns, each step the elementwise max (or sum) of a row's two
-    halves: the wgmma accumulator keeps every column bit but the lowest three in a thread's own
-    registers, so each step is independent instructions. gl.max / gl.sum alone fold a thread's
-    share of a row in one chain, each instruction waiting for the last (32 deep at 128 keys)."""
-    R: gl.constexpr = x.shape[0]
-    for i in gl.static_range(gl.constexpr(x.shape[1]).bit_length() - 4):
-        if max:
-            x = gl.max(x.reshape([R, 2, x.shape[1] // 2]), axis=1)
-        else:
-            x = gl.sum(x.reshape([R, 2, x.shape[1] // 2]), axis=1)
-    return x
-
-
-@gluon.jit
-def _row_max(x):
-    """Each row's max (_halves, then the last 8 columns: one register pair, four lanes)."""
-    return gl.convert_layout(gl.max(_halves(x, True), axis=1), gl.SliceLayout(1, x.type.layout))
-
-
-@gluon.jit
-def _row_sum(x):
-    """Each row's sum, as _row_max (a tree: the order of the additions changes, not their count)."""
-    return gl.convert_layout(gl.sum(_halves(x, False), axis=1), gl.SliceLayout(1, x.type.layout))
-
-
-@gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
              P_LOG2: gl.constexpr):
@@ -108,8 +81,8 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
     2^P_LOG2)."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
-    p, alpha, m_new = _softmax_step(s, _row_max(s), m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
-    return p, alpha, m_new, l_i * alpha + _row_sum(p)
+    p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 
 @gluon.jit

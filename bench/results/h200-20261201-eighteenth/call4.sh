@@ -1,4 +1,4 @@
-# Device call 4 of the eighteenth part (nvidia-h200), at COMMIT: the whole GPU suite but bigmem, with
+# Device call 4 of the eighteenth part (nvidia-h200), at 06b9774: the whole GPU suite but bigmem, with
 # the fp8 forward's Gluon kernel now the default at d64 (last whole run: the sixteenth part's call 4,
 # before P in registers).
 #   bash bench/results/h200-20261201-eighteenth/call4.sh      (from the repo root)

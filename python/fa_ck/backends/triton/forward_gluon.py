@@ -49,6 +49,14 @@ def _log2(x):
     return math.log2(x)
 
 
+@gluon.constexpr_function
+def _acc_layout(cols, dtype=gl.bfloat16):
+    """The register layout of a warpgroup's wgmma accumulator, (64 rows, cols) fp32, for operands
+    of dtype (its instruction's K: 32 bytes)."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                     instr_shape=[16, cols, 256 // dtype.primitive_bitwidth])
+
+
 @gluon.jit
 def _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: gl.constexpr):
     """common.sequence in Gluon: (first q row, first k row, seqlen_q, seqlen_k) of batch entry b."""
@@ -373,10 +381,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     dtype: gl.constexpr = q_smem.dtype
     P_LOG2: gl.constexpr = _log2(P_SCALE)      # 0 but for fp8
     # wgmma's K per instruction: 32 bytes (16 halves, 32 fp8 values)
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 256 // dtype.primitive_bitwidth])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_D, 256 // dtype.primitive_bitwidth])
+    s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype)
+    o_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
     # A operand in registers: 32 bits of K per thread (two 16-bit or four fp8 values)
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=32 // dtype.primitive_bitwidth)
@@ -452,8 +458,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
     TILES: gl.constexpr = 2 if PERSISTENT else 1
     dtype: gl.constexpr = q_smem.dtype
     out_dtype: gl.constexpr = O.dtype.element_ty
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_D, 256 // dtype.primitive_bitwidth])
+    o_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     if PINGPONG and row0 > 0:
         mbarrier.arrive(other_turn, count=1)

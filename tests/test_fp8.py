@@ -420,6 +420,20 @@ def test_fp8_dropout_refused():
         fa_ck.attention(q, q, q, fp8=True, dropout_p=0.1, backend="triton")
 
 
+def test_triton_refuses_what_its_launch_grids_cannot_hold():
+    """Batch is the grids' z and heads their y (65535 each; fp8 quantises q, k and v heads in one
+    grid): refused by name before anything launches (expanded views: nothing is allocated)."""
+    from fa_ck.params import AttnParams
+    p, p8 = AttnParams(scale=0.25), AttnParams(scale=0.25, fp8=True)
+    t = torch.zeros(1, 4, 1, 16, dtype=torch.bfloat16, device=DEVICE)
+    wide_batch = t.expand(70000, 4, 1, 16)
+    assert "batch 70000" in tb.unsupported(wide_batch, wide_batch, wide_batch, p)
+    q, kv = t.expand(1, 4, 40000, 16), t.expand(1, 4, 20000, 16)
+    assert tb.unsupported(q, kv, kv, p) is None                  # 40000 heads fit
+    assert "40000 heads (+ k and v" in tb.unsupported(q, kv, kv, p8)          # 80000 rows of the quantisation grid
+    assert "70000 heads" in tb.unsupported(*(t.expand(1, 4, 70000, 16),) * 3, p)
+
+
 def test_triton_refuses_fp8_varlen():
     from fa_ck.params import AttnParams
     q = rand(10, 2, 16)

@@ -22,6 +22,7 @@ from .plans import _launch, _tma_allocator
 NAME = "triton"
 MAX_HEAD_DIM = 256
 MAX_GRID_Z = 65535        # batch entries (or varlen sequences) are the grid's z
+MAX_GRID_Y = 65535        # heads are its y (fp8 quantisation's: q's heads, then k's and v's)
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 try:
@@ -56,6 +57,11 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     batch = p.cu_seqlens_q.numel() - 1 if p.varlen else q.shape[0]
     if batch > MAX_GRID_Z:
         return f"{'sequences' if p.varlen else 'batch'} {batch} (the launch grid's z holds {MAX_GRID_Z})"
+    quantised = p.fp8 and q.dtype not in FP8_DTYPES
+    heads = q.shape[-2] + (k.shape[-2] + v.shape[-2] if quantised else 0)
+    if heads > MAX_GRID_Y:
+        return (f"{q.shape[-2]} heads{' (+ k and v heads quantised alongside)' if quantised else ''}: the launch "
+                f"grid's y holds {MAX_GRID_Y}")
     if q.shape[-1] > MAX_HEAD_DIM or v.shape[-1] != q.shape[-1]:
         return f"head_dim {q.shape[-1]} (supported: 1..{MAX_HEAD_DIM}, same for q, k and v)"
     if p.fp8:

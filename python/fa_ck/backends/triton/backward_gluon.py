@@ -289,7 +289,7 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_KV: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    d_layout: gl.constexpr = _acc_layout(COLS)
+    d_layout: gl.constexpr = _acc_layout(COLS, dtype)
     ROW0: gl.constexpr = 0 if DSPLIT else WG * ROWS
     COL0: gl.constexpr = WG * COLS if DSPLIT else 0
     b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks = _dkdv_tile(
@@ -353,14 +353,14 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    s_layout: gl.constexpr = _acc_layout(BLOCK_M)
-    d_layout: gl.constexpr = _acc_layout(BLOCK_D)
+    s_layout: gl.constexpr = _acc_layout(BLOCK_M, dtype)
+    d_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     ROW0: gl.constexpr = WG * ROWS
     HALF_D: gl.constexpr = BLOCK_D // 2
     D0: gl.constexpr = WG * HALF_D
-    q_layout: gl.constexpr = _acc_layout(HALF_D)
+    q_layout: gl.constexpr = _acc_layout(HALF_D, dtype)
 
     offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     s_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, s_layout)
@@ -492,8 +492,8 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
     C1: gl.constexpr = (1 - WG) * COLS             # the other warpgroup's
     HALF_D: gl.constexpr = BLOCK_D // 2
     D0: gl.constexpr = WG * HALF_D                 # own columns of dK and dV
-    s_layout: gl.constexpr = _acc_layout(COLS)
-    d_layout: gl.constexpr = _acc_layout(HALF_D)
+    s_layout: gl.constexpr = _acc_layout(COLS, dtype)
+    d_layout: gl.constexpr = _acc_layout(HALF_D, dtype)
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
 
     offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
@@ -726,8 +726,8 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    s_layout: gl.constexpr = _acc_layout(BLOCK_N)
-    d_layout: gl.constexpr = _acc_layout(BLOCK_D)
+    s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype)
+    d_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
     row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
 

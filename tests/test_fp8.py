@@ -430,7 +430,7 @@ def test_triton_refuses_what_its_launch_grids_cannot_hold():
     assert "batch 70000" in tb.unsupported(wide_batch, wide_batch, wide_batch, p)
     q, kv = t.expand(1, 4, 40000, 16), t.expand(1, 4, 20000, 16)
     assert tb.unsupported(q, kv, kv, p) is None                  # 40000 heads fit
-    assert "40000 heads (+ k and v" in tb.unsupported(q, kv, kv, p8)          # 80000 rows of the quantisation grid
+    assert "40000 heads (80000 with the k and v heads" in tb.unsupported(q, kv, kv, p8)     # the quantisation grid's y
     assert "70000 heads" in tb.unsupported(*(t.expand(1, 4, 70000, 16),) * 3, p)
 
 

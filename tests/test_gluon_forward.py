@@ -209,10 +209,23 @@ def test_gluon_config_and_its_checks(monkeypatch):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", f'{{"fwd": {bad}}}')
         with pytest.raises(ValueError, match="the Gluon kernel has BLOCK_M 128 and num_warps 4"):
             tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
-    for kernel in ("fwd", "bwd_dkdv", "bwd_dq"):     # forward.py's and backward.py's tiles: powers of two
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({kernel: {"BLOCK_M": 96}}))
-        with pytest.raises(ValueError, match=rf"FA_CK_TRITON_CONFIG\['{kernel}'\]: BLOCK_M must be a power of two"):
-            tb._config(kernel, q, 64, p, 4096, 4096, tma_possible=False, gluon_possible=False)
+    # every kernel's tiles are powers of two (integers), asked for or not, Gluon or not
+    for kernel in ("fwd", "bwd_dkdv", "bwd_dq"):
+        for gluon_possible in (False, True):
+            for tile, bad in (("BLOCK_M", 96), ("BLOCK_N", 48), ("BLOCK_N", 0), ("BLOCK_M", 64.0), ("BLOCK_N", "64")):
+                monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({kernel: {tile: bad}}))
+                with pytest.raises(ValueError, match=rf"\['{kernel}'\]: {tile} must be a power of two \(an integer\), "
+                                                     rf"got {bad!r}"):
+                    tb._config(kernel, q, 64, p, 4096, 4096, tma_possible=False, gluon_possible=gluon_possible)
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG")
+    for arch in ("cuda:sm90", "cuda:sm80", "hip:gfx942", "interpreter"):
+        for kernel in ("fwd", "bwd_dkdv", "bwd_dq"):
+            for d in (16, 64, 128, 256):
+                for dtype in (torch.bfloat16, torch.float32):
+                    for gl_ in (False, True):
+                        for c in [configs.default(kernel, arch, d, dtype, gluon=gl_),
+                                  *configs.candidates(kernel, arch, d, dtype, gluon=gl_)]:
+                            assert all(c[t] >= 1 and not c[t] & (c[t] - 1) for t in ("BLOCK_M", "BLOCK_N")), c
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 64, "num_stages": 3}}')
     cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
     assert (cfg["BLOCK_N"], cfg["num_stages"]) == (64, 3)
@@ -381,7 +394,7 @@ def test_gluon_forward_pingpong(gluon_calls, schedule, monkeypatch, case):
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [
     (2, 1024, 1024, 4, 2, 128), (1, 2000, 2048, 2, 2, 64), (2, 777, 1536, 4, 4, 96), (1, 1, 512, 2, 1, 128),
-    (1, 300, 16, 2, 2, 64), (2, 130, 256, 2, 1, 32), (1, 333, 1001, 2, 1, 128),
+    (1, 300, 16, 2, 2, 64), (2, 130, 256, 2, 1, 32), (1, 333, 1001, 2, 1, 128), (1, 300, 300, 2, 1, 48),
 ])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("p_regs", [True, False])

@@ -60,8 +60,8 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     quantised = p.fp8 and q.dtype not in FP8_DTYPES
     heads = q.shape[-2] + (k.shape[-2] + v.shape[-2] if quantised else 0)
     if heads > MAX_GRID_Y:
-        return (f"{q.shape[-2]} heads{' (+ k and v heads quantised alongside)' if quantised else ''}: the launch "
-                f"grid's y holds {MAX_GRID_Y}")
+        return (f"{q.shape[-2]} heads{f' ({heads} with the k and v heads quantised alongside)' if quantised else ''}: "
+                f"the launch grid's y holds {MAX_GRID_Y}")
     if q.shape[-1] > MAX_HEAD_DIM or v.shape[-1] != q.shape[-1]:
         return f"head_dim {q.shape[-1]} (supported: 1..{MAX_HEAD_DIM}, same for q, k and v)"
     if p.fp8:
@@ -328,12 +328,13 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon),
                               lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
+    for tile in ("BLOCK_M", "BLOCK_N"):      # (arange sizes in every kernel: a compile error otherwise)
+        size = cfg[tile]
+        if type(size) is not int or size < 1 or size & (size - 1):
+            raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {tile} must be a power of two (an integer), "
+                             f"got {size!r}")
     if gluon:
         _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
-    else:
-        for tile in ("BLOCK_M", "BLOCK_N"):  # (tl.arange's sizes: a Triton compile error otherwise)
-            if cfg[tile] < 1 or cfg[tile] & (cfg[tile] - 1):
-                raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {tile} must be a power of two, got {cfg[tile]}")
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0

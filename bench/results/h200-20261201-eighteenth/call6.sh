@@ -1,4 +1,4 @@
-# Device call 6 of the eighteenth part (nvidia-h200), at COMMIT: the review's mends; the Gluon fp8
+# Device call 6 of the eighteenth part (nvidia-h200), at b8bc1a4: the review's mends; the Gluon fp8
 # forward at head dim 48 (a new default: 64-wide blocks, zero-padded columns) in every schedule,
 # both P paths, against float64 and the fp8 emulation; and the config checks' GPU-free tests.
 #   bash bench/results/h200-20261201-eighteenth/call6.sh      (from the repo root)

@@ -272,7 +272,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     with 3. The launcher also needs tensors TMA can address and, for dk/dv, one q head per kv
     head (see backward()).
     GLUON (fwd): the Hopper forward written in Gluon (forward_gluon.py), whose softmax overlaps
-    the PV multiply; sm90 at head dims up to 256 (fp8: 33-128, where q's and k's fp8 rows are 16-byte aligned for TMA: multiples of 16), for the calls it serves (see
+    the PV multiply; sm90 at head dims up to 256 (fp8: 33-128, where q's and k's fp8 rows are
+    16-byte aligned for TMA: multiples of 16), for the calls it serves (see
     launch_gluon._gluon_ok; others run forward.py). PINGPONG (with GLUON): its two consumer warpgroups
     take turns to issue their multiplies, so one's softmax runs under the other's. PERSISTENT
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under

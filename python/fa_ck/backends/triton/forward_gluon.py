@@ -23,9 +23,9 @@ GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same out and l
 FP8 (e4m3fn; by default on sm90 at head dims 33-128 whose fp8 rows TMA can address, see
 configs.switches): the scheme of forward.py (per-(batch, head) descales folded into the score
 scale, P in [0, P_SCALE] rounded to fp8, out times v's descale), P_SCALE folded into the
-exponential (the row sum carries it too, so out needs no division by it). fp8 wgmma reads both operands K-major, so v arrives keys-contiguous and
-streams as (head_dim, keys) tiles (V_KEYS_MAJOR). P_REGS: P stays in registers as the PV
-multiply's A operand (see _keys_for_registers); else it is staged through shared memory.
+exponential (the row sum carries it too, so out needs no division by it). fp8 wgmma reads both
+operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) tiles
+(V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see _keys_for_registers); else it is staged through shared memory.
 """
 import math
 

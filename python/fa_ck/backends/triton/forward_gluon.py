@@ -25,7 +25,8 @@ configs.switches): the scheme of forward.py (per-(batch, head) descales folded i
 scale, P in [0, P_SCALE] rounded to fp8, out times v's descale), P_SCALE folded into the
 exponential (the row sum carries it too, so out needs no division by it). fp8 wgmma reads both
 operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) tiles
-(V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see _keys_for_registers); else it is staged through shared memory.
+(V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see
+_keys_for_registers); else it is staged through shared memory.
 """
 import math
 

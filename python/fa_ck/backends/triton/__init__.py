@@ -16,7 +16,7 @@ import torch
 
 from ...params import FP8_DTYPES, AttnParams
 from . import configs, launch_gluon, plans, tuning
-from .host import _cdiv, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
+from .host import _cdiv, _keys_padded, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
 NAME = "triton"
@@ -154,8 +154,7 @@ def _empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
     S bytes, which the Gluon forward could not take at S = 300)."""
     b, s, h, d = shape
     if keys_contiguous:
-        padded = -(-s // 16) * 16
-        return torch.empty((b, h, d, padded), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
+        return torch.empty((b, h, d, _keys_padded(s)), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
     return torch.empty(shape, dtype=dtype, device=device)
 
 
@@ -169,7 +168,7 @@ def _keys_contiguous(v: torch.Tensor) -> torch.Tensor:
 def _padded_keys(v8: torch.Tensor) -> torch.Tensor:
     """A keys-contiguous v from _empty_bshd seen to its padded length (a multiple of 16 keys)."""
     b, s, h, d = v8.shape
-    return v8.as_strided((b, -(-s // 16) * 16, h, d), v8.stride())
+    return v8.as_strided((b, _keys_padded(s), h, d), v8.stride())
 
 
 def _fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool):

@@ -14,6 +14,12 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _keys_padded(s: int) -> int:
+    """A keys-contiguous fp8 v's row length: s keys padded to a multiple of 16, so that TMA can
+    address each row (and P_REGS's key order, in groups of 16, covers its last keys)."""
+    return _cdiv(s, 16) * 16
+
+
 def _strides(t, varlen: bool):
     """(batch, seq, head) strides; a packed varlen tensor has no batch stride."""
     st = t.stride()

@@ -11,7 +11,7 @@ import torch
 
 from ...params import AttnParams
 from . import configs
-from .host import _cdiv, _lse_strides, _raw_max, _strides, _tma_ok
+from .host import _cdiv, _keys_padded, _lse_strides, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
 try:
@@ -112,7 +112,7 @@ def _desc4(t: torch.Tensor, rows: int, cols: int, keys_contiguous: bool = False,
     _tma_ok has done (alignment, strides): they were a fifth of the forward's host time."""
     b, s, h, d = t.shape
     if padded:
-        s = -(-s // 16) * 16
+        s = _keys_padded(s)
     sb, ss, sh, sd = t.stride()
     block = [1, 1, rows, cols]
     desc = object.__new__(TensorDescriptor)

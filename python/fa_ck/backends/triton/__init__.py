@@ -332,9 +332,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         if type(size) is not int or size < 1 or size & (size - 1):
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {tile} must be a power of two (an integer), "
                              f"got {size!r}")
-    if cfg.get("EXP2_FMA", 0) not in (0, 2, 4, 8) or type(cfg.get("EXP2_FMA", 0)) is not int:
-        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_FMA must be 0, 2, 4 or 8 (one column in that many "
-                         f"takes its exponential on the FMA units; 0: none), got {cfg['EXP2_FMA']!r}")
     if gluon:
         _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):

@@ -43,52 +43,26 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
 
 
 @triton.jit
-def softmax_step(s, m_i, scale_log2, RAW_MAX: tl.constexpr, MASKED: tl.constexpr, P_LOG2: tl.constexpr = 0.0,
-                 EXP2: tl.constexpr = True):
+def softmax_step(s, m_i, scale_log2, RAW_MAX: tl.constexpr, MASKED: tl.constexpr, P_LOG2: tl.constexpr = 0.0):
     """One online-softmax step over scores s: (p, alpha, new row max). RAW_MAX: s and m_i are raw
     scores q.k (scale_log2 a normal positive float32, no softcap, ALiBi or fp8: host._raw_max),
     each scaled inside its exponential's argument, one FFMA, not first by an FMUL of its own:
     the forward's loop is issue-bound (bench/results/h200-20261130-eleventh, call 2: +3-12 % on
     the H200). Else s and m_i are in log2 units already. MASKED: a row may have seen no visible
     key yet (max -inf): subtract 0. P_LOG2: p comes out times 2^P_LOG2 (the Gluon forward's fp8
-    P scale, folded into the exponent: no multiply per element). EXP2 False: log2 p instead of p,
-    for the caller to exponentiate (the Gluon forward, part of it by exp2_fma)."""
+    P scale, folded into the exponent: no multiply per element)."""
     m_new = tl.maximum(m_i, tl.max(s, 1))
     m_safe = m_new
     if MASKED:
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
     if RAW_MAX:
         m_scaled = m_safe * scale_log2
-        p = s * scale_log2 - (m_scaled - P_LOG2)[:, None]
+        p = tl.math.exp2(s * scale_log2 - (m_scaled - P_LOG2)[:, None])
         alpha = tl.math.exp2(m_i * scale_log2 - m_scaled)
     else:
-        p = s - (m_safe - P_LOG2)[:, None]
+        p = tl.math.exp2(s - (m_safe - P_LOG2)[:, None])
         alpha = tl.math.exp2(m_i - m_safe)
-    if EXP2:
-        p = tl.math.exp2(p)
     return p, alpha, m_new
-
-
-@triton.jit
-def exp2_fma(x, DEGREE: tl.constexpr):
-    """2^x for x <= 126 on the FMA and integer units, not the special-function unit (MUFU) that
-    tl.math.exp2 uses: 16 results per cycle per SM on Hopper, as slow as the fp8 multiplies at
-    d128 (FlashAttention-4 moves part of its exponentials off it the same way). x is clamped to
-    >= -125 (tiny but not 0: callers keep -inf scores from it); NaN stays NaN. Adding 1.5 * 2^23
-    rounds x to an integer j (the float adder rounds; j lands in the sum's low mantissa bits),
-    f = x - j is in [-0.5, 0.5], 2^f is a minimax polynomial (relative error 1.7e-3 at DEGREE 2,
-    7.5e-5 at 3: below fp8's and bf16's rounding of P), times 2^j."""
-    x = tl.maximum(x, -125.0, propagate_nan=tl.PropagateNan.ALL)
-    t = x + 12582912.0
-    f = x - (t - 12582912.0)
-    if DEGREE == 2:
-        p = (0.23842893540859222 * f + 0.7034479975700378) * f + 1.0004431009292603
-    else:
-        p = ((0.0551716685295105 * f + 0.2426111251115799) * f + 0.6932609677314758) * f + 0.9999280571937561
-    # 2^j made from j's bits and multiplied in, not added to p's exponent bits: a NaN's bits (the
-    # GPU's is 0x7fffffff) would carry into a finite number there
-    two_j = ((t.to(tl.int32, bitcast=True) << 23) + 0x3F800000).to(tl.float32, bitcast=True)
-    return p * two_j
 
 
 @triton.jit

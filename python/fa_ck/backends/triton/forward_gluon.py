@@ -35,7 +35,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-from .common import exp2_fma, key_blocks, scores, softmax_step
+from .common import key_blocks, scores, softmax_step
 
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thread_barrier in Triton 3.6)
 
@@ -43,7 +43,6 @@ _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thr
 _key_blocks = gluon.jit(key_blocks.fn)
 _scores = gluon.jit(scores.fn)
 _softmax_step = gluon.jit(softmax_step.fn)
-_exp2_fma = gluon.jit(exp2_fma.fn)
 
 
 @gluon.constexpr_function
@@ -85,59 +84,28 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
-             P_LOG2: gl.constexpr, EXP2_FMA: gl.constexpr):
-    """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2, EXP2_FMA:
-    see common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
-    2^P_LOG2; the polynomial of degree 2 for fp8's P, 3 for 16-bit P)."""
+             P_LOG2: gl.constexpr):
+    """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
+    common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
+    2^P_LOG2)."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
-    log2_p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2, False)
-    p = _exp2_cols(log2_p, 0 if MASKED else EXP2_FMA, 2 if P_LOG2 != 0 else 3)   # (masked: -inf must give 0)
+    p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
     return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
-
-
-@gluon.jit
-def _exp2_cols(x, EVERY: gl.constexpr, DEGREE: gl.constexpr):
-    """2^x of a wgmma accumulator tile, one column in EVERY (2, 4 or 8; 0: none) by exp2_fma, the
-    others by the MUFU unit, so both work. A thread holds columns 8r + 2c + e (c: its lane's);
-    the columns are picked by e and the low bits of r, its own registers, so splitting and joining
-    moves no data (the layout conversions only rename equal layouts)."""
-    R: gl.constexpr = x.shape[0]
-    N: gl.constexpr = x.shape[1]
-    if EVERY == 0:
-        out = gl.exp2(x)
-    else:
-        mufu, rest = x.reshape([R, N // 2, 2]).split()          # columns 8r + 2c and 8r + 2c + 1
-        if EVERY == 2:
-            rest = _exp2_fma(rest, DEGREE)
-        else:   # rest's column 4r + c: split r by its low bits g = r % G
-            G: gl.constexpr = EVERY // 2
-            by_g = rest.reshape([R, N // (8 * G), G, 4]).permute(0, 1, 3, 2)      # (hi, c, g)
-            if G == 2:
-                fma, other = by_g.split()
-                by_g = gl.join(_exp2_fma(fma, DEGREE), gl.exp2(other))
-            else:
-                even, odd = by_g.reshape([R, N // 32, 4, 2, 2]).split()            # g = 2 g1 + g0
-                fma, other = even.split()
-                even = gl.join(_exp2_fma(fma, DEGREE), gl.exp2(other))
-                by_g = gl.join(even, gl.convert_layout(gl.exp2(odd), even.type.layout)).reshape([R, N // 32, 4, 4])
-            rest = by_g.permute(0, 1, 3, 2).reshape([R, N // 2])
-        out = gl.join(gl.exp2(mufu), gl.convert_layout(rest, mufu.type.layout)).reshape([R, N])
-    return gl.convert_layout(out, x.type.layout)
 
 
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          P_LOG2: gl.constexpr, EXP2_FMA: gl.constexpr):
+          P_LOG2: gl.constexpr):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end."""
     offs_n = n0 + offs_n0
     if (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2, EXP2_FMA)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2, EXP2_FMA)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
     return p, alpha, m_i, l_i
 
 
@@ -402,7 +370,7 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EXP2_FMA: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -438,7 +406,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, EXP2_FMA)
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
     p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
     for j in range(1, n_blocks):
@@ -454,7 +422,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
                                         seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, EXP2_FMA)
+                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -477,8 +445,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr,
-              EXP2_FMA: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -521,7 +488,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EXP2_FMA)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -570,7 +537,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, EXP2_FMA: gl.constexpr,
+                     P_REGS: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
@@ -583,9 +550,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
     RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
-    fa_ck's own descales, the folded scale kept >= 2^-126). EXP2_FMA: one of every EXP2_FMA columns of
-    P (0: none) takes its exponential on the FMA units (common.exp2_cols), off the MUFU unit that
-    the softmax otherwise waits on."""
+    fa_ck's own descales, the folded scale kept >= 2^-126)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     if HOST_DESC:
@@ -626,14 +591,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     EXP2_FMA)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     EXP2_FMA)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,

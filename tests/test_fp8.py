@@ -53,9 +53,8 @@ def round_fp8(x, dtype=F8):
 
 
 def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None,
-            softcap=0.0, block_n=None, sum_rounded=False):
-    """What the fp8 kernel computes, in float64: fp8 q, k, v (B, S, H, D) with (B, H) descales.
-    sum_rounded: the row sums add P as rounded to fp8 (the Gluon kernel's SUM_MMA), not as computed."""
+            softcap=0.0, block_n=None):
+    """What the fp8 kernel computes, in float64: fp8 q, k, v (B, S, H, D) with (B, H) descales."""
     device = q8.device                                    # computed on the CPU, returned on q8's device
     q8, k8, v8, qd, kd, vd = (t.cpu() for t in (q8, k8, v8, qd, kd, vd))
     alibi_slopes = None if alibi_slopes is None else alibi_slopes.cpu()
@@ -88,9 +87,8 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
         m_safe = torch.where(m_new == float("-inf"), 0.0, m_new)
         p = torch.exp(sb - m_safe)
         alpha = torch.exp(m - m_safe)
-        p8 = round_fp8(p * pmax, v8.dtype)
-        l = l * alpha + (p8 / pmax if sum_rounded else p).sum(-1, keepdim=True)
-        acc = acc * alpha + p8 @ vf[:, :, n0:n0 + block_n]
+        l = l * alpha + p.sum(-1, keepdim=True)
+        acc = acc * alpha + round_fp8(p * pmax, v8.dtype) @ vf[:, :, n0:n0 + block_n]
         m = m_new
     empty = l == 0
     out = torch.where(empty, 0.0, acc / torch.where(empty, 1.0, l)) * (vd.double().repeat_interleave(g, 1)[:, :, None, None] / pmax)

@@ -425,51 +425,6 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", [
-    dict(shape=(2, 1000, 1000, 8, 8, 128), causal=True), dict(shape=(1, 2048, 2048, 4, 2, 64)),
-    dict(shape=(2, 777, 1531, 4, 2, 96), window_size=(300, 37)), dict(shape=(1, 300, 1000, 2, 1, 256)),
-    dict(shape=(2, 130, 257, 2, 1, 32), causal=True), dict(shape=(2, 1, 300, 4, 1, 128)),
-    dict(shape=(1, 300, 1, 2, 2, 64), causal=True), dict(shape=(1, 333, 1001, 2, 1, 128), block_n=64),
-])
-@pytest.mark.parametrize("p_regs", [True, False])
-def test_gluon_forward_row_sums_by_the_tensor_cores(gluon_calls, schedule, monkeypatch, case, p_regs):
-    """SUM_MMA: the row sums as P times a tile of ones on the tensor cores, in every schedule;
-    bf16 and fp16 against float64; fp8 (P in registers or staged) against float64 and against
-    the torch emulation whose row sums add P as rounded to fp8. Rows that see no key (causal
-    with more queries than keys) must still give out 0 and lse -inf."""
-    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
-    from attn_check import assert_close
-    from fa_ck import reference
-    case = dict(case)
-    shape, block_n = case.pop("shape"), case.pop("block_n", None)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, SUM_MMA=True, P_REGS=p_regs,
-                                                  **({"BLOCK_N": block_n} if block_n else {})))
-    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
-    if p_regs:       # (P_REGS is fp8's alone: the 16-bit calls once)
-        check(*shape, dtype=torch.bfloat16, device="cuda", grads=False, **case)
-        check(*shape, dtype=torch.float16, device="cuda", grads=False, **case)
-    b, sq, sk, hq, hkv, d = shape
-    if d >= 33 and d <= 128:
-        q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
-        k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
-        out, lse = fa_ck.flash_attn_fp8_func(q, k, v, return_lse=True, backend="triton", **case)
-        mask = dict(causal=True) if case.get("causal") else dict(window=case["window_size"]) if "window_size" in case \
-            else {}
-        ref, _ = reference.attention(q.double(), k.double(), v.double(), dtype=torch.float64, **mask)
-        assert_close("out vs float64", out, ref, FWD_BOUND)
-        if "window_size" not in case:
-            (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
-            emu, emu_lse = emulate(q8, k8, v8, qd, kd, vd, causal=bool(case.get("causal")), block_n=block_n or 128,
-                                   sum_rounded=True)
-            few_rows = b * sq * hq < 16
-            assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16] * (2 if few_rows else 1))
-            assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
-    assert gluon_calls and launches and all(c["SUM_MMA"] for _, c in launches)
-    assert all(c["P_REGS"] == (p_regs and c["FP8"]) for _, c in launches)
-
-
-@gpu
-@pytest.mark.gpu
 @pytest.mark.parametrize("block_n,window", [(64, None), (128, (200, 37)), (64, (100, 0))])
 def test_gluon_fp8_p_in_registers_other_blocks_and_windows(monkeypatch, block_n, window):
     """P in registers at 64-key blocks (an autotune candidate) and under sliding windows (key

@@ -171,7 +171,7 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
                           RAW_MAX=True, P_REGS=False,
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
-                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE", "SUM_MMA")})
+                                                         if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
@@ -472,8 +472,7 @@ def main(argv=None) -> int:
                 f8 = consts["FP8"]
                 est = "fwd_gluon_smem", configs.fwd_gluon_smem(
                     consts["BLOCK_D"], dict(BLOCK_M=128, BLOCK_N=consts["BLOCK_N"], num_stages=consts["NUM_BUF"],
-                                            TMA_STORE=consts["TMA_STORE"], P_REGS=consts["P_REGS"],
-                                            SUM_MMA=consts["SUM_MMA"]),
+                                            TMA_STORE=consts["TMA_STORE"], P_REGS=consts["P_REGS"]),
                     torch.float8_e4m3fn if f8 else torch.bfloat16, f8, 2)
             if est and not st.get("lds", 0) <= est[1] <= st.get("lds", 0) + 1024:   # never below, barriers above
                 failures.append(f"{target} {name}: configs.{est[0]} says {est[1]} bytes, the kernel has "

@@ -58,12 +58,6 @@ def _acc_layout(cols, dtype):
                                      instr_shape=[16, cols, 256 // dtype.primitive_bitwidth])
 
 
-@gluon.constexpr_function
-def _ones_layout(cols, dtype):
-    """The shared layout of SUM_MMA's (8, cols) tile of ones, read like fp8's v: (N, K), K-major."""
-    return gl.NVMMASharedLayout.get_default_for([8, cols], dtype)
-
-
 @gluon.jit
 def _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: gl.constexpr):
     """common.sequence in Gluon: (first q row, first k row, seqlen_q, seqlen_k) of batch entry b."""
@@ -90,30 +84,28 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
-             P_LOG2: gl.constexpr, SUM_MMA: gl.constexpr):
+             P_LOG2: gl.constexpr):
     """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
     common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
-    2^P_LOG2). SUM_MMA: the row sum is the tensor cores' (see _pv), l_i comes back as it went."""
+    2^P_LOG2)."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
     p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
-    if not SUM_MMA:
-        l_i = l_i * alpha + gl.sum(p, 1)
-    return p, alpha, m_new, l_i
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          P_LOG2: gl.constexpr, SUM_MMA: gl.constexpr):
+          P_LOG2: gl.constexpr):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end."""
     offs_n = n0 + offs_n0
     if (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2, SUM_MMA)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2, SUM_MMA)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
     return p, alpha, m_i, l_i
 
 
@@ -209,25 +201,16 @@ def _fp8_operand(p):
 
 
 @gluon.jit
-def _pv(p, v_tile, acc, ones, l_acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr, SUM_MMA: gl.constexpr,
-        P_SMEM: gl.constexpr):
+def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
     """Issue acc += P V (async); a keys-major v tile (fp8) is read through its transpose. P_REGS
-    (fp8): p is fp32, rounded to fp8 here, where the multiply uses it (see _p_operand).
-    SUM_MMA: then l_acc += P ones (async; every column of l_acc is P's row sum), so the softmax
-    adds no row sums itself: one FADD per score fewer, and the sum is of the P that P V
-    multiplies (rounded to 16 bits or fp8). P_SMEM: p is fp8's staged P (shared memory)."""
+    (fp8): p is fp32, rounded to fp8 here, where the multiply uses it (see _p_operand)."""
     if P_REGS:
         p = _fp8_operand(p)
     if V_KEYS_MAJOR:
         acc = warpgroup_mma(p, v_tile.permute((1, 0)), acc, is_async=True)
     else:
         acc = warpgroup_mma(p, v_tile, acc, is_async=True)
-    if SUM_MMA:
-        if not P_SMEM:                    # (in registers: the operand layout of l_acc's shape)
-            p = gl.convert_layout(p, gl.DotOperandLayout(operand_index=0, parent=l_acc.type.layout,
-                                                         k_width=p.type.layout.k_width))
-        l_acc = warpgroup_mma(p, ones.permute((1, 0)), l_acc, is_async=True)
-    return acc, l_acc
+    return acc
 
 
 @gluon.jit
@@ -263,20 +246,15 @@ def _p_operand(p, p_smem, dtype: gl.constexpr, layout: gl.constexpr,
 
 
 @gluon.jit
-def _pv_wait(acc, l_acc, p, dtype: gl.constexpr, SUM_MMA: gl.constexpr):
+def _pv_wait(acc, p, dtype: gl.constexpr):
     """Wait for every multiply issued; P in registers is kept alive until its multiply is done
     (fp8: Triton's wait takes no 8-bit operands; _pv makes P's registers anew before each
     multiply and nothing writes them before this wait)."""
-    if SUM_MMA:
-        if dtype.primitive_bitwidth == 8:
-            acc, l_acc = warpgroup_mma_wait(0, deps=[acc, l_acc])
-        else:
-            acc, l_acc, p = warpgroup_mma_wait(0, deps=[acc, l_acc, p])
-    elif dtype.primitive_bitwidth == 8:
+    if dtype.primitive_bitwidth == 8:
         acc = warpgroup_mma_wait(0, deps=[acc])
     else:
         acc, p = warpgroup_mma_wait(0, deps=[acc, p])
-    return acc, l_acc, p
+    return acc, p
 
 
 @gluon.jit
@@ -389,10 +367,10 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 
 
 @gluon.jit
-def _attend(q_smem, k_smem, v_smem, p_smem, ones, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
+def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, SUM_MMA: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -411,9 +389,6 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones, q_empty, k_full, v_full, k_emp
                                                  k_width=32 // dtype.primitive_bitwidth)
     row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    l_layout: gl.constexpr = _acc_layout(8, dtype)        # SUM_MMA's row sums, 8 equal columns
-    P_SMEM: gl.constexpr = dtype.primitive_bitwidth == 8 and not P_REGS
-    PENDING: gl.constexpr = 2 if SUM_MMA else 1           # multiplies that may run under the softmax
 
     offs_m = m0 + gl.arange(0, ROWS, layout=row_s)
     offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -421,7 +396,6 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones, q_empty, k_full, v_full, k_emp
     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
     l_i = gl.zeros([ROWS], gl.float32, row_s)
-    l_acc = gl.zeros([ROWS, 8], gl.float32, l_layout)
 
     # Block 0: S_0 and its softmax; nothing to multiply with V yet.
     buf = it % NUM_BUF
@@ -432,7 +406,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones, q_empty, k_full, v_full, k_emp
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, SUM_MMA)
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
     p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
     for j in range(1, n_blocks):
@@ -442,50 +416,43 @@ def _attend(q_smem, k_smem, v_smem, p_smem, ones, q_empty, k_full, v_full, k_emp
         mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
         _take_turn(my_turn, (turns + j) & 1, PINGPONG)
         qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        acc, l_acc = _pv(p, v_smem.index(prev), acc, ones, l_acc, V_KEYS_MAJOR, P_REGS, SUM_MMA, P_SMEM)
+        acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         _pass_turn(other_turn, PINGPONG)
-        qk = warpgroup_mma_wait(PENDING, deps=[qk])     # S_j done; the PV multiply may still run
+        qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
                                         seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, SUM_MMA)
-        acc, l_acc, p = _pv_wait(acc, l_acc, p, dtype, SUM_MMA)
+                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
+        acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        if SUM_MMA:
-            l_acc = l_acc * gl.convert_layout(alpha, gl.SliceLayout(1, l_layout))[:, None]
         p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
     _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
-    acc, l_acc = _pv(p, v_smem.index(last), acc, ones, l_acc, V_KEYS_MAJOR, P_REGS, SUM_MMA, P_SMEM)
+    acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
     _pass_turn(other_turn, PINGPONG)
-    acc, l_acc, p = _pv_wait(acc, l_acc, p, dtype, SUM_MMA)
+    acc, p = _pv_wait(acc, p, dtype)
     mbarrier.arrive(v_empty.index(last), count=1)
-    if SUM_MMA:
-        l_i = gl.convert_layout(gl.max(l_acc, 1), row_s)
     return acc, gl.convert_layout(m_i, row_o), gl.convert_layout(l_i, row_o)
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, ones, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
+def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
               other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr,
-              SUM_MMA: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
     issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
     multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
     for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
-    host-made descriptor like Q's), waited for only before the next tile's out is written.
-    SUM_MMA: `ones`, this warpgroup's (8, BLOCK_N) tile of ones for the row sums (see _pv),
-    written here once."""
+    host-made descriptor like Q's), waited for only before the next tile's out is written."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -496,10 +463,6 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, ones, q_full, q_empty, k_f
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     if PINGPONG and row0 > 0:
         mbarrier.arrive(other_turn, count=1)
-    if SUM_MMA:
-        ones.store(gl.full([8, BLOCK_N], 1.0, gl.float32, gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])).to(dtype))
-        fence_async_shared()                  # the generic-proxy store before wgmma's async reads
-        _partition_barrier()
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
     turns = 0
@@ -522,10 +485,10 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, ones, q_full, q_empty, k_f
                     out_scale = gl.load(VD + b64 * stride_kdb + hk)     # (P_SCALE cancels: in l_i too)
                 if n_blocks > 0:
                     mbarrier.wait(q_full, n_q & 1)
-                    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, ones, q_empty, k_full, v_full, k_empty, v_empty,
+                    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, SUM_MMA)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -574,7 +537,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, SUM_MMA: gl.constexpr,
+                     P_REGS: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
@@ -587,8 +550,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
     written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
     RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
-    fa_ck's own descales, the folded scale kept >= 2^-126). SUM_MMA: the softmax's row sums by the
-    tensor cores, P times a tile of ones (see _pv)."""
+    fa_ck's own descales, the folded scale kept >= 2^-126)."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     if HOST_DESC:
@@ -615,13 +577,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     else:
         o_smem0 = q_smem                     # stand-ins
         o_smem1 = q_smem
-    if SUM_MMA:
-        ones = gl.allocate_shared_memory(dtype, [2, 8, BLOCK_N], _ones_layout(BLOCK_N, dtype))   # one per warpgroup
-        ones0 = ones.index(0)
-        ones1 = ones.index(1)
-    else:
-        ones0 = q_smem                        # stand-ins
-        ones1 = q_smem
     q_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
@@ -632,18 +587,16 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     mbarrier.init(turn.index(1), count=1)
 
     gl.warp_specialize([
-        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, ones0, q_full, q_empty, k_full, v_full,
+        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     SUM_MMA)),
-        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, ones1, q_full, q_empty, k_full, v_full,
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
+        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     SUM_MMA)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,

@@ -425,30 +425,6 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", [
-    dict(shape=(2, 1000, 1000, 8, 8, 64), causal=True), dict(shape=(1, 2048, 2048, 4, 2, 64)),
-    dict(shape=(2, 777, 1531, 4, 2, 64), window_size=(300, 37)), dict(shape=(2, 1, 300, 4, 1, 64)),
-    dict(shape=(1, 300, 1, 2, 2, 64), causal=True), dict(shape=(2, 130, 128, 2, 1, 32)),
-    dict(shape=(2, 130, 256, 2, 1, 48), causal=True), dict(shape=(1, 333, 384, 2, 1, 64)),
-    dict(shape=(3, 129, 129, 2, 2, 16)),
-])
-def test_gluon_forward_lookahead(gluon_calls, schedule, monkeypatch, case):
-    """LOOKAHEAD: S_{j+1} issued before softmax(S_j), two blocks per trip: 1, 2, 3 and more key
-    blocks (odd and even), masks, GQA, persistent programs carrying ring positions; bf16 and
-    fp16 against float64, and varlen."""
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, LOOKAHEAD=True))
-    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
-    case = dict(case)
-    shape = case.pop("shape")
-    check(*shape, dtype=torch.bfloat16, device="cuda", grads=False, **case)
-    check(*shape, dtype=torch.float16, device="cuda", grads=False, **case)
-    check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 2, 64, dtype=torch.bfloat16,
-                 device="cuda", causal=True, grads=False)
-    assert gluon_calls and launches and all(c["LOOKAHEAD"] for _, c in launches)
-
-
-@gpu
-@pytest.mark.gpu
 @pytest.mark.parametrize("block_n,window", [(64, None), (128, (200, 37)), (64, (100, 0))])
 def test_gluon_fp8_p_in_registers_other_blocks_and_windows(monkeypatch, block_n, window):
     """P in registers at 64-key blocks (an autotune candidate) and under sliding windows (key

@@ -349,7 +349,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # causal S1024 / S4k +2.7 % twice, full S1024-16k -2.7 to +1.2 %
         out["TMA_STORE"] = d <= 128
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
-        out["LOOKAHEAD"] = False             # (the Gluon kernel only)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256
@@ -446,7 +445,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "P_REGS", "LOOKAHEAD"),
+            "TMA_STORE", "RAW_MAX", "P_REGS"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),

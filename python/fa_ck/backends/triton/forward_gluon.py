@@ -246,14 +246,14 @@ def _p_operand(p, p_smem, dtype: gl.constexpr, layout: gl.constexpr,
 
 
 @gluon.jit
-def _pv_wait(acc, p, dtype: gl.constexpr, PENDING: gl.constexpr = 0):
-    """Wait for every multiply issued but the last PENDING; P in registers is kept alive until its multiply is done
+def _pv_wait(acc, p, dtype: gl.constexpr):
+    """Wait for every multiply issued; P in registers is kept alive until its multiply is done
     (fp8: Triton's wait takes no 8-bit operands; _pv makes P's registers anew before each
     multiply and nothing writes them before this wait)."""
     if dtype.primitive_bitwidth == 8:
-        acc = warpgroup_mma_wait(PENDING, deps=[acc])
+        acc = warpgroup_mma_wait(0, deps=[acc])
     else:
-        acc, p = warpgroup_mma_wait(PENDING, deps=[acc, p])
+        acc, p = warpgroup_mma_wait(0, deps=[acc, p])
     return acc, p
 
 
@@ -367,47 +367,10 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 
 
 @gluon.jit
-def _issue_s(q_smem, k_smem, k_full, s_zero, it, j):
-    """Issue S_j = Q K_j^T (async) once K_j has landed."""
-    NUM_BUF: gl.constexpr = k_smem.shape[0]
-    buf = (it + j) % NUM_BUF
-    mbarrier.wait(k_full.index(buf), ((it + j) // NUM_BUF) & 1)
-    return warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-
-
-@gluon.jit
-def _lookahead_block(qk, j, acc, p, m_i, l_i, q_smem, k_smem, v_smem, p_smem, k_full, v_full, k_empty, v_empty,
-                     s_zero, it, last_j, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-                     window_left, window_right, p_layout: gl.constexpr, MASK_LEFT: gl.constexpr,
-                     MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr, P_LOG2: gl.constexpr,
-                     V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
-    """LOOKAHEAD's block j (S_j issued, in qk): issue P_{j-1} V_{j-1} and S_{j+1} (the last block's
-    again past it), softmax(S_j) under both. (acc, P_j operand, m_i, l_i, S_{j+1} issued)."""
-    NUM_BUF: gl.constexpr = k_smem.shape[0]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    dtype: gl.constexpr = q_smem.dtype
-    row_o: gl.constexpr = gl.SliceLayout(1, acc.type.layout)
-    prev = (it + j - 1) % NUM_BUF
-    mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
-    acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
-    qk_next = _issue_s(q_smem, k_smem, k_full, s_zero, it, gl.minimum(j + 1, last_j))
-    qk = warpgroup_mma_wait(2, deps=[qk])           # S_j done; P_{j-1} V_{j-1} and S_{j+1} may run
-    mbarrier.arrive(k_empty.index((it + j) % NUM_BUF), count=1, pred=j < last_j)
-    p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0, seqlen_q,
-                                    seqlen_k, scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX,
-                                    P_LOG2)
-    acc, p = _pv_wait(acc, p, dtype, 1)
-    mbarrier.arrive(v_empty.index(prev), count=1)
-    acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-    p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
-    return acc, p, m_i, l_i, qk_next
-
-
-@gluon.jit
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, LOOKAHEAD: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -434,72 +397,36 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
     l_i = gl.zeros([ROWS], gl.float32, row_s)
 
-    if LOOKAHEAD:
-        # S_{j+1} is issued before softmax(S_j), which then runs under both P_{j-1} V_{j-1} and the
-        # next QK^T. Two blocks per trip, S alternating between two accumulators (one carried
-        # round the loop would be copied while its wgmma runs, and ptxas would serialise them);
-        # past the last block the last one's S is issued again (no branch around a wgmma), its K
-        # buffer released after that.
-        last_j = n_blocks - 1
-        buf = it % NUM_BUF
-        mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
-        qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        qk_a = _issue_s(q_smem, k_smem, k_full, s_zero, it, gl.minimum(1, last_j))
-        qk = warpgroup_mma_wait(1, deps=[qk])
-        mbarrier.arrive(k_empty.index(buf), count=1, pred=last_j > 0)
-        p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                                   scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
-        p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
-        for jj in range(last_j // 2):
-            j = 1 + 2 * jj
-            acc, p, m_i, l_i, qk_b = _lookahead_block(
-                qk_a, j, acc, p, m_i, l_i, q_smem, k_smem, v_smem, p_smem, k_full, v_full, k_empty, v_empty,
-                s_zero, it, last_j, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-                window_left, window_right, p_layout, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, V_KEYS_MAJOR, P_REGS)
-            acc, p, m_i, l_i, qk_a = _lookahead_block(
-                qk_b, j + 1, acc, p, m_i, l_i, q_smem, k_smem, v_smem, p_smem, k_full, v_full, k_empty, v_empty,
-                s_zero, it, last_j, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-                window_left, window_right, p_layout, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, V_KEYS_MAJOR, P_REGS)
-        if last_j % 2 == 1:                   # one block left: S_last in qk_a
-            acc, p, m_i, l_i, qk_b = _lookahead_block(
-                qk_a, last_j, acc, p, m_i, l_i, q_smem, k_smem, v_smem, p_smem, k_full, v_full, k_empty, v_empty,
-                s_zero, it, last_j, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-                window_left, window_right, p_layout, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, V_KEYS_MAJOR, P_REGS)
-            drained = warpgroup_mma_wait(0, deps=[qk_b])  # the last block's second S
-        else:
-            drained = warpgroup_mma_wait(0, deps=[qk_a])
-        mbarrier.arrive(k_empty.index((it + last_j) % NUM_BUF), count=1)
-    else:
-        # Block 0: S_0 and its softmax; nothing to multiply with V yet.
-        buf = it % NUM_BUF
-        mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
-        _take_turn(my_turn, turns & 1, PINGPONG)
-        qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        _pass_turn(other_turn, PINGPONG)
-        qk = warpgroup_mma_wait(0, deps=[qk])
-        mbarrier.arrive(k_empty.index(buf), count=1)
-        p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                                   scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
-        p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
+    # Block 0: S_0 and its softmax; nothing to multiply with V yet.
+    buf = it % NUM_BUF
+    mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
+    _take_turn(my_turn, turns & 1, PINGPONG)
+    qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    _pass_turn(other_turn, PINGPONG)
+    qk = warpgroup_mma_wait(0, deps=[qk])
+    mbarrier.arrive(k_empty.index(buf), count=1)
+    p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
+    p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
-        for j in range(1, n_blocks):
-            buf = (it + j) % NUM_BUF
-            prev = (it + j - 1) % NUM_BUF
-            mbarrier.wait(k_full.index(buf), ((it + j) // NUM_BUF) & 1)
-            mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
-            _take_turn(my_turn, (turns + j) & 1, PINGPONG)
-            qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
-            _pass_turn(other_turn, PINGPONG)
-            qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
-            mbarrier.arrive(k_empty.index(buf), count=1)
-            p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
-                                            seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                            MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
-            acc, p = _pv_wait(acc, p, dtype)
-            mbarrier.arrive(v_empty.index(prev), count=1)
-            acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-            p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
+    for j in range(1, n_blocks):
+        buf = (it + j) % NUM_BUF
+        prev = (it + j - 1) % NUM_BUF
+        mbarrier.wait(k_full.index(buf), ((it + j) // NUM_BUF) & 1)
+        mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
+        _take_turn(my_turn, (turns + j) & 1, PINGPONG)
+        qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+        _pass_turn(other_turn, PINGPONG)
+        qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
+        mbarrier.arrive(k_empty.index(buf), count=1)
+        p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
+                                        seqlen_q, seqlen_k, scale_log2, window_left, window_right,
+                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
+        acc, p = _pv_wait(acc, p, dtype)
+        mbarrier.arrive(v_empty.index(prev), count=1)
+        acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+        p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
@@ -518,8 +445,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr,
-              LOOKAHEAD: gl.constexpr):
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -562,7 +488,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, LOOKAHEAD)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -611,7 +537,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, LOOKAHEAD: gl.constexpr,
+                     P_REGS: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
@@ -665,14 +591,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     LOOKAHEAD)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
                      k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
                      seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                     LOOKAHEAD)),
+                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
         (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
                      window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,

@@ -94,8 +94,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
-        P_REGS=p_regs, LOOKAHEAD=bool(cfg.get("LOOKAHEAD")) and not cfg.get("PINGPONG"),
-        num_warps=cfg["num_warps"]))
+        P_REGS=p_regs, num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

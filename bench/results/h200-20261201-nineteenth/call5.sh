@@ -1,4 +1,4 @@
-# Device call 5 of the nineteenth part (nvidia-h200), at COMMIT (main's kernels, those of the
+# Device call 5 of the nineteenth part (nvidia-h200), at 17a7d80 (main's kernels, those of the
 # eighteenth part): where the d64 forward's warps wait, instruction by instruction (Nsight
 # Compute SourceCounters and WarpStateStats, ncu_d64.py) at nanoGPT's shape (B64 S1024 H12 d64,
 # causal, bf16), fa_ck's Gluon forward and SDPA cuDNN's fprop, one call each after warm-up.

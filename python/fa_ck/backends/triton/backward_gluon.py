@@ -220,6 +220,36 @@ def _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, w
 
 
 @gluon.jit
+def _probs_t(k_tile, v_tile, q_t, do_t, s_zero, lse_s, delta, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k,
+             scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+             FROM_ZERO: gl.constexpr, C0: gl.constexpr):
+    """One step's S^T = K Q^T and dP^T = V dO^T (issued async; queries from C0 of the block), then
+    P^T once S^T is in: (P^T, dP^T still running). FROM_ZERO: the multiplies start from zero and
+    the mask and lse come after. Else they start from -lse/scale (-inf where the mask hides a
+    score) and -delta, so P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors
+    or mask in registers at the step's peak. (Keys past seqlen_k start at -inf too, which their
+    rows, never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)"""
+    if FROM_ZERO:
+        st = warpgroup_mma(k_tile, q_t, s_zero, use_acc=False, is_async=True)
+        dpt = warpgroup_mma(v_tile, do_t, s_zero, use_acc=False, is_async=True)
+    else:
+        key_ok = offs_n[:, None] < seqlen_k
+        st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
+                      seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT, C0)
+        st = warpgroup_mma(k_tile, q_t, st0, is_async=True)
+        dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
+        dpt = warpgroup_mma(v_tile, do_t, dpt0, is_async=True)
+    st = warpgroup_mma_wait(1, deps=[st])
+    if FROM_ZERO:
+        st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
+                     MASK_RIGHT, C0)
+        pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
+    else:
+        pt = gl.exp2(st * scale_log2)
+    return pt, dpt
+
+
+@gluon.jit
 def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
                   q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
                   stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
@@ -378,31 +408,10 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
             mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
             zero = (m0 < 0).to(gl.int32)
             kz = zero + kb                        # kb, but not provably loop-invariant (see above)
-            if FROM_ZERO:
-                st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), s_zero,
-                                   use_acc=False, is_async=True)
-                dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), s_zero,
-                                    use_acc=False, is_async=True)
-            else:
-                # The multiplies start from -lse/scale (-inf where the mask hides a score) and -delta, so
-                # P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors or mask in
-                # registers at the step's peak. (Keys past seqlen_k start at -inf too, which their rows,
-                # never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)
-                key_ok = offs_n[:, None] < seqlen_k
-                st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
-                              seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT)
-                st = warpgroup_mma(k_smem.index(kz).slice(ROW0, ROWS), q_smem.index(buf).permute((1, 0)), st0,
-                                   is_async=True)
-                dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-                dpt = warpgroup_mma(v_smem.index(kz).slice(ROW0, ROWS), do_smem.index(buf).permute((1, 0)), dpt0,
-                                    is_async=True)
-            st = warpgroup_mma_wait(1, deps=[st])
-            if FROM_ZERO:
-                st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
-                             MASK_RIGHT)
-                pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
-            else:
-                pt = gl.exp2(st * scale_log2)
+            pt, dpt = _probs_t(k_smem.index(kz).slice(ROW0, ROWS), v_smem.index(kz).slice(ROW0, ROWS),
+                               q_smem.index(buf).permute((1, 0)), do_smem.index(buf).permute((1, 0)), s_zero, lse_s,
+                               delta, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, scale_log2, window_left,
+                               window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, 0)
             if STAGE_P:
                 # P^T through shared memory: no bf16 operand tiles in registers (64 queries per step fit
                 # at d128); dV's multiply starts before dP^T is waited for
@@ -513,25 +522,10 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
             kz = zero + kb                            # kb, not provably loop-invariant (see _bwd_unit)
             q_tile = q_smem.index(buf)
             do_tile = do_smem.index(buf)
-            if FROM_ZERO:
-                st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
-                                   is_async=True)
-                dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), s_zero, use_acc=False,
-                                    is_async=True)
-            else:                                     # from -lse / scale and -delta, as in _bwd_unit
-                key_ok = offs_n[:, None] < seqlen_k
-                st0 = _masked(gl.where(key_ok, s_zero - lse_s[None, :], float("-inf")), m0, offs_n, full_lo, full_hi,
-                              seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT, MASK_RIGHT, C0)
-                st = warpgroup_mma(k_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)), st0, is_async=True)
-                dpt0 = gl.where(key_ok, s_zero - delta[None, :], 0.0)
-                dpt = warpgroup_mma(v_smem.index(kz), do_tile.slice(C0, COLS).permute((1, 0)), dpt0, is_async=True)
-            st = warpgroup_mma_wait(1, deps=[st])
-            if FROM_ZERO:
-                st = _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, window_right, MASK_LEFT,
-                             MASK_RIGHT, C0)
-                pt = gl.exp2(st * scale_log2 - (lse_s * scale_log2)[None, :])
-            else:
-                pt = gl.exp2(st * scale_log2)
+            pt, dpt = _probs_t(k_smem.index(kz), v_smem.index(kz), q_tile.slice(C0, COLS).permute((1, 0)),
+                               do_tile.slice(C0, COLS).permute((1, 0)), s_zero, lse_s, delta, m0, offs_n, full_lo,
+                               full_hi, seqlen_q, seqlen_k, scale_log2, window_left, window_right, MASK_LEFT,
+                               MASK_RIGHT, FROM_ZERO, C0)
             mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)     # both read last step's tiles
             p_own = p_smem.index(WG + zero)
             p_own.store(pt.to(dtype))

@@ -1,0 +1,91 @@
+"""GPU time of short forwards, host time taken out: each timed call is queued behind a ~0.5 ms
+sleep kernel and an L2 flush, so its events bracket the kernel alone (host enqueue hidden); also
+the back-to-back time (do_bench, as bench/kernels.py measures). fa_ck's Gluon forward with
+switch variants (FA_CK_TRITON_CONFIG), SDPA cuDNN and flash, bf16; rel. error of each output
+against float64 on batch 0, heads 0-1. Writes $OUT/short_fwd.json, prints a table last.
+    python3 bench/results/h200-20261201-twentieth/short_fwd.py [variant=JSON ...]"""
+import json, os, statistics, sys, time
+import torch
+import fa_ck
+from torch.nn.attention import SDPBackend, sdpa_kernel
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+POINTS = [  # (B, H, S, D, causal)
+    (32, 32, 512, 64, False), (32, 32, 512, 64, True), (16, 32, 1024, 64, True), (64, 12, 1024, 64, True),
+    (32, 16, 512, 128, False), (32, 16, 512, 128, True), (32, 8, 512, 256, False), (32, 8, 512, 256, True),
+    (16, 8, 1024, 256, False), (16, 8, 1024, 256, True),
+]
+VARIANTS = {"default": ""}
+for a in sys.argv[1:]:
+    name, cfg = a.split("=", 1)
+    VARIANTS[name] = cfg
+flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+
+
+def gpu_ms(fn, reps=25):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        torch.cuda._sleep(1_000_000)       # keeps the GPU busy while the host enqueues the call
+        flush.zero_()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record(); fn(); e1.record()
+        torch.cuda.synchronize()
+        times.append(e0.elapsed_time(e1))
+    return statistics.median(times)
+
+
+def ref(q, k, v, causal):
+    q, k, v = (t[:1, :2].double() for t in (q, k, v))
+    s = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ v
+
+
+rows = []
+for B, H, S, D, causal in POINTS:
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    r = ref(q, k, v, causal)
+    fl = 4 * B * H * S * S * D / (2 if causal else 1)
+    fns = {}
+    for name, cfg in VARIANTS.items():
+        def run(cfg=cfg):
+            os.environ["FA_CK_TRITON_CONFIG"] = cfg
+            return fa_ck.attention(q, k, v, causal=causal, backend="triton")
+        fns["fa_ck-" + name] = run
+    for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        def run(be=be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        fns[name] = run
+    pt = f"d{D} S{S} {'causal' if causal else 'full'} B{B}xH{H}"
+    for name, fn in fns.items():
+        row = {"point": pt, "backend": name, "B": B, "H": H, "S": S, "D": D, "causal": causal}
+        try:
+            out = fn()
+            torch.cuda.synchronize()
+            row["rel_err"] = float((out[:1, :2].double() - r).norm() / r.norm())
+            row["gpu_us"] = gpu_ms(fn) * 1e3
+            row["b2b_us"] = do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
+            row["tflops_gpu"] = fl / row["gpu_us"] / 1e6
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        os.environ["FA_CK_TRITON_CONFIG"] = ""
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+out_dir = os.environ.get("OUT", "/tmp")
+json.dump({"variants": VARIANTS, "rows": rows, "torch": torch.__version__, "date": time.strftime("%F %T")},
+          open(f"{out_dir}/short_fwd.json", "w"), indent=1)
+base = {r["point"]: r.get("gpu_us") for r in rows if r["backend"] == "cudnn"}
+print("\n| point | backend | GPU us (host hidden) | x cuDNN | back-to-back us | TFLOP/s (GPU) | rel err |")
+print("|---|---|---|---|---|---|---|")
+for r in rows:
+    if "error" in r:
+        print(f"| {r['point']} | {r['backend']} | {r['error'][:80]} | | | | |")
+        continue
+    print(f"| {r['point']} | {r['backend']} | {r['gpu_us']:.1f} | {base[r['point']] / r['gpu_us']:.2f} | "
+          f"{r['b2b_us']:.1f} | {r['tflops_gpu']:.0f} | {r['rel_err']:.1e} |")

@@ -1,4 +1,4 @@
-# Device call 1 of the twentieth part (nvidia-h200), at COMMIT: the short forwards' GPU time with
+# Device call 1 of the twentieth part (nvidia-h200), at 180d1fd: the short forwards' GPU time with
 # host time hidden (short_fwd.py), fa_ck's Gluon forward by default and with PINGPONG,
 # PERSISTENT off, TMA_STORE off, 64-key blocks, beside SDPA cuDNN and flash.
 #   bash bench/results/h200-20261201-twentieth/call1.sh      (from the repo root)

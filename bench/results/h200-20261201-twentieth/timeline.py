@@ -9,7 +9,7 @@ import fa_ck
 from fa_ck.backends.triton import launch_gluon
 
 src = pathlib.Path(launch_gluon.__file__).with_name("forward_gluon.py").read_text()
-TMAX, SLOTS = 128, 16
+TMAX, SLOTS = 128, 32
 
 
 def patch(text, anchor, insert, after=True):
@@ -29,7 +29,7 @@ def _gt():
 
 @gluon.jit
 def _mark(DBG, tile, slot, t):
-    gl.store(DBG.to(gl.pointer_type(gl.int64)) + (gl.program_id(0) * 128 + tile) * 16 + slot, t)
+    gl.store(DBG.to(gl.pointer_type(gl.int64)) + (gl.program_id(0) * 128 + tile) * 32 + slot, t)
 
 
 ''', after=False)
@@ -78,6 +78,18 @@ s = patch(s, '''                    _stream_kv(K, V, k_smem, v_smem, k_full, v_f
                     _mark(DBG, n_t, 11, t_p1)
                     _mark(DBG, n_t, 12, _clk())
                     n_t += 1''')
+s = s.replace("            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):",
+              "            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, DBG=None, n_t=0, "
+              "AB: gl.constexpr = 16):")
+s = s.replace("                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)",
+              "                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, QD, n_t, 16 + SB // 5 * 8)")
+for anchor, slot in (("    mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)", 0),
+                     ("    qk = warpgroup_mma_wait(0, deps=[qk])", 1),
+                     ("    p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)", 2),
+                     ("    mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q", 3),
+                     ("    mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)", 4),
+                     ("    mbarrier.arrive(v_empty.index(last), count=1)", 5)):
+    s = patch(s, anchor, f"\n    _mark(DBG, n_t, AB + {slot}, _clk())")
 path = pathlib.Path(launch_gluon.__file__).with_name("_fwd_timeline.py")
 path.write_text(s)
 mod = importlib.import_module("fa_ck.backends.triton._fwd_timeline")
@@ -131,6 +143,10 @@ def run(B, H, S, D, causal, cfg=""):
             "q_issue_after_start": us(sel[:, 11] - sel[:, 0]),
             "q_landed_after_issue": us(sel[:, 1] - sel[:, 11]),
             "prod_q_free_wait": us(sel[:, 11] - sel[:, 10]),
+            "k0_wait": us(sel[:, 16] - sel[:, 1]), "qk0": us(sel[:, 17] - sel[:, 16]), "softmax0": us(sel[:, 18] - sel[:, 17]),
+            "rest_loop": us(sel[:, 19] - sel[:, 18]), "v_last_wait": us(sel[:, 20] - sel[:, 19]),
+            "pv_last": us(sel[:, 21] - sel[:, 20]), "after_attend": us(sel[:, 2] - sel[:, 21]),
+            "wg1_softmax0": us(sel[:, 26] - sel[:, 25]), "wg1_qk0": us(sel[:, 25] - sel[:, 24]),
         }
     return row
 
@@ -147,8 +163,9 @@ for pt in POINTS:
     print(json.dumps(r), flush=True)
 path.unlink()
 json.dump(rows, open(os.environ.get("OUT", "/tmp") + "/timeline.json", "w"), indent=1)
-cols = ["tiles", "tile_us_wg0", "tile_us_wg1", "q_wait_wg0", "q_wait_wg1", "loop_wg0", "loop_wg1", "epilogue_wg0",
-        "q_issue_after_start", "q_landed_after_issue", "prod_q_free_wait"]
+cols = ["tiles", "tile_us_wg0", "tile_us_wg1", "q_wait_wg0", "q_wait_wg1", "loop_wg0", "epilogue_wg0",
+        "q_issue_after_start", "q_landed_after_issue", "k0_wait", "qk0", "softmax0", "rest_loop", "v_last_wait",
+        "pv_last", "wg1_qk0", "wg1_softmax0"]
 print("\n| shape | blocks | " + " | ".join(cols) + " |\n|" + "---|" * (len(cols) + 2))
 for r in rows:
     if "error" in r:

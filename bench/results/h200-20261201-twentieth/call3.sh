@@ -1,4 +1,4 @@
-# Device call 3 of the twentieth part (nvidia-h200), at 0305479: where the short forwards' tiles spend
+# Device call 3 of the twentieth part (nvidia-h200), at 130fb81: where the short forwards' tiles spend
 # their time, with marks inside the tile (timeline.py as of this commit; call 2 ran it without the marks in _attend).
 #   bash bench/results/h200-20261201-twentieth/call3.sh      (from the repo root)
 set -uo pipefail

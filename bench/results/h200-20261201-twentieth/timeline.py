@@ -9,7 +9,7 @@ import fa_ck
 from fa_ck.backends.triton import launch_gluon
 
 src = pathlib.Path(launch_gluon.__file__).with_name("forward_gluon.py").read_text()
-TMAX, SLOTS = 128, 32
+TMAX, SLOTS = 128, 64
 
 
 def patch(text, anchor, insert, after=True):
@@ -29,7 +29,16 @@ def _gt():
 
 @gluon.jit
 def _mark(DBG, tile, slot, t):
-    gl.store(DBG.to(gl.pointer_type(gl.int64)) + (gl.program_id(0) * 128 + tile) * 32 + slot, t)
+    gl.store(DBG.to(gl.pointer_type(gl.int64)) + (gl.program_id(0) * 128 + tile) * 64 + slot, t)
+
+
+@gluon.jit
+def _wmark(DBG, tile, slot):
+    # each warp's own clock (lane 0's) at slot + warp (a scalar store is one thread's)
+    idx = gl.arange(0, 128, layout=gl.BlockedLayout([1], [32], [4], [0]))
+    t = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [idx], dtype=gl.int64, is_pure=False, pack=1)
+    gl.store(DBG.to(gl.pointer_type(gl.int64)) + (gl.program_id(0) * 128 + tile) * 64 + slot + idx // 32, t,
+             mask=idx % 32 == 0)
 
 
 ''', after=False)
@@ -85,11 +94,14 @@ s = s.replace("                                            PINGPONG, P_SCALE, FP
               "                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, QD, n_t, 16 + SB // 5 * 8)")
 for anchor, slot in (("    mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)", 0),
                      ("    qk = warpgroup_mma_wait(0, deps=[qk])", 1),
-                     ("    p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)", 2),
-                     ("    mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q", 3),
-                     ("    mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)", 4),
+                     ("    mbarrier.arrive(k_empty.index(buf), count=1)\n    p, alpha", 2),
+                     ("    p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)", 3),
+                     ("    mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q", 4),
                      ("    mbarrier.arrive(v_empty.index(last), count=1)", 5)):
-    s = patch(s, anchor, f"\n    _mark(DBG, n_t, AB + {slot}, _clk())")
+    if slot == 2:    # after the arrive, before the softmax
+        s = s.replace(anchor, "    mbarrier.arrive(k_empty.index(buf), count=1)\n    _wmark(DBG, n_t, AB + 8)\n    p, alpha")
+    else:
+        s = patch(s, anchor, f"\n    _wmark(DBG, n_t, AB + {slot * 4})")
 path = pathlib.Path(launch_gluon.__file__).with_name("_fwd_timeline.py")
 path.write_text(s)
 mod = importlib.import_module("fa_ck.backends.triton._fwd_timeline")
@@ -107,6 +119,23 @@ def traced_launch(kernel, grid, args, constexprs):
 
 
 launch_gluon._launch = traced_launch
+
+
+MARKS = ["k0", "qk0", "arrive", "softmax0", "loop", "pv_last"]
+
+
+def per_warp(sel, us):
+    """warpgroup 0's marks by warp: each interval's median over tiles (the slowest warp's, and
+    the spread between warps at each mark)."""
+    m = {name: sel[:, 16 + 4 * i:20 + 4 * i] for i, name in enumerate(MARKS)}
+    out = {}
+    for a, b in zip(MARKS, MARKS[1:]):
+        d = m[b] - m[a]
+        out[f"{b}_slowest"] = us(d.max(1).values)
+        out[f"{b}_fastest"] = us(d.min(1).values)
+    for name in MARKS:
+        out[f"spread_{name}"] = us(m[name].max(1).values - m[name].min(1).values)
+    return out
 
 
 def run(B, H, S, D, causal, cfg=""):
@@ -143,16 +172,12 @@ def run(B, H, S, D, causal, cfg=""):
             "q_issue_after_start": us(sel[:, 11] - sel[:, 0]),
             "q_landed_after_issue": us(sel[:, 1] - sel[:, 11]),
             "prod_q_free_wait": us(sel[:, 11] - sel[:, 10]),
-            "k0_wait": us(sel[:, 16] - sel[:, 1]), "qk0": us(sel[:, 17] - sel[:, 16]), "softmax0": us(sel[:, 18] - sel[:, 17]),
-            "rest_loop": us(sel[:, 19] - sel[:, 18]), "v_last_wait": us(sel[:, 20] - sel[:, 19]),
-            "pv_last": us(sel[:, 21] - sel[:, 20]), "after_attend": us(sel[:, 2] - sel[:, 21]),
-            "wg1_softmax0": us(sel[:, 26] - sel[:, 25]), "wg1_qk0": us(sel[:, 25] - sel[:, 24]),
+            **per_warp(sel, us),
         }
     return row
 
 
-POINTS = [(32, 32, 512, 64, False), (32, 32, 512, 64, True), (64, 12, 1024, 64, True), (32, 16, 512, 128, True),
-          (32, 16, 512, 128, False), (32, 8, 512, 256, False), (4, 32, 4096, 64, False)]
+POINTS = [(32, 32, 512, 64, False), (32, 32, 512, 64, True), (64, 12, 1024, 64, True), (32, 16, 512, 128, True)]
 rows = []
 for pt in POINTS:
     try:
@@ -163,9 +188,9 @@ for pt in POINTS:
     print(json.dumps(r), flush=True)
 path.unlink()
 json.dump(rows, open(os.environ.get("OUT", "/tmp") + "/timeline.json", "w"), indent=1)
-cols = ["tiles", "tile_us_wg0", "tile_us_wg1", "q_wait_wg0", "q_wait_wg1", "loop_wg0", "epilogue_wg0",
-        "q_issue_after_start", "q_landed_after_issue", "k0_wait", "qk0", "softmax0", "rest_loop", "v_last_wait",
-        "pv_last", "wg1_qk0", "wg1_softmax0"]
+cols = ["tiles", "tile_us_wg0", "loop_wg0", "epilogue_wg0", "qk0_slowest", "qk0_fastest", "arrive_slowest",
+        "arrive_fastest", "softmax0_slowest", "softmax0_fastest", "spread_k0", "spread_qk0", "spread_arrive",
+        "spread_softmax0", "loop_slowest", "pv_last_slowest"]
 print("\n| shape | blocks | " + " | ".join(cols) + " |\n|" + "---|" * (len(cols) + 2))
 for r in rows:
     if "error" in r:

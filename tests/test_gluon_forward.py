@@ -104,6 +104,30 @@ def test_gluon_by_default_where_it_measured_faster(monkeypatch):
     assert not tb._config("fwd", q, 64, causal, 1024, 1024, tma_possible=True, gluon_possible=True)["GLUON"]
 
 
+def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
+    """configs.fwd_gluon_short_causal (h200-20261201-twentieth call 1): at head dims 33-64, 16-bit,
+    right edge at the diagonal, seqlen_k <= 512 and seqlen_q >= seqlen_k; 128 keys elsewhere."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+
+    def block_n(d=64, sq=512, sk=512, dtype=torch.bfloat16, **kw):
+        q = torch.randn(1, 16, 2, d, dtype=dtype)
+        return tb._config("fwd", q, d, _params(**kw), sq, sk, tma_possible=True, gluon_possible=True)["BLOCK_N"]
+
+    causal = dict(causal=True, window_right=0)
+    assert block_n(**causal) == 64 and block_n(sq=300, sk=300, **causal) == 64
+    assert block_n(d=40, **causal) == 64 and block_n(dtype=torch.float16, **causal) == 64
+    assert block_n(sq=600, sk=512, **causal) == 64 and block_n(sq=17, sk=1, **causal) == 64
+    assert block_n(window_left=100, window_right=0) == 64                 # a window whose right edge is the diagonal
+    assert block_n() == 128 and block_n(window_left=100, window_right=5) == 128   # tiles see every block
+    assert block_n(sq=1024, sk=1024, **causal) == 128 and block_n(sq=513, sk=513, **causal) == 128
+    assert block_n(sq=1, sk=512, **causal) == 128                         # decoding: the tile sees every key
+    assert block_n(d=128, **causal) == 128 and block_n(d=96, **causal) == 128
+    assert block_n(fp8=True, **causal) == 128                              # fp8: not measured
+    assert block_n(**causal) == 64                                        # (remembered per answer, not per head dim)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 128}}')   # asked for: as asked
+    assert block_n(**causal) == 128
+
+
 def test_gluon_switch_only_on_sm90():
     assert configs.switches("fwd", "cuda:sm90", 128, False)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 64, False)["GLUON"]
@@ -320,6 +344,17 @@ def test_gluon_forward_every_candidate(gluon_calls, schedule, monkeypatch, num_s
     assert configs.fwd_gluon_smem(64, cfg, torch.bfloat16) <= configs.SMEM_BYTES_SM90   # every candidate fits at d64
     check(1, 700, 640, 2, 2, 64, dtype=torch.bfloat16, device="cuda", grads=False)
     assert gluon_calls
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, window", [((4, 512, 512, 4, 2, 64), (-1, 0)), ((2, 300, 300, 4, 4, 48), (-1, 0)),
+                                           ((2, 600, 511, 2, 1, 64), (100, 0)), ((3, 77, 1, 2, 2, 64), (-1, 0))])
+def test_gluon_forward_short_causal_takes_64_keys(monkeypatch, shape, window):
+    """By default (configs.fwd_gluon_short_causal), and right."""
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    check(*shape, dtype=torch.bfloat16, device="cuda", window_size=window)
+    assert launches and all(c["BLOCK_N"] == 64 for _, c in launches)
 
 
 @gpu

@@ -1,4 +1,4 @@
-# Device call 6 of the twentieth part (nvidia-h200), at COMMIT; not yet run (no device was lent
+# Device call 6 of the twentieth part (nvidia-h200), at 1a516e5; not yet run (no device was lent
 # in the twenty-first part): one_bound.patch (see call5.sh) on the backward too, which shares
 # common.scores (dK/dV and dQ: masked blocks). fwd and fwd+bwd at causal d64 / d128 S512-4k and
 # nanoGPT's shape, main (old) and new_tree (main + the patch) in the same call, beside SDPA

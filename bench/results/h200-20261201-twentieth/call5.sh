@@ -1,6 +1,6 @@
 # Device call 5 of the twentieth part (nvidia-h200), at 1a516e5; not yet run (no device was lent
 # in the twenty-first part). Two changes to the short forwards:
-#  - on main since COMMIT: the Gluon forward takes 64 keys per block on short causal d33-64
+#  - on main since 1a516e5: the Gluon forward takes 64 keys per block on short causal d33-64
 #    calls (configs.fwd_gluon_short_causal, from call 1); 'bn128' asks for the 128 of before;
 #  - one_bound.patch, not on main: the mask as one compare per score (common.scores: the right
 #    edge and the sequence's end as one bound per query; the Gluon forward's mask counts keys

@@ -6,7 +6,8 @@
 #    edge and the sequence's end as one bound per query; the Gluon forward's mask counts keys
 #    from the block's first), applied to a copy, new_tree/.
 # The GPU tests of the kernels either touches, on new_tree (main's tests included); then
-# short_fwd.py (GPU time with the host hidden) on main (default, bn128) and on new_tree,
+# short_fwd.py (GPU time with the host hidden; d64 S256-1k, d128 S512) on main (default,
+# bn128) and on new_tree,
 # beside SDPA cuDNN and flash.
 #   mkdir -p new_tree && git archive HEAD python | tar x -C new_tree \
 #     && git apply --directory=new_tree bench/results/h200-20261201-twentieth/one_bound.patch
@@ -17,8 +18,10 @@ D=bench/results/h200-20261201-twentieth
 PYTHONPATH=$PWD/new_tree/python timeout 250 python3 -m pytest tests/test_gluon_forward.py tests/test_gluon_backward.py \
     tests/test_triton_kernels.py tests/test_features.py -m "gpu and not bigmem" -q -p no:warnings -n 14 -rf 2>&1 \
     | grep -v "Warn\|warner" | grep -v "^\s*$" | tail -12 | tee "$OUT/tests.txt"
+export POINTS='[[64, 32, 256, 64, true], [48, 32, 384, 64, true], [32, 32, 512, 64, true], [32, 32, 512, 64, false],
+  [64, 12, 1024, 64, true], [32, 16, 512, 128, true], [32, 16, 512, 128, false]]'
 timeout 170 python3 $D/short_fwd.py 'bn128={"fwd": {"BLOCK_N": 128}}' 2>&1 | grep -v Warn > "$OUT/main.txt"
 mv "$OUT/short_fwd.json" "$OUT/main.json"
 PYTHONPATH=$PWD/new_tree/python timeout 150 python3 $D/short_fwd.py 2>&1 | grep -v Warn > "$OUT/one_bound.txt"
 mv "$OUT/short_fwd.json" "$OUT/one_bound.json"
-tail -42 "$OUT/main.txt"; grep fa_ck "$OUT/one_bound.txt" | tail -10
+grep -v "^{" "$OUT/main.txt" | tail -30; grep fa_ck "$OUT/one_bound.txt" | tail -7

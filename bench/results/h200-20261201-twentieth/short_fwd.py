@@ -1,7 +1,8 @@
 """GPU time of short forwards, host time taken out: each timed call is queued behind a ~0.5 ms
 sleep kernel and an L2 flush, so its events bracket the kernel alone (host enqueue hidden); also
 the back-to-back time (do_bench, as bench/kernels.py measures). fa_ck's Gluon forward with
-switch variants (FA_CK_TRITON_CONFIG), SDPA cuDNN and flash, bf16; rel. error of each output
+switch variants (FA_CK_TRITON_CONFIG), SDPA cuDNN and flash, bf16 (POINTS, or the environment's
+POINTS: JSON [[B, H, S, D, causal], ...]); rel. error of each output
 against float64 on batch 0, heads 0-1. Writes $OUT/short_fwd.json, prints a table last.
     python3 bench/results/h200-20261201-twentieth/short_fwd.py [variant=JSON ...]"""
 import json, os, statistics, sys, time
@@ -16,6 +17,7 @@ POINTS = [  # (B, H, S, D, causal)
     (32, 16, 512, 128, False), (32, 16, 512, 128, True), (32, 8, 512, 256, False), (32, 8, 512, 256, True),
     (16, 8, 1024, 256, False), (16, 8, 1024, 256, True),
 ]
+POINTS = json.loads(os.environ.get("POINTS", "null")) or POINTS   # e.g. POINTS='[[64, 32, 256, 64, true]]'
 VARIANTS = {"default": ""}
 for a in sys.argv[1:]:
     name, cfg = a.split("=", 1)

@@ -1,4 +1,4 @@
-# Device call 5 of the twentieth part (nvidia-h200), at COMMIT; not yet run (no device was lent
+# Device call 5 of the twentieth part (nvidia-h200), at 38a7bad; not yet run (no device was lent
 # in the twenty-first part). Three changes to the short forwards:
 #  - on main since 1a516e5: the Gluon forward takes 64 keys per block on short causal d33-64
 #    calls (configs.fwd_gluon_short_causal, from call 1); 'bn128' asks for the 128 of before;

@@ -1,4 +1,4 @@
-# Device call 6 of the twentieth part (nvidia-h200), at COMMIT; not yet run (no device was lent
+# Device call 6 of the twentieth part (nvidia-h200), at 38a7bad; not yet run (no device was lent
 # in the twenty-first part). After call 5: the two patches apart (short_fwd.py on one/ and pw/,
 # call 5's points), then fwd and fwd+bwd at causal d64 / d128 S512-4k and nanoGPT's shape
 # (bench/kernels.py, whose backward shares common.scores with one_bound.patch), main against

@@ -123,7 +123,7 @@ def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
     assert block_n(sq=1, sk=512, **causal) == 128                         # decoding: the tile sees every key
     assert block_n(d=128, **causal) == 128 and block_n(d=96, **causal) == 128
     assert block_n(fp8=True, **causal) == 128                              # fp8: not measured
-    assert block_n(**causal) == 64                                        # (remembered per answer, not per head dim)
+    assert block_n(**causal) == 64                                        # remembered configs keep the answer apart
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 128}}')   # asked for: as asked
     assert block_n(**causal) == 128
 

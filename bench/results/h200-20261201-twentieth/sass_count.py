@@ -27,11 +27,10 @@ for cub in glob.glob(f"{cache}/*/*.cubin"):
             op = ins.split()[0].rstrip(";") if ins else ""
             if op:
                 ops[op] += 1
-    key = f"{meta['name']}"
     ru = subprocess.run([nvdis.replace("nvdisasm", "cuobjdump"), "--dump-resource-usage", cub], capture_output=True, text=True).stdout
     fields = dict(kv.split(":") for kv in ru.split("Function", 1)[1].split("\n", 1)[1].split())
-    meta["n_regs"], meta["n_spills"] = int(fields["REG"]), int(fields["STACK"])
-    res[key] = dict(regs=meta.get("n_regs"), spills=meta.get("n_spills"), n=sum(ops.values()), ops=dict(ops))
-    print(f"{key[:60]:<60} regs {meta.get('n_regs')} spills {meta.get('n_spills')} instr {sum(ops.values())}")
+    regs, stack, n = int(fields["REG"]), int(fields["STACK"]), sum(ops.values())
+    res[meta["name"]] = dict(regs=regs, spills=stack, n=n, ops=dict(ops))
+    print(f"{meta['name'][:60]:<60} regs {regs} spills {stack} instr {n}")
 json.dump(res, open(out, "w"), indent=1)
 sys.exit(rc)

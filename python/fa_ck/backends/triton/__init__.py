@@ -270,7 +270,8 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
                                  configs.dkdv_host_desc_wins(head_dim, p.has_window, sk),
                                  configs.dkdv_persistent_wins(head_dim, sk, False),
-                                 configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8), tma_possible,
+                                 kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
+                                                                                     sk, p.fp8), tma_possible,
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)

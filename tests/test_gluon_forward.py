@@ -5,12 +5,16 @@ Gluon has no interpreter: on the CPU the kernel is only compiled for sm90
 import importlib
 import json
 
+import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import fa_ck
 from attn_check import check, check_varlen, count_calls, record_launches
 from conftest import GPU
+from fa_ck.backends.triton.common import key_blocks, warpgroup_blocks
 from fa_ck.params import AttnParams
 
 tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is the function)
@@ -18,6 +22,7 @@ gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
 plans = importlib.import_module("fa_ck.backends.triton.plans")
 configs = tb.configs
 SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
+DEVICE = "cuda" if GPU else "cpu"
 
 
 def _params(**kw):
@@ -126,6 +131,62 @@ def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
     assert block_n(**causal) == 64                                        # remembered configs keep the answer apart
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 128}}')   # asked for: as asked
     assert block_n(**causal) == 128
+
+
+@triton.jit
+def _warpgroup_ranges(M0, SQ, SK, WL, WR, OUT, n, ROW0: tl.constexpr, BLOCK_N: tl.constexpr,
+                      MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, BLOCK: tl.constexpr):
+    """As the Gluon consumer: the 128-row tile's blocks, then those of its warpgroup from row ROW0."""
+    i = tl.arange(0, BLOCK)
+    ok = i < n
+    m0, sq, sk, wl, wr = (tl.load(p + i, mask=ok, other=0) for p in (M0, SQ, SK, WL, WR))
+    lo, _, _, hi = key_blocks(m0, sq, sk, wl, wr, 128, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+    n_blocks = tl.cdiv(tl.maximum(hi - lo, 0), BLOCK_N)
+    full_lo, full_hi, n_mine = warpgroup_blocks(m0 + ROW0, lo, n_blocks, sq, sk, wl, wr, 64, BLOCK_N,
+                                                MASK_LEFT, MASK_RIGHT)
+    for c, x in enumerate((lo, n_blocks, full_lo, full_hi, n_mine)):
+        tl.store(OUT + i * 5 + c, x, mask=ok)
+
+
+@pytest.mark.parametrize("block_n", [64, 128])
+@pytest.mark.parametrize("mask_left, mask_right", [(False, True), (True, True), (True, False)])
+def test_warpgroup_blocks_skip_and_unmask_only_what_they_may(block_n, mask_left, mask_right):
+    """common.warpgroup_blocks, by brute force over random lengths and windows: no block a
+    warpgroup leaves unread holds a key its rows see; no block it reads unmasked hides one; the
+    blocks it reads cover every key its rows see. (The Gluon forward releases the rest unread.)"""
+    rng = np.random.default_rng(1000 * block_n + 10 * mask_left + mask_right)
+    cases = []
+    for _ in range(160):
+        sq, sk = (int(x) for x in rng.integers(1, 400, 2))
+        wl = int(rng.integers(0, sk)) if mask_left else -1
+        wr = int(rng.choice([0, 0, rng.integers(0, sq)])) if mask_right else -1
+        cases += [(m0, sq, sk, wl, wr) for m0 in range(0, sq, 128)]
+    cols = [torch.tensor(c, dtype=torch.int32, device=DEVICE) for c in zip(*cases)]
+    unread = unmasked = 0
+    for row0 in (0, 64):
+        out = torch.full((len(cases), 5), -7, dtype=torch.int32, device=DEVICE)
+        _warpgroup_ranges[(1,)](*cols, out, len(cases), row0, block_n, mask_left, mask_right,
+                                triton.next_power_of_2(len(cases)))
+        for (m0, sq, sk, wl, wr), (lo, n_blocks, full_lo, full_hi, n_mine) in zip(cases, out.tolist()):
+            rows = np.arange(m0 + row0, min(m0 + row0 + 64, sq))[:, None]
+            if n_blocks == 0 or rows.size == 0:
+                continue
+            end = lo + n_blocks * block_n
+            keys = np.arange(max(end, sk))[None, :]
+            diag = rows + sk - sq
+            sees = (keys < sk) & ((keys >= diag - wl) | (not mask_left)) & ((keys <= diag + wr) | (not mask_right))
+            assert 1 <= n_mine <= n_blocks and lo <= full_lo <= full_hi
+            assert not sees[:, :lo].any() and not sees[:, end:].any()
+            for jb in range(n_blocks):
+                n0 = lo + jb * block_n
+                block = sees[:, n0:n0 + block_n]
+                if jb >= n_mine:
+                    assert not block.any(), (m0, row0, sq, sk, wl, wr, jb)
+                    unread += 1
+                elif full_lo <= n0 < full_hi:
+                    assert block.all() and block.shape[1] == block_n, (m0, row0, sq, sk, wl, wr, jb)
+                    unmasked += 1
+    assert unmasked > 0 and (unread > 0 or not mask_right)    # the cases reach both branches
 
 
 def test_gluon_switch_only_on_sm90():

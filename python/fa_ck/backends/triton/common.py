@@ -33,11 +33,15 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
     if ALIBI:
         s = s - slope_log2 * tl.abs(diag - j).to(tl.float32)
     if MASKED:
-        ok = j < seqlen_k
+        # The right edge and the sequence's end folded into one bound per query (a vector of the
+        # tile's rows or columns): in the Gluon forward's masked block half the selects and ~15 %
+        # fewer SASS instructions (ptxas had made two compares and two selects per score)
+        if MASK_RIGHT:
+            ok = j <= tl.minimum(diag + window_right, seqlen_k - 1)
+        else:
+            ok = j < seqlen_k
         if MASK_LEFT:
             ok = ok & (j >= diag - window_left)
-        if MASK_RIGHT:
-            ok = ok & (j <= diag + window_right)
         s = tl.where(ok, s, float("-inf"))
     return s, t
 
@@ -115,6 +119,20 @@ def key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right,
     full_lo = tl.minimum(tl.maximum(full_lo, lo), hi)
     full_hi = tl.minimum(tl.maximum(full_hi, full_lo), hi)
     return lo, full_lo, full_hi, hi
+
+
+@triton.jit
+def warpgroup_blocks(m0, lo, n_blocks, seqlen_q, seqlen_k, window_left, window_right,
+                     ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                     MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr):
+    """For ROWS queries from m0 that share a tile's n_blocks key blocks from lo: the whole blocks
+    [full_lo, full_hi) for these rows alone, and n_mine, how many of the tile's blocks they read
+    (the rest hold no key they can see). Rows that see no key read the tile's blocks."""
+    _, full_lo, full_hi, hi = key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, ROWS, BLOCK_N,
+                                         MASK_LEFT, MASK_RIGHT)
+    n_mine = tl.minimum(tl.cdiv(tl.maximum(hi - lo, 0), BLOCK_N), n_blocks)
+    n_mine = tl.where(n_mine == 0, n_blocks, n_mine)
+    return full_lo, full_hi, n_mine
 
 
 @triton.jit

@@ -35,12 +35,13 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-from .common import key_blocks, scores, softmax_step
+from .common import key_blocks, scores, softmax_step, warpgroup_blocks
 
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thread_barrier in Triton 3.6)
 
 # The key-block bounds, the score mask and the softmax step are forward.py's, compiled again as Gluon.
 _key_blocks = gluon.jit(key_blocks.fn)
+_warpgroup_blocks = gluon.jit(warpgroup_blocks.fn)
 _scores = gluon.jit(scores.fn)
 _softmax_step = gluon.jit(softmax_step.fn)
 
@@ -98,13 +99,14 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
           P_LOG2: gl.constexpr):
-    """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end."""
-    offs_n = n0 + offs_n0
+    """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end. The
+    mask sees keys counted from n0 (and the sequence's end less n0: the same comparisons), so
+    no key index is made per column."""
     if (n0 < full_lo) | (n0 >= full_hi):
-        p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
+        p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2)
     else:
-        p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2,
+        p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
     return p, alpha, m_i, l_i
 
@@ -367,6 +369,21 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
 
 
 @gluon.jit
+def _release(k_full, v_full, k_empty, v_empty, start, n):
+    """Ring positions [start, start + n), K and V that this warpgroup does not read: each released
+    once it has landed (its full barrier), so the release counts for this fill and not an
+    earlier one that the other warpgroup still reads."""
+    NUM_BUF: gl.constexpr = k_full.shape[0]
+    for j in range(n):
+        buf = (start + j) % NUM_BUF
+        phase = ((start + j) // NUM_BUF) & 1
+        mbarrier.wait(k_full.index(buf), phase)
+        mbarrier.arrive(k_empty.index(buf), count=1)
+        mbarrier.wait(v_full.index(buf), phase)
+        mbarrier.arrive(v_empty.index(buf), count=1)
+
+
+@gluon.jit
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
@@ -484,11 +501,21 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                         tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
                     out_scale = gl.load(VD + b64 * stride_kdb + hk)     # (P_SCALE cancels: in l_i too)
                 if n_blocks > 0:
+                    n_mine = n_blocks
+                    if MASK_LEFT or MASK_RIGHT:
+                        # This warpgroup's own rows against the tile's blocks: with 64 keys per block
+                        # the diagonal's first block is whole for the second warpgroup (no mask),
+                        # and its second one hidden from the first warpgroup (released unread).
+                        full_lo, full_hi, n_wg = _warpgroup_blocks(m0, lo, n_blocks, sq, sk, window_left,
+                                                                   window_right, ROWS, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+                        if not PINGPONG:      # (the turns are taken block by block by both warpgroups)
+                            n_mine = n_wg
                     mbarrier.wait(q_full, n_q & 1)
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
-                                            my_turn, other_turn, m0, lo, full_lo, full_hi, n_blocks, it, turns, sq, sk,
+                                            my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
                                             PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)
+                    _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1

@@ -116,7 +116,7 @@ def test_persistent_dkdv_programs_cycle_through_every_key_block():
     """A persistent grid's program count is coprime to the key blocks per head (unit u's key
     block is u % key_blocks, program p takes units p, p + P, ...), at most one per SM, and one
     per unit where there are fewer units than SMs."""
-    P = gluon._dkdv_programs
+    P = gluon._coprime_programs
     assert P(6144, 8, 132) == 131 and P(2048, 128, 132) == 131 and P(1000, 3, 132) == 131
     assert P(1000, 1, 132) == 132 and P(1000, 7, 132) == 132 and P(100, 8, 132) == 100
     for units, blocks in ((6144, 8), (4096, 16), (999, 6)):

@@ -95,6 +95,35 @@ def test_host_descriptors():
     assert gluon._host_desc_ok(q[:1])                                             # one batch entry: its stride is moot
 
 
+@pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
+@pytest.mark.parametrize("seqlen, heads, sms, want_grid", [
+    (384, 2 * 64, 132, 131),      # 3 query blocks: 2 units per head, 256 units: 131 programs
+    (640, 256, 132, 131),         # 5 query blocks, 3 units per head (132 = 3 x 44)
+    (896, 256, 132, 131),         # 7 query blocks, 4 units per head
+    (512, 128, 132, 132),         # 4 query blocks: 2 units per head of equal weight, every SM
+    (384, 32, 132, 64),           # fewer units than SMs: one program per unit
+])
+def test_gluon_forward_persistent_grid_cycles_through_every_unit(monkeypatch, seqlen, heads, sms, want_grid):
+    """The persistent forward pairs a head's k-th heaviest and k-th lightest query blocks into a
+    unit; with an odd count of blocks the middle one is a unit alone, half as heavy. The program
+    count is then coprime to the units per head, so each program takes all of them in turn."""
+    launched = []
+    monkeypatch.setattr(gluon, "_launch", lambda kernel, grid, args, consts: launched.append(grid))
+    monkeypatch.setattr(gluon, "_sm_count", lambda device: sms)
+    b, d = 1, 64
+    q, k, v, out = (torch.randn(b, seqlen, heads, d, dtype=torch.bfloat16) for _ in range(4))
+    lse = torch.empty(b, heads, seqlen)
+    cfg = {**configs.default("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True), "PERSISTENT": True}
+    scal = dict(scale_log2=0.1, window_left=-1, window_right=0)
+    gluon._forward_gluon(q, k, v, out, lse, None, None, None, None, None, _params(causal=True), cfg,
+                         seqlen, seqlen, heads, heads, b, d, scal, 1.0)
+    (grid,) = launched
+    assert grid == (want_grid, 1, 1)
+    per_head = (seqlen // 128 + 1) // 2
+    if seqlen // 128 % 2 and want_grid < b * heads * per_head:     # program 0's units
+        assert {u % per_head for u in range(0, b * heads * per_head, want_grid)} == set(range(per_head))
+
+
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
     assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300, masked=True)
     assert configs.gluon_wins("fwd", 64, 4096, masked=True) and configs.gluon_wins("fwd", 64, 1024)

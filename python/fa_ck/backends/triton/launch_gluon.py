@@ -79,8 +79,15 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         _tma_allocator()
         q_arg, k_arg, v_arg = q, k, v
     persistent = bool(cfg.get("PERSISTENT"))
-    units = b * hq * (_cdiv(_cdiv(sq, bm), 2) if persistent else _cdiv(sq, bm))     # forward_gluon._tile
-    grid = max(1, min(units, _sm_count(q.device)) if persistent else units)
+    n_m = _cdiv(sq, bm)
+    per_head = _cdiv(n_m, 2) if persistent else n_m       # forward_gluon._tile: pairs of query blocks
+    units = b * hq * per_head
+    grid = max(1, units)
+    if persistent:
+        # An odd count of query blocks leaves the middle one unpaired: one unit per head half as
+        # heavy as the rest. With P programs a multiple of the units per head, program p would
+        # take the same unit of every head (d64 S384 causal: half the programs all the light ones)
+        grid = _coprime_programs(units, per_head, _sm_count(q.device)) if n_m % 2 else min(units, _sm_count(q.device))
     _launch(fwd_gluon_kernel, (grid, 1, 1), (
         q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
@@ -132,16 +139,17 @@ def _sm_count(device: torch.device) -> int:
     return _SM_COUNTS[index]
 
 
-def _dkdv_programs(units: int, key_blocks: int, sm_count: int) -> int:
-    """A persistent dK/dV grid: at most one program per SM, their count P coprime to the key
-    blocks per head, so that program p's units p, p + P, ... cycle through every key block of a
-    head (under a causal mask their lengths differ up to key_blocks-fold; with P = 132 and 8 key
-    blocks each program kept to two of them, and causal fwd+bwd fell from 0.88x to 0.75x cuDNN:
-    h200-20261130-twelfth call 3)."""
+def _coprime_programs(units: int, per_head: int, sm_count: int) -> int:
+    """A persistent grid whose units per head differ in weight: at most one program per SM,
+    their count P coprime to the units per head, so that program p's units p, p + P, ... cycle
+    through every unit of a head. (The dK/dV kernel's units are a head's key blocks, which under
+    a causal mask differ up to key_blocks-fold; with P = 132 and 8 key blocks each program kept
+    to two of them, and causal fwd+bwd fell from 0.88x to 0.75x cuDNN: h200-20261130-twelfth
+    call 3.)"""
     if units <= sm_count:
         return units
     programs = sm_count
-    while math.gcd(programs, key_blocks) != 1:
+    while math.gcd(programs, per_head) != 1:
         programs -= 1
     return programs
 
@@ -176,7 +184,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     dynamic = persistent and one_pass and bool(cfg.get("DYNAMIC"))
     if dynamic and dq_acc.untyped_storage().nbytes() < (dq_acc.storage_offset() + dq_acc.numel() + 1) * 4:
         raise ValueError("DYNAMIC needs dq_acc from _dq_accumulator: its counter lies past the buffer's elements")
-    grid = sms if dynamic else _dkdv_programs(units, _cdiv(sk, bn), sms) if persistent else units
+    grid = sms if dynamic else _coprime_programs(units, _cdiv(sk, bn), sms) if persistent else units
     _launch(bwd_dkdv_gluon_kernel, (grid, 1, 1), (
         *args, lse, delta, dk, dv, dq_arg, dq_acc, dq_acc.numel() if dynamic else 0, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),

@@ -4,31 +4,15 @@ backward only: torch.autograd.grad of one saved forward; fa_ck's Triton backend,
 flash; bf16 causal (POINTS: JSON [[B, H, S, D], ...]); rel. error of dq, dk, dv against float64 on
 batch 0, heads 0-1. Writes $OUT/short_bwd.json, prints a table last.
     python3 bench/results/h200-20261201-twentieth/short_bwd.py"""
-import json, os, statistics, time
+import json, os
 import torch
 import fa_ck
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
+from gpu_time import finish, gpu_ms
 
 POINTS = json.loads(os.environ.get("POINTS", "null")) or [
     (32, 32, 512, 64), (64, 12, 1024, 64), (32, 16, 512, 128), (16, 16, 1024, 128), (32, 8, 512, 256)]
-flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-
-
-def gpu_ms(fn, reps=25):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        torch.cuda._sleep(1_000_000)
-        flush.zero_()
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record(); fn(); e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1))
-    return statistics.median(times)
-
-
 def ref_grads(q, k, v, do):
     q, k, v = (t[:1, :2].double().requires_grad_() for t in (q, k, v))
     s = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
@@ -63,15 +47,5 @@ for B, H, S, D in POINTS:
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         rows.append(row)
         print(json.dumps(row), flush=True)
-out_dir = os.environ.get("OUT", "/tmp")
-json.dump({"rows": rows, "torch": torch.__version__, "date": time.strftime("%F %T")},
-          open(f"{out_dir}/short_bwd.json", "w"), indent=1)
-base = {r["point"]: r.get("gpu_us") for r in rows if r["backend"] == "cudnn"}
-print("\n| point | backend | bwd GPU us (host hidden) | x cuDNN | TFLOP/s (GPU) | max rel err dq/dk/dv |")
-print("|---|---|---|---|---|---|")
-for r in rows:
-    if "error" in r:
-        print(f"| {r['point']} | {r['backend']} | {r['error'][:80]} | | | |")
-        continue
-    print(f"| {r['point']} | {r['backend']} | {r['gpu_us']:.1f} | {base[r['point']] / r['gpu_us']:.2f} | "
-          f"{r['tflops_gpu']:.0f} | {r['rel_err']:.1e} |")
+finish(rows, "short_bwd", ["bwd GPU us (host hidden)", "x cuDNN", "TFLOP/s (GPU)", "max rel err dq/dk/dv"],
+       lambda r: [f"{r['tflops_gpu']:.0f}", f"{r['rel_err']:.1e}"])

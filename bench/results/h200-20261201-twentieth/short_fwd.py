@@ -5,12 +5,13 @@ switch variants (FA_CK_TRITON_CONFIG), SDPA cuDNN and flash, bf16 (POINTS, or th
 POINTS: JSON [[B, H, S, D, causal], ...]); rel. error of each output
 against float64 on batch 0, heads 0-1. Writes $OUT/short_fwd.json, prints a table last.
     python3 bench/results/h200-20261201-twentieth/short_fwd.py [variant=JSON ...]"""
-import json, os, statistics, sys, time
+import json, os, sys
 import torch
 import fa_ck
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 from triton.testing import do_bench
+from gpu_time import finish, gpu_ms
 
 POINTS = [  # (B, H, S, D, causal)
     (32, 32, 512, 64, False), (32, 32, 512, 64, True), (16, 32, 1024, 64, True), (64, 12, 1024, 64, True),
@@ -22,21 +23,6 @@ VARIANTS = {"default": ""}
 for a in sys.argv[1:]:
     name, cfg = a.split("=", 1)
     VARIANTS[name] = cfg
-flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-
-
-def gpu_ms(fn, reps=25):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        torch.cuda._sleep(1_000_000)       # keeps the GPU busy while the host enqueues the call
-        flush.zero_()
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record(); fn(); e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1))
-    return statistics.median(times)
 
 
 def ref(q, k, v, causal):
@@ -79,15 +65,5 @@ for B, H, S, D, causal in POINTS:
         os.environ["FA_CK_TRITON_CONFIG"] = ""
         rows.append(row)
         print(json.dumps(row), flush=True)
-out_dir = os.environ.get("OUT", "/tmp")
-json.dump({"variants": VARIANTS, "rows": rows, "torch": torch.__version__, "date": time.strftime("%F %T")},
-          open(f"{out_dir}/short_fwd.json", "w"), indent=1)
-base = {r["point"]: r.get("gpu_us") for r in rows if r["backend"] == "cudnn"}
-print("\n| point | backend | GPU us (host hidden) | x cuDNN | back-to-back us | TFLOP/s (GPU) | rel err |")
-print("|---|---|---|---|---|---|---|")
-for r in rows:
-    if "error" in r:
-        print(f"| {r['point']} | {r['backend']} | {r['error'][:80]} | | | | |")
-        continue
-    print(f"| {r['point']} | {r['backend']} | {r['gpu_us']:.1f} | {base[r['point']] / r['gpu_us']:.2f} | "
-          f"{r['b2b_us']:.1f} | {r['tflops_gpu']:.0f} | {r['rel_err']:.1e} |")
+finish(rows, "short_fwd", ["GPU us (host hidden)", "x cuDNN", "back-to-back us", "TFLOP/s (GPU)", "rel err"],
+       lambda r: [f"{r['b2b_us']:.1f}", f"{r['tflops_gpu']:.0f}", f"{r['rel_err']:.1e}"], variants=VARIANTS)

@@ -81,14 +81,14 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     persistent = bool(cfg.get("PERSISTENT"))
     n_m = _cdiv(sq, bm)
     per_head = _cdiv(n_m, 2) if persistent else n_m       # forward_gluon._tile: pairs of query blocks
-    units = b * hq * per_head
-    grid = max(1, units)
+    units = grid = b * hq * per_head
     if persistent:
         # An odd count of query blocks leaves the middle one unpaired: one unit per head half as
         # heavy as the rest. With P programs a multiple of the units per head, program p would
         # take the same unit of every head (d64 S384 causal: half the programs all the light ones)
-        grid = _coprime_programs(units, per_head, _sm_count(q.device)) if n_m % 2 else min(units, _sm_count(q.device))
-    _launch(fwd_gluon_kernel, (grid, 1, 1), (
+        sms = _sm_count(q.device)
+        grid = _coprime_programs(units, per_head, sms) if n_m % 2 else min(units, sms)
+    _launch(fwd_gluon_kernel, (max(1, grid), 1, 1), (
         q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),

@@ -222,10 +222,12 @@ def test_ints_floats_and_bools_that_compare_equal_stay_apart(kernel):
 def test_repeated_calls_take_the_direct_path_and_stay_right(monkeypatch, d):
     """Three calls of one shape on fresh inputs (forward and backward against the float64
     reference): the later ones launch every kernel directly. Then the same shape from unaligned
-    storage: Triton's path (its pointers are not 16-byte aligned), right too."""
+    storage: Triton's path (its pointers are not 16-byte aligned), right too. (Replays straight to
+    the driver are off here: test_driver_launch.py checks them against this path.)"""
     from attn_check import check
     from fa_ck import reference
     plans = importlib.import_module("fa_ck.backends.triton.plans")
+    monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "0")
     monkeypatch.setattr(launch_mod, "_COMPILED", {})
     direct, total = [], []
     real = launch_mod.driver

@@ -17,9 +17,9 @@ import torch
 import triton
 
 from ...params import AttnParams
-from . import configs, tuning
+from . import configs, driver_launch, tuning
 from .host import _placeholders
-from .launch import launch, run_compiled
+from .launch import driver, launch, run_compiled
 
 try:                      # where Triton keeps its allocator (see _tma_allocator)
     from triton.runtime import _allocation
@@ -142,8 +142,10 @@ class _Plan:
         self.steps, self.one_pass = steps, one_pass
         # each launch's compiled kernel, once a replay has had it from launch(): the plan's key
         # holds everything Triton specialises the arguments on (shapes, strides, dtypes,
-        # alignment), so later replays hand their arguments straight to it (run_compiled)
+        # alignment), so later replays hand their arguments straight to it (run_compiled), or
+        # straight to the driver (driver_launch: None not tried yet, False not possible)
         self.compiled = [None] * len(steps)
+        self.direct = [None] * len(steps)
 
     @classmethod
     def make(cls, steps: list, slots, one_pass: bool):
@@ -179,12 +181,27 @@ class _Plan:
         """Make steps[start:stop] again, on these slots; direct=False: every launch through
         launch(), which specialises its arguments afresh."""
         stop = len(self.steps) if stop is None else stop
+        stream = None
+        to_driver = direct and driver_launch.enabled() and driver_launch.hooks_unset()
         for i in range(start, stop):
             step = self.steps[i]
             if step is _SET_TMA_ALLOCATOR:
                 _tma_allocator()
                 continue
             kernel, grid, fixed, subs, constexprs = step
+            if to_driver and self.compiled[i] is not None:
+                if self.direct[i] is None:
+                    self.direct[i] = driver_launch.DirectLaunch.make(self.compiled[i], kernel, grid, fixed, subs,
+                                                                     constexprs, slots) or False
+                if self.direct[i]:
+                    if stream is None:
+                        stream = driver.active.get_current_stream(driver.active.get_current_device())
+                    err = self.direct[i](slots, stream)
+                    if err == 0:
+                        continue
+                    if err != driver_launch.CUDA_ERROR_INVALID_CONTEXT:
+                        self.direct[i] = False         # Triton's launcher from now on (it raises what failed)
+                    # (no current context on this thread: Triton's launcher makes one current)
             args = list(fixed)
             for pos, slot, desc in subs:
                 args[pos] = slots[slot] if desc is None else _rebased(desc, slots[slot])

@@ -1,0 +1,204 @@
+"""A replayed launch straight to the CUDA driver (cuLaunchKernel through ctypes).
+
+A replayed plan (plans.py) launches kernels whose specialisation, grid, scalars and constexprs
+are all fixed: only the call's own tensors change. Triton's launcher still does a launch's whole
+host side each time: run_compiled's argument tuple, launch metadata (a LazyDict, as Triton 3.6's
+hooks are never None), the C launcher's argument parsing, a cuPointerGetAttribute per pointer, a
+Python call per host-made descriptor that encodes a fresh tensor map. That was ~35 us a launch
+on the H200's host, and 2.3x that on autograd's thread, where the backward runs
+(bench/results/h200-20261201-sixteenth call 1, h200-20261130-sixth call 1).
+
+Here each launch of a plan is laid out once as the kernel's parameter buffer: scalars, fixed
+pointers (the device's placeholders) and tensor maps written in, the slots' pointers patched per
+call, a tensor map's address swapped by cuTensorMapReplaceAddress (no re-encoding). The layout is
+Triton's own, read from the compiled kernel: its signature without constexprs (a host-made
+descriptor as the tensor map, its shape as int32s and strides as int64s), then the global and
+profile scratch pointers, block 32 x num_warps, the kernel's dynamic shared memory; the launch
+config Triton's launcher gives cuLaunchKernelEx when there is no cluster, PDL or cooperative
+grid (otherwise: Triton's path). Both Triton 3.6 and 3.7 lay parameters out this way.
+
+Where anything is out of the ordinary (not NVIDIA, no libcuda, a launch hook set, fp16 scalars,
+tuples, a descriptor Triton did not lower to a tensor map, profile scratch) make() returns None
+and the plan keeps going through run_compiled. FA_CK_DIRECT_LAUNCH=0 turns this path off.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import threading
+
+try:
+    from triton import knobs
+    from triton.runtime import _allocation
+    from triton.backends.nvidia.driver import make_tensordesc_arg
+except Exception:        # another Triton, or one without NVIDIA's driver module
+    make_tensordesc_arg = None
+
+_C = {"*": ctypes.c_uint64, "i1": ctypes.c_int8, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
+      "i32": ctypes.c_int32, "i64": ctypes.c_int64, "u1": ctypes.c_uint8, "u8": ctypes.c_uint8,
+      "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64, "fp32": ctypes.c_float,
+      "f32": ctypes.c_float, "fp64": ctypes.c_double}
+_TENSOR_MAP_BYTES = 128
+CUDA_ERROR_INVALID_CONTEXT = 201
+_cuda = None              # libcuda, once loaded (False: not loadable here)
+
+
+class TensorMap(ctypes.Structure):
+    """A CUtensorMap: 128 opaque bytes, 64-byte aligned (ctypes aligns a structure to its largest
+    member's alignment only, so the buffer is over-allocated and an aligned address taken)."""
+    _fields_ = [("raw", ctypes.c_uint8 * (_TENSOR_MAP_BYTES + 64))]
+
+
+def enabled() -> bool:
+    return os.environ.get("FA_CK_DIRECT_LAUNCH", "1") != "0"
+
+
+def _lib():
+    global _cuda
+    if _cuda is None:
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
+                                           ctypes.c_void_p]
+            lib.cuTensorMapReplaceAddress.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            _cuda = lib
+        except (OSError, AttributeError):
+            _cuda = False
+    return _cuda or None
+
+
+def _no_hook(hook) -> bool:
+    return hook is None or (type(hook).__name__ == "HookChain" and not hook.calls)
+
+
+def hooks_unset() -> bool:
+    return _no_hook(knobs.runtime.launch_enter_hook) and _no_hook(knobs.runtime.launch_exit_hook)
+
+
+def _copy_tensor_map(cu_map, lib):
+    """Triton's tensor map object (PyCUtensorMap: the map at the end of the object, aligned)
+    copied into a TensorMap of ours -> (buffer, its aligned address), or None where the copy does
+    not read back as a tensor map (replacing its address by the same one changes nothing)."""
+    size = type(cu_map).__basicsize__
+    if size < _TENSOR_MAP_BYTES + 16:
+        return None
+    src = id(cu_map) + size - _TENSOR_MAP_BYTES
+    buf = TensorMap()
+    addr = (ctypes.addressof(buf) + 63) // 64 * 64
+    ctypes.memmove(addr, src, _TENSOR_MAP_BYTES)
+    return buf, addr
+
+
+class DirectLaunch:
+    """One launch of a plan, laid out for cuLaunchKernel: call(slots, stream) patches the slots'
+    pointers in and launches."""
+
+    def __init__(self, lib, function, grid, block, shared, params, keep, patches, maps, scratch):
+        self.lib, self.function, self.grid, self.block, self.shared = lib, function, grid, block, shared
+        self.params, self.keep = params, keep          # keep: the ctypes values params points into
+        self.patches, self.maps, self.scratch = patches, maps, scratch
+        # one call at a time: another thread replaying the same plan would patch the shared
+        # parameter buffer between this one's patches and its launch (ctypes drops the GIL)
+        self.lock = threading.Lock()
+
+    @classmethod
+    def make(cls, compiled, kernel, grid: tuple, fixed: tuple, subs: tuple, constexprs: dict, slots):
+        """The launch of `compiled` a plan step makes (fixed: its arguments, None at the slots'
+        places; subs: (position, slot, descriptor or None)), or None where Triton's path must take it.
+        slots: this call's, to encode each descriptor's tensor map once."""
+        lib = _lib()
+        src, meta = getattr(compiled, "src", None), getattr(compiled, "metadata", None)
+        if lib is None or make_tensordesc_arg is None or src is None or meta is None or not hooks_unset():
+            return None
+        if getattr(getattr(meta, "target", None), "backend", "cuda") != "cuda":
+            return None                                # (a HIP kernel: hipModuleLaunchKernel's, not ours)
+        if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_pdl", False)
+                or getattr(meta, "launch_cooperative_grid", False) or getattr(meta, "profile_scratch_size", 0)):
+            return None
+        signature = list(src.signature.values())
+        values = (*fixed, *(constexprs[name] for name in kernel.arg_names[len(fixed):]))
+        if len(signature) != len(values):
+            return None
+        by_pos = {pos: (slot, desc) for pos, slot, desc in subs}
+        descs = iter(getattr(meta, "tensordesc_meta", None) or ())
+        keep, patches, maps = [], [], []
+        for pos, (ty, value) in enumerate(zip(signature, values)):
+            if not isinstance(ty, str):
+                return None                            # tuples
+            if ty == "constexpr":
+                continue
+            if ty.startswith("tensordesc"):
+                desc_meta = next(descs, None)
+                slot, desc = by_pos.get(pos, (None, None))
+                if desc_meta is None or desc is None:
+                    return None                        # not a tensor map, or a descriptor of no slot
+                from .plans import _rebased
+                cu_map, *ints = make_tensordesc_arg(_rebased(desc, slots[slot]), desc_meta)
+                copied = _copy_tensor_map(cu_map, lib)
+                if copied is None or len(ints) % 2:
+                    return None
+                buf, addr = copied
+                before = ctypes.string_at(addr, _TENSOR_MAP_BYTES)
+                if (lib.cuTensorMapReplaceAddress(addr, slots[slot].data_ptr()) != 0
+                        or ctypes.string_at(addr, _TENSOR_MAP_BYTES) != before):
+                    return None
+                keep.append((buf, addr))
+                maps.append((addr, slot))
+                n = len(ints) // 2
+                keep += [ctypes.c_int32(x) for x in ints[:n]] + [ctypes.c_int64(x) for x in ints[n:]]
+                continue
+            c_type = _C.get("*" if ty.startswith("*") else ty)
+            if c_type is None:
+                return None                            # fp16 / bf16 scalars, or a type unknown here
+            if ty.startswith("*"):
+                slot, desc = by_pos.get(pos, (None, None))
+                if desc is not None:
+                    return None
+                if slot is not None:
+                    cell = c_type(0)
+                    patches.append((cell, slot))
+                elif value is None or isinstance(value, int):
+                    cell = c_type(value or 0)
+                elif hasattr(value, "data_ptr"):
+                    cell = c_type(value.data_ptr())    # a placeholder of the device, kept by the plan
+                else:
+                    return None
+                keep.append(cell)
+            else:
+                keep.append(c_type(value))
+        if next(descs, None) is not None:
+            return None
+        scratch_size = getattr(meta, "global_scratch_size", 0)
+        scratch = None
+        if scratch_size:
+            scratch = (ctypes.c_uint64(0), scratch_size * math.prod(grid), getattr(meta, "global_scratch_align", 1))
+        cells = [c[1] if isinstance(c, tuple) else ctypes.addressof(c) for c in keep]
+        cells.append(ctypes.addressof(scratch[0]) if scratch else ctypes.addressof(_NULL))
+        cells.append(ctypes.addressof(_NULL))          # profile scratch: none (checked above)
+        params = (ctypes.c_void_p * len(cells))(*cells)
+        num_warps, _, shared = compiled.packed_metadata
+        grid3 = (*grid, 1, 1)[:3]
+        return cls(lib, compiled.function, grid3, 32 * num_warps, shared, params, keep, patches, maps, scratch)
+
+    def __call__(self, slots, stream: int) -> int:
+        """Launch on `stream` with these slots -> the CUresult (0: launched)."""
+        with self.lock:
+            for cell, slot in self.patches:
+                cell.value = slots[slot].data_ptr()
+            replace = self.lib.cuTensorMapReplaceAddress
+            for addr, slot in self.maps:
+                err = replace(addr, slots[slot].data_ptr())
+                if err:
+                    return err
+            if self.scratch is not None:
+                cell, size, align = self.scratch
+                cell.value = _allocation._allocator.get()(size, align, stream).data_ptr()
+            gx, gy, gz = self.grid
+            if gx * gy * gz == 0:
+                return 0
+            return self.lib.cuLaunchKernel(self.function, gx, gy, gz, self.block, 1, 1, self.shared, stream,
+                                           self.params, None)
+
+
+_NULL = ctypes.c_uint64(0)

@@ -1,0 +1,256 @@
+"""backends/triton/driver_launch.py: a replayed plan's launches straight to cuLaunchKernel.
+
+On the CPU, with the driver faked: the parameter buffer a launch is laid out into, read back
+value by value against the kernel's signature (constexprs dropped, a host-made descriptor as its
+tensor map, shape and strides, the scratch pointers last), the slots' pointers patched per call,
+and where Triton's path must be kept. On a GPU: every kind of call fa_ck replays, launched both
+ways on the same fresh inputs, gives the same bits (dq: the one pass adds it up with atomics in
+any order, so to rounding), and the float64 reference."""
+import ctypes
+import importlib
+import types
+
+import pytest
+import torch
+from conftest import GPU
+
+dl = importlib.import_module("fa_ck.backends.triton.driver_launch")
+
+
+class FakeCuda:
+    """libcuda's two entry points the direct path calls, recording what they are given."""
+
+    def __init__(self):
+        self.launches, self.replaced, self.fail_with = [], [], 0
+
+    def cuTensorMapReplaceAddress(self, addr, ptr):
+        self.replaced.append((addr, ptr))
+        ctypes.memmove(addr, ctypes.c_uint64(ptr).value.to_bytes(8, "little"), 8)   # the map's first word
+        return 0
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches.append(dict(function=function, grid=(gx, gy, gz), block=(bx, by, bz), shared=shared,
+                                  stream=stream, params=[params[i] for i in range(len(params))]))
+        return self.fail_with
+
+
+class FakeTensor:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def data_ptr(self):
+        return self.ptr
+
+
+class FakeMap:          # Triton's PyCUtensorMap stand-in, encoded with its base address
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def _read(addr, c_type):
+    return ctypes.cast(addr, ctypes.POINTER(c_type)).contents.value
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    cuda = FakeCuda()
+    monkeypatch.setattr(dl, "_cuda", cuda)
+    made = []
+
+    def make_tensordesc_arg(desc, meta):
+        made.append((desc.base.data_ptr(), meta))
+        return [FakeMap(desc.base.data_ptr()), *desc.shape, *desc.strides]
+
+    def copy_tensor_map(cu_map, lib):
+        buf = dl.TensorMap()
+        addr = (ctypes.addressof(buf) + 63) // 64 * 64
+        ctypes.memmove(addr, cu_map.ptr.to_bytes(8, "little"), 8)
+        return buf, addr
+    monkeypatch.setattr(dl, "make_tensordesc_arg", make_tensordesc_arg)
+    monkeypatch.setattr(dl, "_copy_tensor_map", copy_tensor_map)
+    monkeypatch.setattr(dl, "_allocation", types.SimpleNamespace(
+        _allocator=types.SimpleNamespace(get=lambda: lambda size, align, stream: FakeTensor(0xA000 + size))))
+    cuda.made = made
+    return cuda
+
+
+def _compiled(signature, tensordesc_meta=None, scratch=0, **meta):
+    metadata = types.SimpleNamespace(num_ctas=1, launch_pdl=False, launch_cooperative_grid=False,
+                                     profile_scratch_size=0, global_scratch_size=scratch, global_scratch_align=128,
+                                     tensordesc_meta=tensordesc_meta, **meta)
+    return types.SimpleNamespace(src=types.SimpleNamespace(signature=signature), metadata=metadata,
+                                 packed_metadata=(8, 1, 4096), function=0xF00)
+
+
+def test_the_parameter_buffer_is_tritons_layout(fake):
+    sig = {"x": "*bf16", "fixed": "*fp32", "n": "i32", "one": "constexpr", "big": "i64", "scale": "fp32",
+           "flag": "i1", "BLOCK": "constexpr"}
+    kernel = types.SimpleNamespace(arg_names=list(sig))
+    placeholder = FakeTensor(0x5000)
+    fixed = (None, placeholder, 300, 1, 2 ** 40, 0.5, True)
+    launch = dl.DirectLaunch.make(_compiled(sig), kernel, (3, 4), fixed, ((0, 1, None),), {"BLOCK": 64},
+                                  [FakeTensor(0x1000), FakeTensor(0x2000)])
+    assert launch is not None
+    assert launch(slots=[FakeTensor(0x1000), FakeTensor(0x3000)], stream=77) == 0
+    (got,) = fake.launches
+    assert got["grid"] == (3, 4, 1) and got["block"] == (256, 1, 1) and got["shared"] == 4096
+    assert got["stream"] == 77 and got["function"] == 0xF00
+    p = got["params"]
+    assert len(p) == 6 + 2                                    # two constexprs dropped, two scratch pointers added
+    assert [_read(p[0], ctypes.c_uint64), _read(p[1], ctypes.c_uint64), _read(p[2], ctypes.c_int32),
+            _read(p[3], ctypes.c_int64), _read(p[4], ctypes.c_float), _read(p[5], ctypes.c_int8)] == \
+        [0x3000, 0x5000, 300, 2 ** 40, 0.5, 1]
+    assert _read(p[6], ctypes.c_uint64) == 0 and _read(p[7], ctypes.c_uint64) == 0   # no scratch
+    launch(slots=[None, FakeTensor(0x4000)], stream=78)         # the next call's own pointer
+    assert _read(fake.launches[-1]["params"][0], ctypes.c_uint64) == 0x4000
+
+
+def test_a_host_made_descriptor_is_its_tensor_map_shape_and_strides(fake):
+    sig = {"desc": "tensordesc<bf16[64, 128]>", "n": "i32", "out": "*bf16", "BLOCK": "constexpr"}
+    kernel = types.SimpleNamespace(arg_names=list(sig))
+    desc = types.SimpleNamespace(base=FakeTensor(0x1000), shape=[1024, 128], strides=[128, 1])
+    from fa_ck.backends.triton import plans
+    plans_rebased = plans._rebased
+    try:
+        plans._rebased = lambda d, base: types.SimpleNamespace(base=base, shape=d.shape, strides=d.strides)
+        launch = dl.DirectLaunch.make(_compiled(sig, tensordesc_meta=[{"swizzle": 3}], scratch=64), kernel, (5,),
+                                      (None, 7, None), ((0, 0, desc), (2, 1, None)), {"BLOCK": 32},
+                                      [FakeTensor(0x1000), FakeTensor(0x2000)])
+    finally:
+        plans._rebased = plans_rebased
+    assert launch is not None and fake.made == [(0x1000, {"swizzle": 3})]
+    launch([FakeTensor(0x8000), FakeTensor(0x9000)], stream=1)
+    p = fake.launches[-1]["params"]
+    assert len(p) == 1 + 2 + 2 + 1 + 1 + 2                   # map, shape, strides, n, out, two scratch
+    assert p[0] % 64 == 0 and fake.replaced[-1] == (p[0], 0x8000)
+    assert _read(p[0], ctypes.c_uint64) == 0x8000             # the fake wrote the new address into the map
+    assert [_read(p[1], ctypes.c_int32), _read(p[2], ctypes.c_int32), _read(p[3], ctypes.c_int64),
+            _read(p[4], ctypes.c_int64), _read(p[5], ctypes.c_int32), _read(p[6], ctypes.c_uint64)] == \
+        [1024, 128, 128, 1, 7, 0x9000]
+    assert _read(p[7], ctypes.c_uint64) == 0xA000 + 64 * 5    # global scratch: per program, from the allocator
+    assert _read(p[8], ctypes.c_uint64) == 0
+
+
+@pytest.mark.parametrize("why", ["cluster", "pdl", "profile", "fp16 scalar", "tuple", "not a map", "hook", "no cuda"])
+def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
+    sig = {"x": "*bf16", "s": "fp32"}
+    meta = {}
+    if why == "cluster":
+        meta = dict(num_ctas=2)
+    elif why == "pdl":
+        meta = dict(launch_pdl=True)
+    elif why == "profile":
+        meta = dict(profile_scratch_size=8)
+    elif why == "fp16 scalar":
+        sig["s"] = "fp16"
+    elif why == "tuple":
+        sig["s"] = ("i32", "i32")
+    elif why == "not a map":
+        sig = {"x": "tensordesc<bf16[64, 64]>", "s": "fp32"}
+    elif why == "hook":
+        from triton import knobs
+        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", lambda metadata: None)
+    elif why == "no cuda":
+        monkeypatch.setattr(dl, "_cuda", False)
+    compiled = _compiled(sig, tensordesc_meta=[None] if why == "not a map" else None)
+    for key, value in meta.items():
+        setattr(compiled.metadata, key, value)
+    desc = types.SimpleNamespace(base=FakeTensor(1), shape=[64, 64], strides=[64, 1])
+    subs = ((0, 0, desc if why == "not a map" else None),)
+    kernel = types.SimpleNamespace(arg_names=list(sig))
+    assert dl.DirectLaunch.make(compiled, kernel, (1,), (None, 1.0), subs, {}, [FakeTensor(16)]) is None
+
+
+def test_a_failed_direct_launch_falls_back_and_stays_on_tritons_path(fake, monkeypatch):
+    """A replay whose direct launch returns an error goes through run_compiled; after an error
+    other than 'no context on this thread' that step stays on Triton's path."""
+    plans = importlib.import_module("fa_ck.backends.triton.plans")
+    sig = {"x": "*fp32", "n": "i32"}
+    kernel = types.SimpleNamespace(arg_names=list(sig))
+    plan = plans._Plan([(kernel, (1,), (None, 5), ((0, 0, None),), {})], one_pass=False)
+    plan.compiled[0] = _compiled(sig)
+    ran = []
+    monkeypatch.setattr(plans, "run_compiled", lambda *a: ran.append(a))
+    monkeypatch.setattr(plans, "driver", types.SimpleNamespace(active=types.SimpleNamespace(
+        get_current_device=lambda: 0, get_current_stream=lambda device: 9)))
+    slots = [FakeTensor(0x100)]
+    plan.replay(slots)
+    assert len(fake.launches) == 1 and not ran                # direct
+    fake.fail_with = dl.CUDA_ERROR_INVALID_CONTEXT
+    plan.replay(slots)
+    assert len(ran) == 1 and plan.direct[0]                   # this once through Triton, direct next time
+    fake.fail_with = 700
+    plan.replay(slots)
+    assert len(ran) == 2 and plan.direct[0] is False
+    plan.replay(slots)
+    assert len(fake.launches) == 3 and len(ran) == 3          # no more direct attempts
+    monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "0")
+    plan2 = plans._Plan([(kernel, (1,), (None, 5), ((0, 0, None),), {})], one_pass=False)
+    plan2.compiled[0] = _compiled(sig)
+    plan2.replay(slots)
+    assert len(fake.launches) == 3 and len(ran) == 4 and plan2.direct[0] is None
+
+
+# ---------------------------------------------------------------------------- on a GPU
+
+GPU_CASES = [  # (batch, seqlen, heads q, heads kv, head dim, causal, extra keyword arguments)
+    (2, 300, 4, 4, 64, True, {}),
+    (2, 512, 4, 4, 128, False, {}),
+    (2, 256, 4, 2, 128, True, {}),
+    (1, 384, 2, 2, 256, True, {}),
+    (2, 1024, 4, 4, 64, True, {}),
+    (2, 300, 4, 4, 64, False, dict(window_size=(64, 32))),
+    (2, 256, 4, 4, 128, True, dict(return_lse=True)),
+    (2, 512, 4, 4, 128, True, dict(fp8=True)),
+]
+
+
+@pytest.mark.skipif(not GPU, reason="needs a GPU")
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "-".join(map(str, c[:6])) + "-" + "-".join(c[6]))
+def test_direct_launches_give_tritons_bits(monkeypatch, case):
+    import fa_ck
+    from attn_check import rel_err
+    from fa_ck import reference
+    b, s, hq, hkv, d, causal, kw = case
+    fp8, with_lse, window = kw.get("fp8", False), kw.get("return_lse", False), kw.get("window_size", (-1, -1))
+    calls = []
+    real_call = dl.DirectLaunch.__call__
+    monkeypatch.setattr(dl.DirectLaunch, "__call__", lambda self, *a: (calls.append(1), real_call(self, *a))[1])
+
+    def inputs(seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return [torch.randn(b, s, h, d, generator=g, device="cuda", dtype=torch.bfloat16).requires_grad_()
+                for h in (hq, hkv, hkv)] + [torch.randn(b, s, hq, d, generator=g, device="cuda", dtype=torch.bfloat16)]
+
+    def run(q, k, v, do):
+        if fp8:
+            return fa_ck.flash_attn_fp8_func(q, k, v, causal=causal).detach(), None, None
+        lse = None
+        if with_lse:                                           # a gradient reaches lse too
+            out, lse = fa_ck.attention(*(t.transpose(1, 2) for t in (q, k, v)), causal=causal, return_lse=True)
+            out = out.transpose(1, 2)
+        else:
+            out = fa_ck.flash_attn_func(q, k, v, causal=causal, window_size=window)
+        loss = (out.float() * do.float()).sum() + (lse.sum() if lse is not None else 0)
+        grads = torch.autograd.grad(loss, (q, k, v))
+        return out.detach(), lse, grads
+
+    for seed in (1, 2):                                        # the slow path, then the compiled kernels' keys
+        run(*inputs(seed))
+    q, k, v, do = inputs(3)                                    # fresh tensors, new addresses
+    monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "0")
+    triton_path = run(q, k, v, do)
+    assert not calls
+    monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "1")
+    direct = run(q, k, v, do)
+    assert len(calls) >= (2 if fp8 else 3), calls             # every launch of the fwd (+ bwd) went direct
+    assert torch.equal(direct[0], triton_path[0])
+    if direct[1] is not None:
+        assert torch.equal(direct[1], triton_path[1])
+    if not fp8:
+        dq, dk, dv = direct[2]
+        assert torch.equal(dk, triton_path[2][1]) and torch.equal(dv, triton_path[2][2])
+        assert rel_err(dq, triton_path[2][0]) < 1e-3
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, window=window, dtype=torch.float64)
+    assert rel_err(direct[0], ref) < (6e-2 if fp8 else 1e-2)

@@ -25,7 +25,7 @@ def calls(draw):
                 dtype=draw(st.sampled_from([torch.float32, torch.float32, torch.float16])), feat=feat)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(calls())
 def test_matches_reference(call):
     check(call["b"], call["sq"], call["sk"], call["hq"], call["hkv"], call["d"], dtype=call["dtype"],

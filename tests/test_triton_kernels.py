@@ -31,7 +31,8 @@ def _cases():
 
 @pytest.mark.parametrize("sq,sk,d,group,causal", _cases())
 def test_fwd_bwd_fp32(sq, sk, d, group, causal):
-    check(2, sq, sk, 2 * group, 2, d, causal=causal, device=DEVICE)
+    # (one batch entry where both sequences are long: the interpreter's time goes with Sq x Sk)
+    check(1 if sq * sk > 64 * 64 else 2, sq, sk, 2 * group, 2, d, causal=causal, device=DEVICE)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -114,7 +115,7 @@ PATHS = [pytest.param({}, id="defaults"),
 @pytest.mark.parametrize("override", PATHS)
 @pytest.mark.parametrize("dtype,sq,sk,d,group,causal", [(torch.float32, 100, 130, 40, 2, True),
                                                          (torch.float32, 64, 33, 64, 1, False),
-                                                         (torch.bfloat16, 130, 100, 32, 4, True),
+                                                         (torch.bfloat16, 100, 70, 32, 4, True),
                                                          (torch.float16, 33, 64, 80, 1, True)])
 def test_algorithm_paths(monkeypatch, override, dtype, sq, sk, d, group, causal):
     import json

@@ -202,26 +202,29 @@ GPU_CASES = [  # (batch, seqlen, heads q, heads kv, head dim, causal, extra keyw
     (2, 300, 4, 4, 64, False, dict(window_size=(64, 32))),
     (2, 256, 4, 4, 128, True, dict(return_lse=True)),
     (2, 512, 4, 4, 128, True, dict(fp8=True)),
+    (2, 300, 4, 2, 64, True, dict(deterministic=True)),
+    (2, 200, 4, 4, 96, False, dict(dtype=torch.float16)),
 ]
 
 
 @pytest.mark.skipif(not GPU, reason="needs a GPU")
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "-".join(map(str, c[:6])) + "-" + "-".join(c[6]))
+@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "-".join(map(str, c[:6] + tuple(c[6]))))
 def test_direct_launches_give_tritons_bits(monkeypatch, case):
     import fa_ck
     from attn_check import rel_err
     from fa_ck import reference
     b, s, hq, hkv, d, causal, kw = case
     fp8, with_lse, window = kw.get("fp8", False), kw.get("return_lse", False), kw.get("window_size", (-1, -1))
+    dtype, deterministic = kw.get("dtype", torch.bfloat16), kw.get("deterministic", False)
     calls = []
     real_call = dl.DirectLaunch.__call__
     monkeypatch.setattr(dl.DirectLaunch, "__call__", lambda self, *a: (calls.append(1), real_call(self, *a))[1])
 
     def inputs(seed):
         g = torch.Generator(device="cuda").manual_seed(seed)
-        return [torch.randn(b, s, h, d, generator=g, device="cuda", dtype=torch.bfloat16).requires_grad_()
-                for h in (hq, hkv, hkv)] + [torch.randn(b, s, hq, d, generator=g, device="cuda", dtype=torch.bfloat16)]
+        return [torch.randn(b, s, h, d, generator=g, device="cuda", dtype=dtype).requires_grad_()
+                for h in (hq, hkv, hkv)] + [torch.randn(b, s, hq, d, generator=g, device="cuda", dtype=dtype)]
 
     def run(q, k, v, do):
         if fp8:
@@ -231,7 +234,7 @@ def test_direct_launches_give_tritons_bits(monkeypatch, case):
             out, lse = fa_ck.attention(*(t.transpose(1, 2) for t in (q, k, v)), causal=causal, return_lse=True)
             out = out.transpose(1, 2)
         else:
-            out = fa_ck.flash_attn_func(q, k, v, causal=causal, window_size=window)
+            out = fa_ck.flash_attn_func(q, k, v, causal=causal, window_size=window, deterministic=deterministic)
         loss = (out.float() * do.float()).sum() + (lse.sum() if lse is not None else 0)
         grads = torch.autograd.grad(loss, (q, k, v))
         return out.detach(), lse, grads
@@ -251,6 +254,6 @@ def test_direct_launches_give_tritons_bits(monkeypatch, case):
     if not fp8:
         dq, dk, dv = direct[2]
         assert torch.equal(dk, triton_path[2][1]) and torch.equal(dv, triton_path[2][2])
-        assert rel_err(dq, triton_path[2][0]) < 1e-3
+        assert torch.equal(dq, triton_path[2][0]) if deterministic else rel_err(dq, triton_path[2][0]) < 1e-3
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, window=window, dtype=torch.float64)
     assert rel_err(direct[0], ref) < (6e-2 if fp8 else 1e-2)

@@ -374,16 +374,3 @@ def test_later_replays_go_straight_to_the_compiled_kernels(gpu_path, monkeypatch
     assert len(ran) == len(launches) + (kind == "backward")    # (the third backward's forward: one launch)
     assert ran[-len(launches):] == [e[0] for e in launches]
 
-
-def test_a_replay_told_not_to_go_direct_specialises_afresh(monkeypatch):
-    """replay(direct=False) (the backward's fp32 dQ buffer, made after the key, not 16-byte
-    aligned) launches through launch() even where the compiled kernel is known."""
-    calls = []
-    monkeypatch.setattr(plans, "launch", lambda *a: (calls.append(("launch", id(a[2][0]))), "compiled")[1])
-    monkeypatch.setattr(plans, "run_compiled", lambda done, *a, **kw: calls.append(("run", id(a[2][0]))))
-    x, y = torch.zeros(4), torch.ones(4)
-    plan = plans._Plan.make([(object(), (1, 1, 1), (x, 3), {})], [x], False)
-    plan.replay([y])
-    plan.replay([y])
-    plan.replay([x], direct=False)
-    assert calls == [("launch", id(y)), ("run", id(y)), ("launch", id(x))]

@@ -148,10 +148,12 @@ def test_tma_varlen(monkeypatch, override):
 def test_one_pass_buffer_is_zeroed_by_bwd_preprocess(monkeypatch, varlen):
     """ONE_PASS's fp32 dQ buffer comes uninitialised (here: NaN) wherever bwd_preprocess zeroes
     it (ZERO_DQ: every call but varlen, whose buffer is made zeros), and so do the 4 elements past
-    its end (the Gluon dK/dV kernel's unit counter); twice: the slow path, then its replay."""
+    its end (the Gluon dK/dV kernel's unit counter); twice: the slow path, then its replay (a
+    batched call's, whose buffer is carved from the backward's temporaries, NaN under poison)."""
     from attn_check import check_varlen
     tb = importlib.import_module("fa_ck.backends.triton")
     real, made = tb._dq_accumulator, []
+    real_empty, temps = tb._empty, []
 
     def nan_buffer(q, zeros=True):
         acc = real(q, zeros)
@@ -160,17 +162,28 @@ def test_one_pass_buffer_is_zeroed_by_bwd_preprocess(monkeypatch, varlen):
             torch.as_strided(flat, (flat.numel() + 4,), (1,)).fill_(float("nan"))
         made.append((acc, zeros))
         return acc
+
+    def empty(shape, dtype, device, poison):
+        buf = real_empty(shape, dtype, device, poison)
+        if len(shape) == 1 and dtype == torch.float32:
+            assert poison and torch.isnan(buf).all()
+            temps.append(buf)
+        return buf
     monkeypatch.setattr(tb, "_dq_accumulator", nan_buffer)
+    monkeypatch.setattr(tb, "_empty", empty)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"ONE_PASS": True}}))
     for _ in range(2):
         if varlen:
             check_varlen([33, 0, 21], [40, 17, 9], 2, 2, 32, causal=True, device=DEVICE)
         else:
             check(2, 45, 37, 4, 2, 32, causal=True, device=DEVICE)
-    assert len(made) == 2 and all(zeros == varlen for _, zeros in made)
-    for acc, _ in made:
-        flat = acc.view(-1)
-        assert torch.equal(torch.as_strided(flat, (4,), (1,), flat.numel()), torch.zeros(4, device=acc.device))
+    assert len(made) == (2 if varlen else 1) and all(zeros == varlen for _, zeros in made)
+    counters = [torch.as_strided(acc.view(-1), (4,), (1,), acc.numel()) for acc, _ in made]
+    if not varlen:                            # the replay's buffer: the last q.numel() + 4 of its temporaries
+        assert len(temps) == 2 and temps[1].numel() == temps[0].numel() + 2 * 45 * 4 * 32 + 4
+        counters.append(temps[1][-4:])
+    for counter in counters:
+        assert torch.equal(counter, torch.zeros(4, device=counter.device))
 
 
 def test_tma_only_where_descriptors_can_address_the_tensors():

@@ -496,23 +496,28 @@ def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     dq = _empty(q.shape, q.dtype, q.device, poison)
     dk = _empty(k.shape, k.dtype, k.device, poison)
     dv = _empty(v.shape, v.dtype, v.device, poison)
-    delta = _empty(lse.shape, torch.float32, lse.device, poison)
-    lse_s = _empty(lse.shape, torch.float32, lse.device, poison)     # lse / scale: bwd_preprocess
-    slots = [do, q, k, v, out, lse, dq, dk, dv, delta, lse_s]
-    key = plans._plan_key("bwd", p, poison, slots[:6], slots[6:], dlse is None)
+    ins = [do, q, k, v, out, lse]
+    # delta, lse / scale and, replaying a one-pass plan, its fp32 dQ buffer: one allocation, each
+    # part 16-byte aligned (so the key takes them as aligned); an allocation cost ~15 us of host
+    # time on autograd's thread (bench/results/h200-20261202-direct call 3)
+    key = plans._plan_key("bwd", p, poison, ins, [dq, dk, dv], dlse is None)
     plan = plans._PLANS.get(key)
+    n = lse.numel()
+    n_pad = -(-n // 4) * 4
+    one_pass = plan is not None and plan.one_pass
+    temps = _empty((2 * n_pad + (q.numel() + 4 if one_pass else 0),), torch.float32, lse.device, poison)
+    delta, lse_s = temps[:n].view(lse.shape), temps[n_pad:n_pad + n].view(lse.shape)
+    slots = ins + [dq, dk, dv, delta, lse_s]
     if plan is not None:
-        dq_acc = _dq_accumulator(q, zeros=p.varlen) if plan.one_pass else None
-        # (the one slot made after the key: its alignment is the allocator's, 16 bytes or more
-        # under torch's; were it less, the compiled kernels' specialisation would not hold)
-        slots.append(dq_acc)
-        direct = dq_acc is None or dq_acc.data_ptr() % 16 == 0
+        # (the fp32 dQ buffer, zeroed by the replayed bwd_preprocess with the counter past its end:
+        # plans are never of varlen calls, whose rows outside every sequence it would not zero)
+        slots.append(temps[2 * n_pad:2 * n_pad + q.numel()].view(q.shape) if one_pass else None)
         if dlse is None:
-            plan.replay(slots, direct=direct)
+            plan.replay(slots)
         else:
-            plan.replay(slots, stop=1, direct=direct)     # the slow path's first launch: bwd_preprocess
+            plan.replay(slots, stop=1)                # the slow path's first launch: bwd_preprocess
             delta -= dlse
-            plan.replay(slots, start=1, direct=direct)
+            plan.replay(slots, start=1)
     else:
         with plans._Recording(key) as rec:
             dq_acc = _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p, dlse)

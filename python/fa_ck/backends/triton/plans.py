@@ -135,8 +135,9 @@ class _Plan:
     they were; the arguments with the call's own tensors, and host-made descriptors of them,
     replaced by their place among the call's `slots`) and where it set the TMA allocator.
     one_pass: the backward's dK/dV kernel added dQ into an fp32 buffer (the last slot), which
-    the caller makes (__init__._dq_accumulator; bwd_preprocess zeroes it but for varlen) and a
-    replayed dq_from_acc scales into dq."""
+    the caller makes (__init__._backward: the slow path's from _dq_accumulator, a replay's carved
+    from its temporaries; the replayed bwd_preprocess zeroes it) and a replayed dq_from_acc
+    scales into dq."""
 
     def __init__(self, steps: list, one_pass: bool):
         self.steps, self.one_pass = steps, one_pass
@@ -177,12 +178,11 @@ class _Plan:
             plan.append((kernel, grid, tuple(fixed), tuple(subs), constexprs))
         return cls(plan, one_pass)
 
-    def replay(self, slots, start: int = 0, stop: int | None = None, direct: bool = True):
-        """Make steps[start:stop] again, on these slots; direct=False: every launch through
-        launch(), which specialises its arguments afresh."""
+    def replay(self, slots, start: int = 0, stop: int | None = None):
+        """Make steps[start:stop] again, on these slots."""
         stop = len(self.steps) if stop is None else stop
         stream = None
-        to_driver = direct and driver_launch.enabled() and driver_launch.hooks_unset()
+        to_driver = driver_launch.enabled() and driver_launch.hooks_unset()
         for i in range(start, stop):
             step = self.steps[i]
             if step is _SET_TMA_ALLOCATOR:
@@ -205,9 +205,7 @@ class _Plan:
             args = list(fixed)
             for pos, slot, desc in subs:
                 args[pos] = slots[slot] if desc is None else _rebased(desc, slots[slot])
-            if not direct:
-                launch(kernel, grid, tuple(args), constexprs)
-            elif self.compiled[i] is None:
+            if self.compiled[i] is None:
                 self.compiled[i] = launch(kernel, grid, tuple(args), constexprs)
             else:
                 run_compiled(self.compiled[i], kernel, grid, tuple(args), constexprs)

@@ -8,6 +8,7 @@ ways on the same fresh inputs, gives the same bits (dq: the one pass adds it up 
 any order, so to rounding), and the float64 reference."""
 import ctypes
 import importlib
+import json
 import types
 
 import pytest
@@ -21,7 +22,7 @@ class FakeCuda:
     """libcuda's two entry points the direct path calls, recording what they are given."""
 
     def __init__(self):
-        self.launches, self.replaced, self.fail_with = [], [], 0
+        self.launches, self.replaced, self.fail_with, self.log = [], [], 0, []
 
     def cuTensorMapReplaceAddress(self, addr, ptr):
         self.replaced.append((addr, ptr))
@@ -29,6 +30,7 @@ class FakeCuda:
         return 0
 
     def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.log.append("launch")
         self.launches.append(dict(function=function, grid=(gx, gy, gz), block=(bx, by, bz), shared=shared,
                                   stream=stream, params=[params[i] for i in range(len(params))]))
         return self.fail_with
@@ -40,6 +42,18 @@ class FakeTensor:
 
     def data_ptr(self):
         return self.ptr
+
+
+class Scratch(FakeTensor):
+    """What the fake allocator hands out: notes in the driver's log when it is freed."""
+
+    def __init__(self, cuda, ptr):
+        super().__init__(ptr)
+        self.cuda = cuda
+        cuda.log.append("alloc")
+
+    def __del__(self):
+        self.cuda.log.append("free")
 
 
 class FakeMap:          # Triton's PyCUtensorMap stand-in, encoded with its base address
@@ -61,15 +75,15 @@ def fake(monkeypatch):
         made.append((desc.base.data_ptr(), meta))
         return [FakeMap(desc.base.data_ptr()), *desc.shape, *desc.strides]
 
-    def copy_tensor_map(cu_map, lib):
+    def copy_tensor_map(cu_map):
         buf = dl.TensorMap()
-        addr = (ctypes.addressof(buf) + 63) // 64 * 64
+        addr = (ctypes.addressof(buf) + 127) // 128 * 128
         ctypes.memmove(addr, cu_map.ptr.to_bytes(8, "little"), 8)
         return buf, addr
     monkeypatch.setattr(dl, "make_tensordesc_arg", make_tensordesc_arg)
     monkeypatch.setattr(dl, "_copy_tensor_map", copy_tensor_map)
     monkeypatch.setattr(dl, "_allocation", types.SimpleNamespace(
-        _allocator=types.SimpleNamespace(get=lambda: lambda size, align, stream: FakeTensor(0xA000 + size))))
+        _allocator=types.SimpleNamespace(get=lambda: lambda size, align, stream: Scratch(cuda, 0xA000 + size))))
     cuda.made = made
     return cuda
 
@@ -84,10 +98,10 @@ def _compiled(signature, tensordesc_meta=None, scratch=0, **meta):
 
 def test_the_parameter_buffer_is_tritons_layout(fake):
     sig = {"x": "*bf16", "fixed": "*fp32", "n": "i32", "one": "constexpr", "big": "i64", "scale": "fp32",
-           "flag": "i1", "BLOCK": "constexpr"}
+           "flag": "i1", "u8": "u8", "i16": "i16", "u64": "u64", "f64": "fp64", "BLOCK": "constexpr"}
     kernel = types.SimpleNamespace(arg_names=list(sig))
     placeholder = FakeTensor(0x5000)
-    fixed = (None, placeholder, 300, 1, 2 ** 40, 0.5, True)
+    fixed = (None, placeholder, 300, 1, 2 ** 40, 0.5, True, 200, -3, 2 ** 63 + 5, 0.1)
     launch = dl.DirectLaunch.make(_compiled(sig), kernel, (3, 4), fixed, ((0, 1, None),), {"BLOCK": 64},
                                   [FakeTensor(0x1000), FakeTensor(0x2000)])
     assert launch is not None
@@ -96,11 +110,12 @@ def test_the_parameter_buffer_is_tritons_layout(fake):
     assert got["grid"] == (3, 4, 1) and got["block"] == (256, 1, 1) and got["shared"] == 4096
     assert got["stream"] == 77 and got["function"] == 0xF00
     p = got["params"]
-    assert len(p) == 6 + 2                                    # two constexprs dropped, two scratch pointers added
+    assert len(p) == 10 + 2                                   # two constexprs dropped, two scratch pointers added
     assert [_read(p[0], ctypes.c_uint64), _read(p[1], ctypes.c_uint64), _read(p[2], ctypes.c_int32),
-            _read(p[3], ctypes.c_int64), _read(p[4], ctypes.c_float), _read(p[5], ctypes.c_int8)] == \
-        [0x3000, 0x5000, 300, 2 ** 40, 0.5, 1]
-    assert _read(p[6], ctypes.c_uint64) == 0 and _read(p[7], ctypes.c_uint64) == 0   # no scratch
+            _read(p[3], ctypes.c_int64), _read(p[4], ctypes.c_float), _read(p[5], ctypes.c_int8),
+            _read(p[6], ctypes.c_uint8), _read(p[7], ctypes.c_int16), _read(p[8], ctypes.c_uint64),
+            _read(p[9], ctypes.c_double)] == [0x3000, 0x5000, 300, 2 ** 40, 0.5, 1, 200, -3, 2 ** 63 + 5, 0.1]
+    assert _read(p[10], ctypes.c_uint64) == 0 and _read(p[11], ctypes.c_uint64) == 0   # no scratch
     launch(slots=[None, FakeTensor(0x4000)], stream=78)         # the next call's own pointer
     assert _read(fake.launches[-1]["params"][0], ctypes.c_uint64) == 0x4000
 
@@ -122,16 +137,18 @@ def test_a_host_made_descriptor_is_its_tensor_map_shape_and_strides(fake):
     launch([FakeTensor(0x8000), FakeTensor(0x9000)], stream=1)
     p = fake.launches[-1]["params"]
     assert len(p) == 1 + 2 + 2 + 1 + 1 + 2                   # map, shape, strides, n, out, two scratch
-    assert p[0] % 64 == 0 and fake.replaced[-1] == (p[0], 0x8000)
+    assert fake.replaced[-1] == (p[0], 0x8000)
     assert _read(p[0], ctypes.c_uint64) == 0x8000             # the fake wrote the new address into the map
     assert [_read(p[1], ctypes.c_int32), _read(p[2], ctypes.c_int32), _read(p[3], ctypes.c_int64),
             _read(p[4], ctypes.c_int64), _read(p[5], ctypes.c_int32), _read(p[6], ctypes.c_uint64)] == \
         [1024, 128, 128, 1, 7, 0x9000]
     assert _read(p[7], ctypes.c_uint64) == 0xA000 + 64 * 5    # global scratch: per program, from the allocator
     assert _read(p[8], ctypes.c_uint64) == 0
+    assert fake.log[-3:] == ["alloc", "launch", "free"]      # the scratch lives until the launch is queued
 
 
-@pytest.mark.parametrize("why", ["cluster", "pdl", "profile", "fp16 scalar", "tuple", "not a map", "hook", "no cuda"])
+@pytest.mark.parametrize("why", ["cluster", "pdl", "cooperative", "profile", "hip", "fp16 scalar", "tuple", "not a map",
+                                 "map of no slot", "arguments short", "hook", "no cuda"])
 def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
     sig = {"x": "*bf16", "s": "fp32"}
     meta = {}
@@ -139,25 +156,31 @@ def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
         meta = dict(num_ctas=2)
     elif why == "pdl":
         meta = dict(launch_pdl=True)
+    elif why == "cooperative":
+        meta = dict(launch_cooperative_grid=True)
+    elif why == "hip":
+        meta = dict(target=types.SimpleNamespace(backend="hip"))
     elif why == "profile":
         meta = dict(profile_scratch_size=8)
     elif why == "fp16 scalar":
         sig["s"] = "fp16"
     elif why == "tuple":
         sig["s"] = ("i32", "i32")
-    elif why == "not a map":
+    elif why in ("not a map", "map of no slot"):
         sig = {"x": "tensordesc<bf16[64, 64]>", "s": "fp32"}
+    elif why == "arguments short":
+        sig["extra"] = "i32"
     elif why == "hook":
         from triton import knobs
         monkeypatch.setattr(knobs.runtime, "launch_enter_hook", lambda metadata: None)
     elif why == "no cuda":
         monkeypatch.setattr(dl, "_cuda", False)
-    compiled = _compiled(sig, tensordesc_meta=[None] if why == "not a map" else None)
+    compiled = _compiled(sig, tensordesc_meta={"not a map": [None], "map of no slot": [{"swizzle": 3}]}.get(why))
     for key, value in meta.items():
         setattr(compiled.metadata, key, value)
     desc = types.SimpleNamespace(base=FakeTensor(1), shape=[64, 64], strides=[64, 1])
-    subs = ((0, 0, desc if why == "not a map" else None),)
-    kernel = types.SimpleNamespace(arg_names=list(sig))
+    subs = ((0, 0, desc if why == "not a map" else None),) if why != "map of no slot" else ()
+    kernel = types.SimpleNamespace(arg_names=[name for name in sig if name != "extra"])   # (a signature longer than the call)
     assert dl.DirectLaunch.make(compiled, kernel, (1,), (None, 1.0), subs, {}, [FakeTensor(16)]) is None
 
 
@@ -204,6 +227,7 @@ GPU_CASES = [  # (batch, seqlen, heads q, heads kv, head dim, causal, extra keyw
     (2, 512, 4, 4, 128, True, dict(fp8=True)),
     (2, 300, 4, 2, 64, True, dict(deterministic=True)),
     (2, 200, 4, 4, 96, False, dict(dtype=torch.float16)),
+    (2, 256, 4, 4, 128, True, dict(config={"fwd": {"HOST_DESC": False}, "bwd_dkdv": {"HOST_DESC": False}})),
 ]
 
 
@@ -217,9 +241,16 @@ def test_direct_launches_give_tritons_bits(monkeypatch, case):
     b, s, hq, hkv, d, causal, kw = case
     fp8, with_lse, window = kw.get("fp8", False), kw.get("return_lse", False), kw.get("window_size", (-1, -1))
     dtype, deterministic = kw.get("dtype", torch.bfloat16), kw.get("deterministic", False)
-    calls = []
+    if "config" in kw:                                         # tensor maps made on the device: global scratch
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(kw["config"]))
+    calls = []                                                 # (CUresult, whether the launch had global scratch)
     real_call = dl.DirectLaunch.__call__
-    monkeypatch.setattr(dl.DirectLaunch, "__call__", lambda self, *a: (calls.append(1), real_call(self, *a))[1])
+
+    def counted(self, *a):
+        err = real_call(self, *a)
+        calls.append((err, self.scratch is not None))
+        return err
+    monkeypatch.setattr(dl.DirectLaunch, "__call__", counted)
 
     def inputs(seed):
         g = torch.Generator(device="cuda").manual_seed(seed)
@@ -248,6 +279,9 @@ def test_direct_launches_give_tritons_bits(monkeypatch, case):
     monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "1")
     direct = run(q, k, v, do)
     assert len(calls) >= (2 if fp8 else 3), calls             # every launch of the fwd (+ bwd) went direct
+    assert all(err == 0 for err, _ in calls), calls
+    if "config" in kw:
+        assert any(scratch for _, scratch in calls), calls
     assert torch.equal(direct[0], triton_path[0])
     if direct[1] is not None:
         assert torch.equal(direct[1], triton_path[1])

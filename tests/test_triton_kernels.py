@@ -186,6 +186,34 @@ def test_one_pass_buffer_is_zeroed_by_bwd_preprocess(monkeypatch, varlen):
         assert torch.equal(counter, torch.zeros(4, device=counter.device))
 
 
+def test_backward_temporaries_start_16_byte_aligned_whatever_their_length(monkeypatch):
+    """delta, lse / scale and a one-pass replay's fp32 dQ buffer share one allocation, each part
+    from a 16-byte boundary (the plan key takes them as aligned): here batch x heads x seqlen =
+    45 floats, not a multiple of 4; the slow path, then its replay, both right."""
+    plans = importlib.import_module("fa_ck.backends.triton.plans")
+    tb = importlib.import_module("fa_ck.backends.triton")
+    seen = []
+    real_slow, real_replay = tb._launch_backward, plans._Plan.replay
+
+    def slow(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, *rest):
+        seen.append(("slow", delta, lse_s))
+        return real_slow(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, *rest)
+
+    def replay(self, slots, *a, **kw):
+        if len(slots) == 12:                  # a backward's: ..., delta, lse / scale, dQ buffer
+            seen.append(("replay", *slots[9:12]))
+        return real_replay(self, slots, *a, **kw)
+    monkeypatch.setattr(tb, "_launch_backward", slow)
+    monkeypatch.setattr(plans._Plan, "replay", replay)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"ONE_PASS": True}}))
+    for _ in range(2):
+        check(1, 15, 15, 3, 3, 32, causal=True, device=DEVICE)
+    assert [kind for kind, *_ in seen] == ["slow", "replay"]
+    for kind, *parts in seen:
+        assert parts[0].numel() == 45 and all(t.data_ptr() % 16 == 0 for t in parts), kind
+    assert seen[1][3].shape == (1, 15, 3, 32)
+
+
 def test_tma_only_where_descriptors_can_address_the_tensors():
     from fa_ck.backends.triton.host import _tma_ok
     x = torch.randn(2, 48, 4, 64, dtype=torch.bfloat16)

@@ -45,9 +45,10 @@ _cuda = None              # libcuda, once loaded (False: not loadable here)
 
 
 class TensorMap(ctypes.Structure):
-    """A CUtensorMap: 128 opaque bytes, 64-byte aligned (ctypes aligns a structure to its largest
-    member's alignment only, so the buffer is over-allocated and an aligned address taken)."""
-    _fields_ = [("raw", ctypes.c_uint8 * (_TENSOR_MAP_BYTES + 64))]
+    """A CUtensorMap: 128 opaque bytes, 128-byte aligned as CUDA 13's cuda.h declares it (the
+    driver asks 64); ctypes aligns a structure to its largest member's alignment only, so the
+    buffer is over-allocated and an aligned address taken."""
+    _fields_ = [("raw", ctypes.c_uint8 * (2 * _TENSOR_MAP_BYTES))]
 
 
 def enabled() -> bool:
@@ -76,16 +77,18 @@ def hooks_unset() -> bool:
     return _no_hook(knobs.runtime.launch_enter_hook) and _no_hook(knobs.runtime.launch_exit_hook)
 
 
-def _copy_tensor_map(cu_map, lib):
-    """Triton's tensor map object (PyCUtensorMap: the map at the end of the object, aligned)
-    copied into a TensorMap of ours -> (buffer, its aligned address), or None where the copy does
-    not read back as a tensor map (replacing its address by the same one changes nothing)."""
-    size = type(cu_map).__basicsize__
-    if size < _TENSOR_MAP_BYTES + 16:
+def _copy_tensor_map(cu_map):
+    """Triton's tensor map object (PyCUtensorMap, Triton 3.6 and 3.7: the map is the object's last
+    128 bytes) copied into a TensorMap of ours -> (buffer, its aligned address), or None for
+    another kind of object (make() then checks the copy: replacing its address by the same one
+    must change nothing)."""
+    kind = type(cu_map)
+    size = kind.__basicsize__
+    if kind.__name__ != "PyCUtensorMap" or kind.__itemsize__ or size < _TENSOR_MAP_BYTES + 16:
         return None
     src = id(cu_map) + size - _TENSOR_MAP_BYTES
     buf = TensorMap()
-    addr = (ctypes.addressof(buf) + 63) // 64 * 64
+    addr = (ctypes.addressof(buf) + _TENSOR_MAP_BYTES - 1) // _TENSOR_MAP_BYTES * _TENSOR_MAP_BYTES
     ctypes.memmove(addr, src, _TENSOR_MAP_BYTES)
     return buf, addr
 
@@ -135,7 +138,7 @@ class DirectLaunch:
                     return None                        # not a tensor map, or a descriptor of no slot
                 from .plans import _rebased
                 cu_map, *ints = make_tensordesc_arg(_rebased(desc, slots[slot]), desc_meta)
-                copied = _copy_tensor_map(cu_map, lib)
+                copied = _copy_tensor_map(cu_map)
                 if copied is None or len(ints) % 2:
                     return None
                 buf, addr = copied
@@ -191,14 +194,18 @@ class DirectLaunch:
                 err = replace(addr, slots[slot].data_ptr())
                 if err:
                     return err
+            scratch = None                             # (held until the launch is queued, as Triton does)
             if self.scratch is not None:
                 cell, size, align = self.scratch
-                cell.value = _allocation._allocator.get()(size, align, stream).data_ptr()
+                scratch = _allocation._allocator.get()(size, align, stream)
+                cell.value = scratch.data_ptr()
             gx, gy, gz = self.grid
             if gx * gy * gz == 0:
                 return 0
-            return self.lib.cuLaunchKernel(self.function, gx, gy, gz, self.block, 1, 1, self.shared, stream,
-                                           self.params, None)
+            err = self.lib.cuLaunchKernel(self.function, gx, gy, gz, self.block, 1, 1, self.shared, stream,
+                                          self.params, None)
+            del scratch
+            return err
 
 
 _NULL = ctypes.c_uint64(0)

@@ -190,13 +190,18 @@ class _Plan:
                 continue
             kernel, grid, fixed, subs, constexprs = step
             if to_driver and self.compiled[i] is not None:
-                if self.direct[i] is None:
-                    self.direct[i] = driver_launch.DirectLaunch.make(self.compiled[i], kernel, grid, fixed, subs,
-                                                                     constexprs, slots) or False
-                if self.direct[i]:
+                fast = self.direct[i]
+                if fast is None:
+                    try:
+                        fast = driver_launch.DirectLaunch.make(self.compiled[i], kernel, grid, fixed, subs,
+                                                               constexprs, slots) or False
+                    except Exception:                  # (anything unforeseen: Triton's launcher, as before)
+                        fast = False
+                    self.direct[i] = fast
+                if fast:
                     if stream is None:
                         stream = driver.active.get_current_stream(driver.active.get_current_device())
-                    err = self.direct[i](slots, stream)
+                    err = fast(slots, stream)
                     if err == 0:
                         continue
                     if err != driver_launch.CUDA_ERROR_INVALID_CONTEXT:

@@ -32,8 +32,8 @@ try:
     from triton import knobs
     from triton.runtime import _allocation
     from triton.backends.nvidia.driver import make_tensordesc_arg
-except Exception:        # another Triton, or one without NVIDIA's driver module
-    make_tensordesc_arg = None
+except Exception:        # another Triton, or one without NVIDIA's driver module: Triton's launcher always
+    knobs = _allocation = make_tensordesc_arg = None
 
 _C = {"*": ctypes.c_uint64, "i1": ctypes.c_int8, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
       "i32": ctypes.c_int32, "i64": ctypes.c_int64, "u1": ctypes.c_uint8, "u8": ctypes.c_uint8,
@@ -74,7 +74,8 @@ def _no_hook(hook) -> bool:
 
 
 def hooks_unset() -> bool:
-    return _no_hook(knobs.runtime.launch_enter_hook) and _no_hook(knobs.runtime.launch_exit_hook)
+    return (knobs is not None and _no_hook(knobs.runtime.launch_enter_hook)
+            and _no_hook(knobs.runtime.launch_exit_hook))
 
 
 def _copy_tensor_map(cu_map):
@@ -123,6 +124,7 @@ class DirectLaunch:
         values = (*fixed, *(constexprs[name] for name in kernel.arg_names[len(fixed):]))
         if len(signature) != len(values):
             return None
+        from .plans import _rebased
         by_pos = {pos: (slot, desc) for pos, slot, desc in subs}
         descs = iter(getattr(meta, "tensordesc_meta", None) or ())
         keep, patches, maps = [], [], []
@@ -136,7 +138,6 @@ class DirectLaunch:
                 slot, desc = by_pos.get(pos, (None, None))
                 if desc_meta is None or desc is None:
                     return None                        # not a tensor map, or a descriptor of no slot
-                from .plans import _rebased
                 cu_map, *ints = make_tensordesc_arg(_rebased(desc, slots[slot]), desc_meta)
                 copied = _copy_tensor_map(cu_map)
                 if copied is None or len(ints) % 2:

@@ -630,6 +630,9 @@ def write_markdown(path: Path, rows: list[dict], env: dict) -> None:
              f"ratio to {BASELINE} in parentheses.", ""]
     if env.get("note"):
         parts += [f"**{env['note']}**", ""]
+    if env.get("autograd_threads") == "off":
+        parts += ["**Autograd multithreading off** (`torch.autograd.set_multithreading_enabled(False)`): every "
+                  "backend's backward ran on the calling thread.", ""]
     if env.get("variants"):
         parts += ["Variants (FA_CK_TRITON_CONFIG over fa_ck-triton): "
                   + ", ".join(f"{VARIANT_PREFIX}{n} = `{cfg}`" for n, cfg in env["variants"].items()), ""]
@@ -816,6 +819,10 @@ def parse_args(argv):
                     help="seconds; stop starting new measurements after this, still write results (default 480)")
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=int, default=100, help="do_bench rep, ms")
+    ap.add_argument("--autograd-threads", choices=["on", "off"], default="on",
+                    help="off: torch.autograd.set_multithreading_enabled(False) for the whole sweep, every "
+                         "backend's backward on the calling thread (the README's advice for short single-GPU "
+                         "steps; bench/results/h200-20261202-direct call 3)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="time every backend this many times per point, interleaved, and keep the median "
                          "(default 3; 1 = a single timing each)")
@@ -837,6 +844,12 @@ def parse_args(argv):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    import torch
+    with torch.autograd.set_multithreading_enabled(args.autograd_threads == "on"):   # (restored after)
+        return _sweep(args, argv)
+
+
+def _sweep(args, argv) -> int:
     import torch
 
     on_gpu = torch.cuda.is_available()
@@ -861,6 +874,7 @@ def main(argv=None) -> int:
     if not on_gpu:
         env["note"] = "CPU smoke run: numbers are not kernel speed"
     env["variants"] = {n[len(VARIANT_PREFIX):]: cfg for n, cfg in args.variants.items()}
+    env["autograd_threads"] = args.autograd_threads
     if os.environ.get("FA_CK_TRITON_CONFIG", "").strip():
         print("note: FA_CK_TRITON_CONFIG is set but cleared for the fa_ck backends; use --variant to measure it")
     out_dir = args.out or REPO / "bench" / "results" / \

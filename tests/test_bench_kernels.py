@@ -250,6 +250,20 @@ def test_cpu_smoke_run(K, tmp_path, capsys):
     assert "CPU smoke" in capsys.readouterr().out
 
 
+def test_autograd_threads_off_is_recorded_and_restored(K, tmp_path, monkeypatch):
+    import torch
+    seen = []
+    real = K._sweep
+    monkeypatch.setattr(K, "_sweep", lambda args, argv: (seen.append(torch._C._is_multithreading_enabled()),
+                                                         real(args, argv))[1])
+    assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--time-budget", "0",
+                   "--autograd-threads", "off"]) == 0
+    assert seen == [False] and torch._C._is_multithreading_enabled()
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["env"]["autograd_threads"] == "off"
+    assert "Autograd multithreading off" in (tmp_path / "results.md").read_text()
+
+
 def test_time_budget_zero_still_writes(K, tmp_path):
     assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--time-budget", "0",
                    "--variant", 'v={"fwd": {}}']) == 0

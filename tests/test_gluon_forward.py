@@ -248,8 +248,9 @@ def test_gluon_schedule_switches(monkeypatch):
 
 
 def test_gluon_tma_store_where_it_fits(monkeypatch):
-    """Out by TMA stores by default at head dims up to 128 (measured there), where shared memory
-    holds it: not with 3-deep rings of 128 keys at d128 (256 KB), an error when asked for."""
+    """Out by TMA stores by default, where shared memory holds its staging tiles (whole or half
+    as wide): not with 3-deep rings of 128 keys at d128 (241 KB with half-width tiles), an
+    error when asked for."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
 
@@ -262,7 +263,7 @@ def test_gluon_tma_store_where_it_fits(monkeypatch):
     assert cfg()["TMA_STORE"] and cfg(64)["TMA_STORE"]
     assert not cfg(num_stages=3)["TMA_STORE"]                         # 3 x 128 keys: off by default
     assert cfg(num_stages=3, BLOCK_N=64)["TMA_STORE"]
-    with pytest.raises(ValueError, match="TMA_STORE needs 263168 bytes of shared memory"):
+    with pytest.raises(ValueError, match="TMA_STORE needs 246784 bytes of shared memory"):   # (half-width tiles)
         cfg(num_stages=3, TMA_STORE=True)                              # tiles the user chose: an error
     assert not cfg(num_stages=3, TMA_STORE=True, HOST_DESC=False)["TMA_STORE"]   # no TMA store at all
     assert cfg(64, num_stages=3, TMA_STORE=True)["TMA_STORE"]          # d64: 129 KB
@@ -272,20 +273,23 @@ def test_gluon_tma_store_where_it_fits(monkeypatch):
 
 def test_gluon_forward_at_head_dims_past_128(monkeypatch):
     """Head dims 129-256 (16-bit): the Gluon forward by default with 64-key blocks, 2-deep rings
-    and plain stores (what shared memory holds: Q 64 KB, the rings 128 KB); every autotune
-    candidate fits; fp8 stays at 128 and below (the Gluon backward past 128: test_gluon_backward)."""
+    and out's TMA store through tiles half as wide (what shared memory holds: Q 64 KB, the rings
+    128 KB, 32 KB for out); every autotune candidate fits; fp8 stays at 128 and below (the Gluon
+    backward past 128: test_gluon_backward)."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
     for d in (160, 256):
         q = torch.randn(1, 16, 2, d, dtype=torch.bfloat16)
         cfg = tb._config("fwd", q, d, _params(), 4096, 4096, tma_possible=False, gluon_possible=True)
         assert cfg["GLUON"] and (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_stages"]) == (128, 64, 2)
-        assert not cfg["TMA_STORE"] and cfg["PERSISTENT"] and cfg["HOST_DESC"]
-        assert configs.fwd_gluon_smem(d, cfg, torch.bfloat16) <= configs.SMEM_BYTES_SM90
-        assert configs.fwd_gluon_smem(d, dict(cfg, TMA_STORE=True), torch.bfloat16) > configs.SMEM_BYTES_SM90
+        assert cfg["TMA_STORE"] and cfg["PERSISTENT"] and cfg["HOST_DESC"]
+        assert configs.fwd_gluon_out_cols(d, cfg, torch.bfloat16) == 128        # half of 256
+        assert configs.fwd_gluon_smem(d, cfg, torch.bfloat16) == (64 + 128 + 32) * 1024 + 1024 <= \
+            configs.SMEM_BYTES_SM90
         cands = configs.candidates("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True)
         assert cfg in [dict(cfg, **c) for c in cands] and len(cands) >= 2
-        assert all(configs.fwd_gluon_smem(d, c, torch.bfloat16) <= configs.SMEM_BYTES_SM90 for c in cands)
+        assert all(configs.fwd_gluon_smem(d, dict(c, TMA_STORE=False), torch.bfloat16) <= configs.SMEM_BYTES_SM90
+                   for c in cands)
     q = torch.randn(1, 16, 2, 256, dtype=torch.bfloat16)
     for asked, needs in (({"num_stages": 3}, 263168), ({"BLOCK_N": 128}, 328704),
                          ({"num_stages": 3, "TMA_STORE": True}, 263168)):   # the tiles alone do not fit
@@ -294,9 +298,10 @@ def test_gluon_forward_at_head_dims_past_128(monkeypatch):
             tb._config("fwd", q, 256, _params(), 4096, 4096, tma_possible=False, gluon_possible=True)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"BLOCK_N": 32, "num_stages": 3}}))
     assert tb._config("fwd", q, 256, _params(), 4096, 4096, tma_possible=False, gluon_possible=True)["GLUON"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"TMA_STORE": True}}))   # alone: off where
-    assert not tb._config("fwd", q, 256, _params(), 4096, 4096, tma_possible=False,    # the tiles leave no room
-                          gluon_possible=True)["TMA_STORE"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"BLOCK_N": 32, "TMA_STORE": True}}))
+    assert tb._config("fwd", q, 256, _params(), 4096, 4096, tma_possible=False,
+                      gluon_possible=True)["TMA_STORE"]                      # 32-key blocks: room for all of out
+    assert configs.fwd_gluon_out_cols(256, dict(BLOCK_M=128, BLOCK_N=32, num_stages=2), torch.bfloat16) == 256
     monkeypatch.delenv("FA_CK_TRITON_CONFIG")
     assert not configs.switches("fwd", "cuda:sm90", 256, fp8=True)["GLUON"]
     assert configs.switches("bwd_dkdv", "cuda:sm90", 256, False)["GLUON"]

@@ -294,7 +294,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     (with GLUON): one program per SM walks the tiles, loading the next tile's Q, K and V under
     this one's tail. HOST_DESC (with GLUON): q, k, v go as TMA descriptors made on the host
     (never for varlen), not built per tile on the device. TMA_STORE (with HOST_DESC): out leaves
-    through shared memory as a TMA store, not waited for until the next tile's.
+    through shared memory as a TMA store, not waited for until the next tile's (past d128 in two
+    halves through a tile half as wide: fwd_gluon_out_cols).
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, head dims to 256, GQA where
     gqa_dkdv_gluon_wins and host-made descriptors can serve it); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
@@ -361,8 +362,12 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # h200-20261130-eighth call 6 (same run): d128 forward +1 to +12 % at five of six points
         # (S1024 full 0.87 -> 0.98x), -1 % at S16k full; at d64 then -4 to +1 %. Since the raw
         # row max (h200-20261130-eleventh calls 5-6, same runs) d64 too: nanoGPT +4 % twice,
-        # causal S1024 / S4k +2.7 % twice, full S1024-16k -2.7 to +1.2 %
-        out["TMA_STORE"] = d <= 128
+        # causal S1024 / S4k +2.7 % twice, full S1024-16k -2.7 to +1.2 %. Past d128, through tiles
+        # half as wide (h200-20261202-d256 call 1, GPU time, same run): d256 S512 full 0.76 ->
+        # 0.97x of cuDNN, causal 0.79 -> 1.02x, S1024 0.81 / 0.84 -> 1.00 / 1.09x, S4k 0.95 / 1.05
+        # -> 1.01 / 1.14x, d192 S512 0.69 / 0.74 -> 0.85 / 0.90x: the plain stores' epilogue took
+        # 5.4 us per d256 tile, the TMA store's 1.1
+        out["TMA_STORE"] = True
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
@@ -380,15 +385,25 @@ SMEM_BYTES_SM90 = 232448      # shared memory a program may have on sm90 (227 KB
 
 def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
     """Shared memory (bytes) forward_gluon.py allocates: Q, the K and V rings, P for fp8 (unless
-    P_REGS), out for TMA_STORE (two 64-row tiles of out_bytes elements; by default the input's,
-    4 for fp8, whose out may be float32), and a little for its barriers."""
+    P_REGS), out's staging tiles for TMA_STORE (fwd_gluon_out_cols), and a little for its barriers."""
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 and not cfg.get("P_REGS") else 0)
     if cfg.get("TMA_STORE"):
-        total += bm * d * (out_bytes or (4 if fp8 else elem))
+        total += bm * fwd_gluon_out_cols(head_dim, cfg, dtype, fp8, out_bytes) * (out_bytes or (4 if fp8 else elem))
     return total + 1024
+
+
+def fwd_gluon_out_cols(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
+    """Columns of the tile of out that each consumer warpgroup stages in shared memory for
+    TMA_STORE (64 rows of out_bytes elements; by default the input's, 4 for fp8, whose out may be
+    float32): the whole head dim where that fits, else half of it, out then leaving in two
+    stores (head dims past 128: Q and the rings take 192 KB)."""
+    d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
+    elem = out_bytes or (4 if fp8 else torch.finfo(dtype).bits // 8)
+    rest = fwd_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), dtype, fp8)
+    return d if rest + cfg["BLOCK_M"] * d * elem <= SMEM_BYTES_SM90 else d // 2
 
 
 def dq_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype) -> int:

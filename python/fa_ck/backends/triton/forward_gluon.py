@@ -457,6 +457,15 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
 
 @gluon.jit
+def _store_out(O_DESC, o_smem, out, b, h, m0, col):
+    """out (64 rows, o_smem's columns from col) through o_smem to a TMA store, not waited for."""
+    o_smem.store(out)
+    fence_async_shared()
+    _partition_barrier()              # the whole tile written before one thread issues the store
+    tma.async_copy_shared_to_global(O_DESC, [b, h, m0, col], o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))
+
+
+@gluon.jit
 def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
               other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
@@ -532,11 +541,15 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                 cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
                 if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
                     tma.store_wait(0)                 # the last tile's out has left o_smem
-                    o_smem.store(out.to(out_dtype))
-                    fence_async_shared()
-                    _partition_barrier()              # the whole tile written before one thread issues the store
-                    tma.async_copy_shared_to_global(O_DESC, [b, h, m0, 0],
-                                                    o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))
+                    out = out.to(out_dtype)
+                    if o_smem.shape[1] == BLOCK_D:
+                        _store_out(O_DESC, o_smem, out, b, h, m0, 0)
+                    else:       # a staging tile half as wide (past d128): out leaves in two halves
+                        left, right = gl.split(out.reshape([ROWS, 2, BLOCK_D // 2]).permute((0, 2, 1)))
+                        _store_out(O_DESC, o_smem, left, b, h, m0, 0)
+                        tma.store_wait(0)
+                        _partition_barrier()          # (the wait is the issuing thread's)
+                        _store_out(O_DESC, o_smem, right, b, h, m0, BLOCK_D // 2)
                 else:
                     ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
                     o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
@@ -563,7 +576,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
-                     HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr,
+                     HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
+                     RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
@@ -575,7 +589,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     stays in registers, v's keys stored in quantize.key_position's order, each row of keys zero-
     padded to a multiple of 16 and described to that length. HOST_DESC: Q, K, V are
     host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
-    written through O_DESC, (64, BLOCK_D) tiles of (batch, heads, rows, head_dim) (SMEM_O).
+    written through O_DESC, (64, O_COLS) tiles of (batch, heads, rows, head_dim) (SMEM_O; O_COLS
+    BLOCK_D, or half of it where shared memory holds no more: configs.fwd_gluon_out_cols).
     RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
     fa_ck's own descales, the folded scale kept >= 2^-126)."""
     BLOCK_M: gl.constexpr = 128
@@ -598,7 +613,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         p_smem0 = q_smem                     # stand-ins: P stays in registers
         p_smem1 = q_smem
     if TMA_STORE:
-        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [2, HALF, BLOCK_D], SMEM_O)   # one per warpgroup
+        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [2, HALF, O_COLS], SMEM_O)   # one per warpgroup
         o_smem0 = o_smem.index(0)
         o_smem1 = o_smem.index(1)
     else:

@@ -70,7 +70,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     # (float32 out, fp8 inputs' option, keeps plain stores: its TMA store has not run on a GPU)
     tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
         configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
-    o_arg = _desc4(out, bm // 2, bd) if tma_store else out     # (unused without TMA_STORE)
+    o_cols = configs.fwd_gluon_out_cols(d, cfg, q.dtype, p.fp8, out.element_size())
+    o_arg = _desc4(out, bm // 2, o_cols) if tma_store else out     # (unused without TMA_STORE)
     p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (__init__ decides: v's keys then in key_position's order)
     if host_desc:
         q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
@@ -100,7 +101,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
         SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
-        TMA_STORE=tma_store, SMEM_O=_smem_layout(bm // 2, bd, out.dtype), RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
+        TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(bm // 2, o_cols, out.dtype),
+        RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
         P_REGS=p_regs, num_warps=cfg["num_warps"]))
 
 

@@ -231,6 +231,26 @@ def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch
     assert _config(monkeypatch, head_dim=128, seqlen=1024, **causal)["HOST_DESC"]
 
 
+def test_dkdv_tma_stores_by_default_where_they_measured_faster(monkeypatch):
+    """configs.dkdv_tma_store_wins (h200-20261202-dkdv-store call 1): dK and dV by TMA stores up to
+    1024 query rows per unit (GQA: its q heads' rows together), plain stores past; asked for,
+    at any length; the kernel's shared memory counts their staging tiles up to d128."""
+    causal = dict(causal=True, window_right=0)
+    for d in (64, 128):
+        assert _config(monkeypatch, head_dim=d, seqlen=512, **causal)["TMA_STORE"]
+        assert _config(monkeypatch, head_dim=d, seqlen=1024)["TMA_STORE"]
+        assert not _config(monkeypatch, head_dim=d, seqlen=2048, **causal)["TMA_STORE"]
+    assert _config(monkeypatch, head_dim=128, seqlen=256, group=4)["TMA_STORE"]
+    assert not _config(monkeypatch, head_dim=128, seqlen=512, group=4)["TMA_STORE"]
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"TMA_STORE": true}}')
+    assert _config(monkeypatch, head_dim=128, seqlen=4096)["TMA_STORE"]
+    cfg = dict(BLOCK_M=64, num_stages=2, ONE_PASS=True)
+    assert configs.dkdv_gluon_smem(128, dict(cfg, TMA_STORE=True), torch.bfloat16) == \
+        configs.dkdv_gluon_smem(128, cfg, torch.bfloat16) + 2 * 64 * 128 * 2 <= configs.SMEM_BYTES_SM90
+    assert configs.dkdv_gluon_smem(256, dict(cfg, ONE_PASS=False, TMA_STORE=True), torch.bfloat16) == \
+        configs.dkdv_gluon_smem(256, dict(cfg, ONE_PASS=False), torch.bfloat16)      # (no TMA stores past d128)
+
+
 def test_one_pass_by_default_wherever_the_gluon_kernel_serves(monkeypatch):
     """ONE_PASS (h200-20261130-seventh calls 5, 9; -tenth calls 1-3): with the Gluon dK/dV kernel
     everywhere, never for deterministic calls, never with backward.py's kernel unless asked."""
@@ -384,7 +404,17 @@ DKDV_ASKS = {"registers": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P"
                                     '"ONE_PASS": false, "HOST_DESC": true, "PERSISTENT": true}}',
              # units handed out by an atomic counter (ONE_PASS: the counter lies past dQ's buffer)
              "dynamic": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
-                        '"HOST_DESC": true, "PERSISTENT": true, "DYNAMIC": true}}'}
+                        '"HOST_DESC": true, "PERSISTENT": true, "DYNAMIC": true}}',
+             # dK and dV from the accumulators' registers, not by TMA stores (the default up to d128)
+             "plain_stores": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 64, "STAGE_P": false, "ONE_PASS": true, '
+                             '"HOST_DESC": true, "TMA_STORE": false}}',
+             "plain_stores_device_desc": '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32, "STAGE_P": false, '
+                                         '"ONE_PASS": false, "HOST_DESC": false, "TMA_STORE": false}}'}
+
+
+# every ask but the plain-store ones takes TMA stores at any length (by default only up to 1024 rows)
+DKDV_ASKS = {k: v if "TMA_STORE" in v else v.replace('"GLUON": true', '"GLUON": true, "TMA_STORE": true', 1)
+             for k, v in DKDV_ASKS.items()}
 
 
 PROGRAMS = 1        # SMs a persistent ask sees (gluon_dkdv_calls): one program takes every unit
@@ -420,6 +450,10 @@ def gluon_dkdv_calls(request, monkeypatch):
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:
         assert not dq_calls                                   # dQ came from the dK/dV kernel
+    # dK / dV by TMA stores up to d128 as asked (past d128: no room), varlen's too
+    narrow = [c for _, c in launches if c["BLOCK_D"] <= 128]
+    assert all(c["TMA_STORE"] == asked["TMA_STORE"] for c in narrow)
+    assert not any(c["TMA_STORE"] for _, c in launches if c["BLOCK_D"] > 128)
 
 
 @gpu

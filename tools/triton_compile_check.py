@@ -154,7 +154,7 @@ def gluon_kernels():
         return
     from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
-    pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "O_DESC", "DO", "DK", "DV", "DQ")}
+    pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "O_DESC", "DO", "DK", "DV", "DK_DESC", "DV_DESC", "DQ")}
     pointers.update(DQ_ACC="*fp32", DQ_BUF="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
                     scale="fp32", scale_log2="fp32")
     bf16 = torch.bfloat16
@@ -165,15 +165,16 @@ def gluon_kernels():
             masks = dict(VARLEN=False, MASK_LEFT=False, MASK_RIGHT=causal)
             cfg = configs.default("fwd", "cuda:sm90", d, bf16, gluon=True)
             kv = gluon._smem_layout(cfg["BLOCK_N"], bd, bf16)
+            o_cols = configs.fwd_gluon_out_cols(d, cfg, bf16)     # out's staging tile: half as wide past d128
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=kv, SMEM_V=kv,
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
-                          PINGPONG=False, FP8=False, P_SCALE=1.0, SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, bd, bf16),
-                          RAW_MAX=True, P_REGS=False,
+                          PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
+                          SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
                           num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                                                          if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-            out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, bd]))
+            out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o_cols]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             if d > 128:   # 16 bits only (fp8 stops at d128); the backward split by columns, two passes
@@ -217,13 +218,16 @@ def gluon_kernels():
                           ONE_PASS=True,
                           SMEM_DQ=gluon._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
                           FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), LSE_PREP=bool(cfg.get("LSE_PREP")),
-                          num_warps=cfg["num_warps"])
+                          TMA_STORE=configs.switches("bwd_dkdv", "cuda:sm90", d, False)["TMA_STORE"],
+                          SMEM_O=gluon._smem_layout(64, bd, bf16), num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
             # q, k, v, dO and dQ's buffer as host-made descriptors (asked for; not yet run on a GPU)
             bm = cfg["BLOCK_M"]
             descs = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), DO=_desc_type(bf16, [1, 1, bm, bd]),
                          K=_desc_type(bf16, [1, 1, 128, bd]), V=_desc_type(bf16, [1, 1, 128, bd]))
+            if consts["TMA_STORE"]:
+                descs.update(DK_DESC=_desc_type(bf16, [1, 1, 64, bd]), DV_DESC=_desc_type(bf16, [1, 1, 64, bd]))
             if consts["ONE_PASS"]:
                 descs["DQ_ACC"] = _desc_type(torch.float32, [1, 1, bm, bd // 2])
             host = dict(consts, HOST_DESC=True)
@@ -253,6 +257,11 @@ def gluon_kernels():
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                     _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
+            # dK and dV by plain stores (asked for), host-made descriptors
+            plain = dict(host, TMA_STORE=not host["TMA_STORE"])
+            yield f"bwd_dkdv gluon host-desc {'tma' if plain['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", \
+                bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, plain, dict(
+                    pointers, **{k: v for k, v in descs.items() if plain["TMA_STORE"] or "_DESC" not in k})), plain, cfg
             cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16),
@@ -276,7 +285,7 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
                   STAGE_P=False, SMEM_P=gluon._smem_layout(bn, bm // 2, bf16), ONE_PASS=False,
                   SMEM_DQ=gluon._smem_layout(bm, bd // 2, torch.float32), HOST_DESC=False,
                   FROM_ZERO=configs.dkdv_from_zero_wins(d, masks["MASK_RIGHT"]), LSE_PREP=bool(cfg.get("LSE_PREP")),
-                  num_warps=cfg["num_warps"])
+                  TMA_STORE=False, SMEM_O=gluon._smem_layout(64, bd, bf16), num_warps=cfg["num_warps"])
     yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
         _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
     descs = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), DO=_desc_type(bf16, [1, 1, bm, bd]),
@@ -470,7 +479,8 @@ def main(argv=None) -> int:
             if name.startswith("bwd_dkdv gluon"):  # the launcher sizes its K/V buffers by this estimate
                 est = "dkdv_gluon_smem", configs.dkdv_gluon_smem(
                     consts["BLOCK_D"], dict(BLOCK_M=consts["BLOCK_M"], num_stages=consts["NUM_BUF"],
-                                            STAGE_P=consts["STAGE_P"], ONE_PASS=consts["ONE_PASS"]),
+                                            STAGE_P=consts["STAGE_P"], ONE_PASS=consts["ONE_PASS"],
+                                            TMA_STORE=consts["TMA_STORE"]),
                     torch.bfloat16, consts["NUM_KV"])
             if name.startswith("fwd gluon"):       # the launcher refuses tiles and drops TMA stores by this estimate
                 f8 = consts["FP8"]

@@ -270,6 +270,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
                                  configs.dkdv_host_desc_wins(head_dim, p.has_window, sk),
                                  configs.dkdv_persistent_wins(head_dim, sk, False),
+                                 configs.dkdv_tma_store_wins(sq, group),
                                  kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
                                                                                      sk, p.fp8), tma_possible,
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
@@ -307,6 +308,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk)
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
         sw["FROM_ZERO"] = configs.dkdv_from_zero_wins(head_dim, p.has_window)
+    if kernel == "bwd_dkdv" and "TMA_STORE" not in over_sw:
+        sw["TMA_STORE"] = configs.dkdv_tma_store_wins(sq, group)
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
     if kernel == "bwd_dkdv" and sw["GLUON"] and sw["ONE_PASS"] and configs.block_d(head_dim) > 128:
@@ -377,8 +380,8 @@ def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype
         what, tiles = "the Gluon forward", configs.fwd_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), dtype, fp8)
     elif kernel == "bwd_dq":
         what, tiles = "the Gluon dQ kernel", configs.dq_gluon_smem(head_dim, cfg, dtype)
-    else:   # (the launcher gives up the second K / V buffer where it does not fit)
-        what, tiles = "the Gluon dK/dV kernel", configs.dkdv_gluon_smem(head_dim, cfg, dtype)
+    else:   # (the launcher gives up the second K / V buffer, then the TMA stores, where they do not fit)
+        what, tiles = "the Gluon dK/dV kernel", configs.dkdv_gluon_smem(head_dim, dict(cfg, TMA_STORE=False), dtype)
     if tiles > configs.SMEM_BYTES_SM90:
         tile = "BLOCK_M" if kernel == "bwd_dkdv" else "BLOCK_N"
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {what} needs {tiles} bytes of shared memory with {tile} "

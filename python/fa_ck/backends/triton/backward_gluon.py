@@ -58,7 +58,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 from .common import query_blocks
 from .forward_gluon import (_acc_layout, _invalidate_rings, _issue, _key_blocks, _ring_barriers, _rows, _scores,
-                            _sequence, _stream_kv)
+                            _sequence, _store_out, _stream_kv)
 
 # a barrier among one partition's threads: gl.barrier in Triton 3.7, gl.thread_barrier in 3.6
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
@@ -250,18 +250,21 @@ def _probs_t(k_tile, v_tile, q_t, do_t, s_zero, lse_s, delta, m0, offs_n, full_l
 
 
 @gluon.jit
-def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                  q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
-                  stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
-                  seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
-                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr,
-                  PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
+def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free, kv_bar,
+                  kv_empty, q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb,
+                  stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units,
+                  n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                  window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                  STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr,
+                  HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr,
+                  GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
     """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
     the unit's K and V buffer; past d128 the unit's 64 keys, columns WG * BLOCK_D / 2 on: see
     _consume_unit) against the unit's query blocks, of every q head of its kv head (GROUP, GQA;
     _bwd_unit), then their dK and dV
-    stored from registers while the producer may already load the next unit's tiles; j counts
+    stored (from registers, or TMA_STORE through o_smem, this warpgroup's (64, BLOCK_D) staging
+    tile, as TMA stores through DK_DESC / DV_DESC) while the producer may already load the next
+    unit's tiles; j counts
     steps across units (the Q / dO ring's and ds_full / ds_free's phases). DYNAMIC: each unit's
     number read from unit_smem once its K and V are in (_unit_at), until one past the last. One
     unit (not PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at
@@ -271,46 +274,49 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
         t = 0
         u = _unit_at(unit_smem, kv_bar, t)
         while u < n_units:
-            j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar,
-                              kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh,
-                              stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb,
-                              num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                              window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG,
-                              HOST_DESC, LSE_PREP, GROUP)
+            j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free,
+                              kv_bar, kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc,
+                              stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs,
+                              stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale,
+                              scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P,
+                              ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP, TMA_STORE)
             t += 1
             u = _unit_at(unit_smem, kv_bar, t)
     elif PERSISTENT:
         j = 0
         t = 0
         for u in range(u0, n_units, gl.num_programs(0)):
-            j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar,
-                              kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh,
-                              stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb,
-                              num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                              window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG,
-                              HOST_DESC, LSE_PREP, GROUP)
+            j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free,
+                              kv_bar, kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc,
+                              stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs,
+                              stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale,
+                              scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P,
+                              ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP, TMA_STORE)
             t += 1
     else:
-        _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                      q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
-                      stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K,
-                      seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN, MASK_LEFT,
-                      MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP)
-    if ONE_PASS:
+        _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free, kv_bar,
+                      kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh,
+                      stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, u0 * 0, u0 * 0,
+                      n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                      window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, HOST_DESC,
+                      LSE_PREP, GROUP, TMA_STORE)
+    if ONE_PASS or TMA_STORE:
         tma.store_wait(0)
 
 
 @gluon.jit
-def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                  q_full, q_empty, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
-                  stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K,
-                  seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN: gl.constexpr,
-                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr,
-                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr,
-                  GROUP: gl.constexpr):
+def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free, kv_bar,
+                  kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh,
+                  stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb, num_heads,
+                  CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
+                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr,
+                  ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr,
+                  LSE_PREP: gl.constexpr, GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
     """_bwd_consumer's unit u, the program's t-th, after j steps -> j after it. DSPLIT (head dims
     past 128, _bwd_unit_dsplit): the warpgroup's dK and dV are the unit's 64 keys by half the
-    columns, not 64 of its 128 keys by every column."""
+    columns, not 64 of its 128 keys by every column. TMA_STORE (up to d128): dK, then dV, through
+    o_smem to TMA stores, the second once the first has read the tile; plain stores from the accumulators' layout took ~5 us per 64 KB where a TMA store
+    took ~1 (the forward's out, bench/results/h200-20261202-d256 call 1)."""
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     BLOCK_D: gl.constexpr = k_smem.shape[2]
     DSPLIT: gl.constexpr = BLOCK_D > 128
@@ -343,15 +349,23 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_
                               window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, b,
                               h * GROUP, HOST_DESC, LSE_PREP, stride_lh, GROUP)
     mbarrier.arrive(kv_empty.index(kb), count=1)  # the unit's multiplies, all waited for, read K and V no more
-    # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
-    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
-    cols = COL0 + gl.arange(0, COLS, layout=gl.SliceLayout(0, d_layout))
-    ok = (n0 + ROW0 + rows[:, None] < sk) & (cols[None, :] < head_dim)
-    key0 = k_start + n0 + ROW0
-    gl.store(DK + b64 * stride_dkb + h64 * stride_dkh + key0 * stride_dks + rows[:, None] * stride_dks
-             + cols[None, :], (dk * scale).to(dtype), mask=ok)
-    gl.store(DV + b64 * stride_dvb + h64 * stride_dvh + key0 * stride_dvs + rows[:, None] * stride_dvs
-             + cols[None, :], dv.to(dtype), mask=ok)
+    if TMA_STORE:   # rows past seqlen_k and columns past head_dim are not written
+        tma.store_wait(0)                         # the last unit's dV (and dQ's adds) have left shared memory
+        _partition_barrier()                      # (the wait is the issuing thread's)
+        _store_out(DK_DESC, o_smem, (dk * scale).to(dtype), b, h, n0 + ROW0, 0, HOST_DESC)
+        tma.store_wait(0)
+        _partition_barrier()
+        _store_out(DV_DESC, o_smem, dv.to(dtype), b, h, n0 + ROW0, 0, HOST_DESC)
+    else:
+        # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
+        rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
+        cols = COL0 + gl.arange(0, COLS, layout=gl.SliceLayout(0, d_layout))
+        ok = (n0 + ROW0 + rows[:, None] < sk) & (cols[None, :] < head_dim)
+        key0 = k_start + n0 + ROW0
+        gl.store(DK + b64 * stride_dkb + h64 * stride_dkh + key0 * stride_dks + rows[:, None] * stride_dks
+                 + cols[None, :], (dk * scale).to(dtype), mask=ok)
+        gl.store(DV + b64 * stride_dvb + h64 * stride_dvh + key0 * stride_dvs + rows[:, None] * stride_dvs
+                 + cols[None, :], dv.to(dtype), mask=ok)
     return j
 
 
@@ -556,7 +570,7 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
 
 
 @gluon.jit
-def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, counter_offset, CU_Q, CU_K,
+def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_ACC, DQ_BUF, counter_offset, CU_Q, CU_K,
                           stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                           stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
                           stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
@@ -568,7 +582,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
                           FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr,
-                          DYNAMIC: gl.constexpr, GROUP: gl.constexpr, num_warps: gl.constexpr):
+                          DYNAMIC: gl.constexpr, GROUP: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr,
+                          num_warps: gl.constexpr):
     """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head, 64 past d128): one program
     per unit, or with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
     rings and barriers carried from one unit to the next; DYNAMIC (with ONE_PASS): program p's
@@ -583,7 +598,10 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
     tiles (SMEM_DQ: their layout). HOST_DESC: Q, K, V, DO (and DQ_ACC with ONE_PASS) are host-made
     4-D TMA descriptors over (batch, heads, rows, head_dim), not pointers (no varlen): no
-    descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth)."""
+    descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth).
+    TMA_STORE (up to d128): dK and dV leave by TMA stores of (64, BLOCK_D) tiles (SMEM_O), staged per
+    warpgroup, through DK_DESC / DV_DESC (host-made 4-D descriptors with HOST_DESC; else made
+    here from DK and DV); without it they are written from registers (DK_DESC, DV_DESC unused)."""
     DSPLIT: gl.constexpr = BLOCK_D > 128           # _bwd_unit_dsplit: 64 keys, dK / dV split by columns
     BLOCK_N: gl.constexpr = 64 if DSPLIT else 128
     HALF: gl.constexpr = 64
@@ -592,11 +610,12 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
     gl.static_assert(HOST_DESC or GROUP == 1, "GQA: 4-D descriptors over every q head")
     gl.static_assert(PERSISTENT or not DYNAMIC, "DYNAMIC schedules a persistent grid")
     gl.static_assert(ONE_PASS or not DYNAMIC, "DYNAMIC's counter lies past dQ's buffer")
+    gl.static_assert(not (DSPLIT and TMA_STORE), "dK / dV by TMA stores up to d128 (shared memory)")
     u0 = gl.program_id(0)
     n_kb = gl.cdiv(seqlen_k, BLOCK_N)               # seqlen_k: the longest sequence's (varlen)
     n_units = n_kb * num_heads * batch
     if HOST_DESC:
-        k_desc, v_desc, q_desc, do_desc, dq_desc = K, V, Q, DO, DQ_ACC
+        k_desc, v_desc, q_desc, do_desc, dq_desc, dk_desc, dv_desc = K, V, Q, DO, DQ_ACC, DK_DESC, DV_DESC
         dtype: gl.constexpr = Q.dtype
     else:   # one unit per program: its descriptors (varlen: its sequence's bounds) made here
         b, h, n0, q_start, k_start, sq, sk, _, _, _, _ = _dkdv_tile(u0, n_kb, num_heads, CU_Q, CU_K, seqlen_q,
@@ -619,6 +638,12 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
                             BLOCK_M, BLOCK_D // 2, SMEM_DQ)
         else:
             dq_desc = k_desc                                  # stand-in, never used
+        dk_desc, dv_desc = DK_DESC, DV_DESC                   # (stand-ins without TMA_STORE)
+        if TMA_STORE:
+            dk_desc = _rows(DK + b64 * stride_dkb + h64 * stride_dkh, k_start, stride_dks, sk, head_dim, HALF,
+                            BLOCK_D, SMEM_O)
+            dv_desc = _rows(DV + b64 * stride_dvb + h64 * stride_dvh, k_start, stride_dvs, sk, head_dim, HALF,
+                            BLOCK_D, SMEM_O)
         dtype: gl.constexpr = Q.dtype.element_ty
 
     # K, V and dS^T with a leading axis: see _bwd_unit
@@ -637,6 +662,10 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
     dq_smem = q_smem
     if ONE_PASS:   # each warpgroup's dQ columns on their way to the TMA reduce-add
         dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, BLOCK_D // 2], SMEM_DQ)
+    o_smem0, o_smem1 = q_smem.index(0), q_smem.index(0)      # stand-ins: plain stores
+    if TMA_STORE:  # each warpgroup's dK, then dV, on their way to the TMA stores
+        o_smem = gl.allocate_shared_memory(dtype, [2, HALF, BLOCK_D], SMEM_O)
+        o_smem0, o_smem1 = o_smem.index(0), o_smem.index(1)
     kv_bar = gl.allocate_shared_memory(gl.int64, [NUM_KV, 1], mbarrier.MBarrierLayout())
     kv_empty = gl.allocate_shared_memory(gl.int64, [NUM_KV, 1], mbarrier.MBarrierLayout())
     # DYNAMIC: each K / V buffer's unit number, from producer to consumers (a stand-in otherwise)
@@ -658,18 +687,18 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, DQ_BUF, count
         mbarrier.init(q_empty.index(i), count=2)
 
     gl.warp_specialize([
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                         q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
-                         stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
-                         seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
-                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, HOST_DESC, LSE_PREP, PERSISTENT,
-                         DYNAMIC, GROUP)),
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty,
-                         q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks,
-                         stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
-                         seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right, VARLEN,
-                         MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC, LSE_PREP, PERSISTENT,
-                         DYNAMIC, GROUP)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem0, ds_full, ds_free,
+                         kv_bar, kv_empty, q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dk_desc, dv_desc, dq_desc,
+                         stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
+                         u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0,
+                         HOST_DESC, LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
+        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem1, ds_full, ds_free,
+                         kv_bar, kv_empty, q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dk_desc, dv_desc, dq_desc,
+                         stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
+                         u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
+                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1,
+                         HOST_DESC, LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                          q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
                          window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT, DYNAMIC,

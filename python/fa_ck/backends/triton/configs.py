@@ -249,6 +249,16 @@ def dkdv_dynamic_wins(head_dim: int) -> bool:
     return block_d(head_dim) <= 64
 
 
+def dkdv_tma_store_wins(seqlen_q: int, group: int = 1) -> bool:
+    """Where the Gluon dK/dV kernel's dK and dV by TMA stores (TMA_STORE) beat plain stores from
+    the accumulators, the backward's GPU time on the H200 (bf16, same run, h200-20261202-dkdv-store
+    call 1): units of few query blocks, whose epilogue weighs: d128 S512 causal 0.85x -> 0.97x of
+    cuDNN, full 0.85x -> 0.93x, d64 S512 causal 1.00x -> 1.09x, nanoGPT's shape 0.96x -> 1.00x;
+    at d128 S4k they lost 2 % (causal) and 4 % (full). Up to 1024 query rows per unit (GQA: its
+    q heads' rows together)."""
+    return seqlen_q * group <= 1024
+
+
 def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
     """Where a persistent Gluon dK/dV grid (PERSISTENT) beat one program per unit, fwd+bwd on the
     H200 (bf16, same runs): with DYNAMIC (dkdv_dynamic_wins, which needs ONE_PASS) everywhere.
@@ -326,7 +336,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     its dK / dV stores. By default where dkdv_persistent_wins. DYNAMIC (with PERSISTENT and
     ONE_PASS): one program per SM, units past the first ones handed out by an atomic counter (as
     the hardware hands the next program to whichever SM frees), not round-robin; by default where
-    dkdv_dynamic_wins.
+    dkdv_dynamic_wins. TMA_STORE (bwd_dkdv, with GLUON, up to d128, where shared memory holds
+    two 64-row staging tiles beside the rest): dK and dV leave through
+    shared memory as TMA stores, not from the accumulators' registers; by default where
+    dkdv_tma_store_wins.
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
@@ -375,6 +388,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["HOST_DESC"] = True              # where dkdv_host_desc_wins; the launcher decides
         out["FROM_ZERO"] = True              # where dkdv_from_zero_wins; the launcher decides
         out["LSE_PREP"] = d <= 64            # d128: -6 to +3 % (h200-20261130-twelfth call 1)
+        out["TMA_STORE"] = True              # where dkdv_tma_store_wins; the launcher: up to d128, where it fits
         out["PERSISTENT"] = False            # where dkdv_persistent_wins; _work_out_config decides
         out["DYNAMIC"] = False               # where dkdv_dynamic_wins; _work_out_config decides
     return out
@@ -416,7 +430,8 @@ def dq_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype) -> int:
 def dkdv_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, num_kv: int = 1) -> int:
     """Shared memory (bytes) backward_gluon.py's dK/dV kernel allocates: num_kv K and V tiles,
     the Q and dO rings, P^T with STAGE_P or past d128, dS^T with STAGE_P, ONE_PASS or past d128,
-    dQ's two fp32 tiles with ONE_PASS, and a little for its barriers."""
+    dQ's two fp32 tiles with ONE_PASS, dK's / dV's two staging tiles with TMA_STORE (up to
+    d128), and a little for its barriers."""
     d, elem = block_d(head_dim), torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], gluon_block_n_bwd(head_dim)
     total = 2 * num_kv * bn * d * elem + 2 * cfg["num_stages"] * bm * d * elem
@@ -426,6 +441,8 @@ def dkdv_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, num_kv: int = 
         total += bn * bm * elem
     if cfg.get("ONE_PASS"):
         total += bm * d * 4
+    if cfg.get("TMA_STORE") and d <= 128:
+        total += 2 * 64 * d * elem
     return total + 1024
 
 
@@ -477,7 +494,7 @@ OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX", "P_REGS"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
-                 "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC"),
+                 "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
 }
 

@@ -457,12 +457,18 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
 
 @gluon.jit
-def _store_out(O_DESC, o_smem, out, b, h, m0, col):
-    """out (64 rows, o_smem's columns from col) through o_smem to a TMA store, not waited for."""
+def _store_out(O_DESC, o_smem, out, b, h, m0, col, FOUR_D: gl.constexpr = True):
+    """out (64 rows, o_smem's columns from col) through o_smem to a TMA store, not waited for.
+    FOUR_D: O_DESC is a host-made descriptor over (batch, heads, rows, cols), the tile that of (b,
+    h); else a per-head 2-D one."""
     o_smem.store(out)
     fence_async_shared()
     _partition_barrier()              # the whole tile written before one thread issues the store
-    tma.async_copy_shared_to_global(O_DESC, [b, h, m0, col], o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))
+    if FOUR_D:
+        tma.async_copy_shared_to_global(O_DESC, [b, h, m0, col],
+                                        o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))
+    else:
+        tma.async_copy_shared_to_global(O_DESC, [m0, col], o_smem)
 
 
 @gluon.jit

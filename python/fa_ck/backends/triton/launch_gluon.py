@@ -165,7 +165,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     buffers where shared memory holds them (the defaults' up to d64); round-robin, or with
     DYNAMIC and ONE_PASS from a counter: the int32 zero just past dq_acc's elements (room made
     by __init__._dq_accumulator, checked here; zeroed with the buffer by bwd_preprocess, or made
-    zeros for varlen)."""
+    zeros for varlen). TMA_STORE (up to d128, where shared memory holds the staging tiles beside
+    the rest): dK and dV leave by TMA stores."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     assert bn == configs.gluon_block_n_bwd(d), "the kernel fixes its keys per unit (__init__ checks asked tiles)"
     one_pass = bool(cfg["ONE_PASS"])
@@ -175,6 +176,11 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     units, sms = _cdiv(sk, bn) * hkv * b, _sm_count(q.device)
     persistent = bool(cfg.get("PERSISTENT")) and host_desc and units > sms
     num_kv = 2 if persistent and configs.dkdv_gluon_smem(d, cfg, q.dtype, 2) <= configs.SMEM_BYTES_SM90 else 1
+    # TMA_STORE: dK and dV through shared memory to TMA stores (up to d128; with HOST_DESC through
+    # host-made descriptors, else the kernel makes them)
+    tma_store = bool(cfg.get("TMA_STORE")) and bd <= 128 and _tma_ok(dk, dv) and \
+        configs.dkdv_gluon_smem(d, cfg, q.dtype, num_kv) <= configs.SMEM_BYTES_SM90
+    dk_arg, dv_arg = (_desc4(dk, 64, bd), _desc4(dv, 64, bd)) if tma_store and host_desc else (dk, dv)
     if host_desc:
         args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))
         dq_arg = _desc4(dq_acc, bm, bd // 2) if one_pass else dq_acc
@@ -188,7 +194,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         raise ValueError("DYNAMIC needs dq_acc from _dq_accumulator: its counter lies past the buffer's elements")
     grid = sms if dynamic else _coprime_programs(units, _cdiv(sk, bn), sms) if persistent else units
     _launch(bwd_dkdv_gluon_kernel, (grid, 1, 1), (
-        *args, lse, delta, dk, dv, dq_arg, dq_acc, dq_acc.numel() if dynamic else 0, cu_q, cu_k,
+        *args, lse, delta, dk, dv, dk_arg, dv_arg, dq_arg, dq_acc, dq_acc.numel() if dynamic else 0, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
         *_lse_strides(lse, p.varlen), sq, sk, d,
@@ -202,7 +208,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
         SMEM_P=_smem_layout(bn // 2, bm, q.dtype) if bd <= 128 else _smem_layout(bn, bm // 2, q.dtype),
         SMEM_DQ=_smem_layout(bm, bd // 2, torch.float32), HOST_DESC=host_desc,
         FROM_ZERO=bool(cfg.get("FROM_ZERO")), LSE_PREP=bool(cfg.get("LSE_PREP")), PERSISTENT=persistent,
-        DYNAMIC=dynamic, GROUP=group, num_warps=cfg["num_warps"]))
+        DYNAMIC=dynamic, GROUP=group, TMA_STORE=tma_store, SMEM_O=_smem_layout(64, bd, dk.dtype),
+        num_warps=cfg["num_warps"]))
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):

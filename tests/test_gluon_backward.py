@@ -232,16 +232,18 @@ def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch
 
 
 def test_dkdv_tma_stores_by_default_where_they_measured_faster(monkeypatch):
-    """configs.dkdv_tma_store_wins (h200-20261202-dkdv-store call 1): dK and dV by TMA stores up to
-    1024 query rows per unit (GQA: its q heads' rows together), plain stores past; asked for,
-    at any length; the kernel's shared memory counts their staging tiles up to d128."""
+    """configs.dkdv_tma_store_wins (h200-20261202-dkdv-store calls 1, 3, 6): dK and dV by TMA stores
+    up to 1024 query rows, on one-pass calls and on two-pass ones up to d64; GQA, two-pass calls
+    past d64 (deterministic) and longer ones keep plain stores; asked for, any of them; the
+    kernel's shared memory counts their staging tiles up to d128."""
     causal = dict(causal=True, window_right=0)
     for d in (64, 128):
         assert _config(monkeypatch, head_dim=d, seqlen=512, **causal)["TMA_STORE"]
-        assert _config(monkeypatch, head_dim=d, seqlen=1024)["TMA_STORE"]
+        assert _config(monkeypatch, head_dim=d, seqlen=1024)["TMA_STORE"]      # (two passes at d64 full)
         assert not _config(monkeypatch, head_dim=d, seqlen=2048, **causal)["TMA_STORE"]
-    assert _config(monkeypatch, head_dim=128, seqlen=256, group=4)["TMA_STORE"]
-    assert not _config(monkeypatch, head_dim=128, seqlen=512, group=4)["TMA_STORE"]
+        assert not _config(monkeypatch, head_dim=d, seqlen=256, group=4)["TMA_STORE"]
+    assert _config(monkeypatch, head_dim=64, seqlen=512, deterministic=True)["TMA_STORE"]
+    assert not _config(monkeypatch, head_dim=128, seqlen=512, deterministic=True)["TMA_STORE"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"TMA_STORE": true}}')
     assert _config(monkeypatch, head_dim=128, seqlen=4096)["TMA_STORE"]
     cfg = dict(BLOCK_M=64, num_stages=2, ONE_PASS=True)
@@ -450,9 +452,10 @@ def gluon_dkdv_calls(request, monkeypatch):
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:
         assert not dq_calls                                   # dQ came from the dK/dV kernel
-    # dK / dV by TMA stores up to d128 as asked (past d128: no room), varlen's too
+    # dK / dV by TMA stores as asked, through host-made descriptors only (not varlen's) and up to
+    # d128 (past it: no room)
     narrow = [c for _, c in launches if c["BLOCK_D"] <= 128]
-    assert all(c["TMA_STORE"] == asked["TMA_STORE"] for c in narrow)
+    assert all(c["TMA_STORE"] == (asked["TMA_STORE"] and c["HOST_DESC"]) for c in narrow)
     assert not any(c["TMA_STORE"] for _, c in launches if c["BLOCK_D"] > 128)
 
 
@@ -552,12 +555,17 @@ def test_dynamic_dkdv_replays_and_graphs_start_their_counter_afresh(monkeypatch)
         assert (dq.float() - dq1.float()).abs().max().item() <= 2 * dq1.float().abs().max().item() * 2 ** -8
 
 
-@pytest.fixture
-def gluon_dq_calls(monkeypatch):
-    """Asks for the Gluon dQ kernel (and two passes, where the dK/dV kernel would add dQ itself)
-    and counts its launches."""
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(ASK_DQ), "bwd_dkdv": {"ONE_PASS": False}}))
-    return count_calls(monkeypatch, gluon, "_dq_gluon")
+@pytest.fixture(params=[True, False], ids=["dq_tma_store", "dq_plain_store"])
+def gluon_dq_calls(request, monkeypatch):
+    """Asks for the Gluon dQ kernel (and two passes, where the dK/dV kernel would add dQ itself),
+    its dQ by a TMA store (the default) or by plain stores, and counts its launches; afterwards
+    checks the store reached the kernel."""
+    ask = json.loads(ASK_DQ)
+    ask["bwd_dq"]["TMA_STORE"] = request.param
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**ask, "bwd_dkdv": {"ONE_PASS": False}}))
+    launches = record_launches(monkeypatch, plans, gluon.bwd_dq_gluon_kernel)
+    yield count_calls(monkeypatch, gluon, "_dq_gluon")
+    assert launches and all(c["TMA_STORE"] == request.param for _, c in launches)
 
 
 @gpu

@@ -218,25 +218,25 @@ def gluon_kernels():
                           ONE_PASS=True,
                           SMEM_DQ=gluon._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
                           FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), LSE_PREP=bool(cfg.get("LSE_PREP")),
-                          TMA_STORE=configs.switches("bwd_dkdv", "cuda:sm90", d, False)["TMA_STORE"],
-                          SMEM_O=gluon._smem_layout(64, bd, bf16), num_warps=cfg["num_warps"])
+                          TMA_STORE=False, SMEM_O=gluon._smem_layout(64, bd, bf16), num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
-            # q, k, v, dO and dQ's buffer as host-made descriptors (asked for; not yet run on a GPU)
+            # q, k, v, dO and dQ's buffer as host-made descriptors (the default where dkdv_host_desc_wins)
             bm = cfg["BLOCK_M"]
             descs = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), DO=_desc_type(bf16, [1, 1, bm, bd]),
                          K=_desc_type(bf16, [1, 1, 128, bd]), V=_desc_type(bf16, [1, 1, 128, bd]))
-            if consts["TMA_STORE"]:
-                descs.update(DK_DESC=_desc_type(bf16, [1, 1, 64, bd]), DV_DESC=_desc_type(bf16, [1, 1, 64, bd]))
+            # dK / dV by TMA stores (host-made descriptors only): the default up to 1024 query rows
+            descs.update(DK_DESC=_desc_type(bf16, [1, 1, 64, bd]), DV_DESC=_desc_type(bf16, [1, 1, 64, bd]))
             if consts["ONE_PASS"]:
                 descs["DQ_ACC"] = _desc_type(torch.float32, [1, 1, bm, bd // 2])
-            host = dict(consts, HOST_DESC=True)
+            host = dict(consts, HOST_DESC=True, TMA_STORE=True)
+            plain_descs = dict(pointers, **{k: v for k, v in descs.items() if "_DESC" not in k})   # dk, dv pointers
             yield f"bwd_dkdv gluon host-desc bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, host, dict(pointers, **descs)), host, cfg
             # GQA (4 q heads per kv head: a unit steps through them; host-made descriptors only)
-            gqa = dict(host, GROUP=4)
+            gqa = dict(host, GROUP=4, TMA_STORE=False)      # (GQA keeps plain stores: dkdv_tma_store_wins)
             yield f"bwd_dkdv gluon gqa bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
-                _gluon_sig(bwd_dkdv_gluon_kernel, gqa, dict(pointers, **descs)), gqa, cfg
+                _gluon_sig(bwd_dkdv_gluon_kernel, gqa, plain_descs), gqa, cfg
             # LSE_PREP the other way from its default (on at d64, off at d128)
             flip = dict(host, LSE_PREP=not host["LSE_PREP"])
             yield f"bwd_dkdv gluon host-desc {'lse-prep' if flip['LSE_PREP'] else 'plain-lse'} bf16 d{d} {mode}", \
@@ -249,22 +249,29 @@ def gluon_kernels():
             yield f"bwd_dkdv gluon dynamic bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, dynamic, dict(pointers, **descs)), dynamic, cfg
             # GQA's schedule by default: from the counter at d64, round-robin up to 1024 keys at d128
-            gqa_sched = dict(dynamic if d <= 64 else persist, GROUP=4)
+            gqa_sched = dict(dynamic if d <= 64 else persist, GROUP=4, TMA_STORE=False)
             yield f"bwd_dkdv gluon gqa {'dynamic' if d <= 64 else 'persistent'} bf16 d{d} {mode}", \
-                bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, gqa_sched, dict(pointers, **descs)), \
-                gqa_sched, cfg
+                bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, gqa_sched, plain_descs), gqa_sched, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
                 yield f"bwd_dkdv gluon two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                     _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
-            # dK and dV by plain stores (asked for), host-made descriptors
-            plain = dict(host, TMA_STORE=not host["TMA_STORE"])
-            yield f"bwd_dkdv gluon host-desc {'tma' if plain['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", \
-                bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, plain, dict(
-                    pointers, **{k: v for k, v in descs.items() if plain["TMA_STORE"] or "_DESC" not in k})), plain, cfg
+                # two passes on host-made descriptors, dK / dV by TMA stores up to d64 (d64 full by
+                # default up to 1024 query rows), plain past it (deterministic d128)
+                two = dict(host, ONE_PASS=False, TMA_STORE=d <= 64)
+                yield f"bwd_dkdv gluon host-desc two-pass bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, _gluon_sig(
+                    bwd_dkdv_gluon_kernel, two, dict(
+                        pointers, **{k: v for k, v in descs.items() if k != "DQ_ACC" and (d <= 64 or "_DESC" not in k)})), \
+                    two, cfg
+            # dK and dV by plain stores on host-made descriptors (the default from 1024 query rows)
+            plain = dict(host, TMA_STORE=False)
+            yield f"bwd_dkdv gluon host-desc plain-store bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, _gluon_sig(
+                bwd_dkdv_gluon_kernel, plain, plain_descs), \
+                plain, cfg
             cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                           SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16), SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16),
+                          TMA_STORE=configs.switches("bwd_dq", "cuda:sm90", d, False)["TMA_STORE"],
                           num_warps=cfg["num_warps"])
             yield f"bwd_dq gluon bf16 d{d} {mode}", bwd_dq_gluon_kernel, \
                 _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), consts, cfg
@@ -314,7 +321,8 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
     cfg = configs.default("bwd_dq", "cuda:sm90", d, bf16, gluon=True)
     consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
                   SMEM_Q=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),
-                  SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16), num_warps=cfg["num_warps"])
+                  SMEM_KV=gluon._smem_layout(cfg["BLOCK_N"], bd, bf16),
+                  TMA_STORE=configs.switches("bwd_dq", "cuda:sm90", d, False)["TMA_STORE"], num_warps=cfg["num_warps"])
     yield f"bwd_dq gluon bf16 d{d} {mode}", bwd_dq_gluon_kernel, _gluon_sig(bwd_dq_gluon_kernel, consts, pointers), \
         consts, cfg
 
@@ -326,6 +334,9 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
 # 3-5; call 5: one pass with register operands fastest at every d128 point).
 GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon host-desc bf16 d128 full": 8,
                          "bwd_dkdv gluon host-desc bf16 d128 causal": 56,
+                         # plain stores from 1024 query rows: the host-desc rows' code before TMA stores
+                         "bwd_dkdv gluon host-desc plain-store bf16 d128 full": 8,
+                         "bwd_dkdv gluon host-desc plain-store bf16 d128 causal": 56,
                          # asked for (off by default at d128): the same bytes as the host-desc rows (Triton 3.7.1)
                          "bwd_dkdv gluon host-desc lse-prep bf16 d128 full": 8,
                          "bwd_dkdv gluon host-desc lse-prep bf16 d128 causal": 56,

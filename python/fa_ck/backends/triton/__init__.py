@@ -270,7 +270,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
                                  configs.dkdv_host_desc_wins(head_dim, p.has_window, sk),
                                  configs.dkdv_persistent_wins(head_dim, sk, False),
-                                 configs.dkdv_tma_store_wins(sq, group),
+                                 configs.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
                                  kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
                                                                                      sk, p.fp8), tma_possible,
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
@@ -308,10 +308,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk)
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
         sw["FROM_ZERO"] = configs.dkdv_from_zero_wins(head_dim, p.has_window)
-    if kernel == "bwd_dkdv" and "TMA_STORE" not in over_sw:
-        sw["TMA_STORE"] = configs.dkdv_tma_store_wins(sq, group)
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
+    if kernel == "bwd_dkdv" and "TMA_STORE" not in over_sw:
+        sw["TMA_STORE"] = configs.dkdv_tma_store_wins(sq, group, sw.get("ONE_PASS", False), head_dim)
     if kernel == "bwd_dkdv" and sw["GLUON"] and sw["ONE_PASS"] and configs.block_d(head_dim) > 128:
         # past d128 the Gluon dK/dV kernel has no one pass: asked for, it is backward.py's
         if "GLUON" in over_sw:

@@ -314,8 +314,9 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
                   LSE_PREP: gl.constexpr, GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
     """_bwd_consumer's unit u, the program's t-th, after j steps -> j after it. DSPLIT (head dims
     past 128, _bwd_unit_dsplit): the warpgroup's dK and dV are the unit's 64 keys by half the
-    columns, not 64 of its 128 keys by every column. TMA_STORE (up to d128): dK, then dV, through
-    o_smem to TMA stores, the second once the first has read the tile; plain stores from the accumulators' layout took ~5 us per 64 KB where a TMA store
+    columns, not 64 of its 128 keys by every column. TMA_STORE (host-made descriptors, up to
+    d128): dK, then dV, through o_smem to TMA stores, the second once the first has read the
+    tile; plain stores from the accumulators' layout took ~5 us per 64 KB where a TMA store
     took ~1 (the forward's out, bench/results/h200-20261202-d256 call 1)."""
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     BLOCK_D: gl.constexpr = k_smem.shape[2]
@@ -352,10 +353,10 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     if TMA_STORE:   # rows past seqlen_k and columns past head_dim are not written
         tma.store_wait(0)                         # the last unit's dV (and dQ's adds) have left shared memory
         _partition_barrier()                      # (the wait is the issuing thread's)
-        _store_out(DK_DESC, o_smem, (dk * scale).to(dtype), b, h, n0 + ROW0, 0, HOST_DESC)
+        _store_out(DK_DESC, o_smem, (dk * scale).to(dtype), b, h, n0 + ROW0, 0)
         tma.store_wait(0)
         _partition_barrier()
-        _store_out(DV_DESC, o_smem, dv.to(dtype), b, h, n0 + ROW0, 0, HOST_DESC)
+        _store_out(DV_DESC, o_smem, dv.to(dtype), b, h, n0 + ROW0, 0)
     else:
         # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
         rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
@@ -471,6 +472,7 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
                 # next block's waits only until this one has read its tile
                 dq_tile = dq_smem.index(WG)
                 tma.store_wait(0)
+                _partition_barrier()              # (the wait is the issuing thread's)
                 dq_tile.store(dq)
                 fence_async_shared()
                 _partition_barrier()              # the whole tile written before one thread issues the add
@@ -599,9 +601,9 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     tiles (SMEM_DQ: their layout). HOST_DESC: Q, K, V, DO (and DQ_ACC with ONE_PASS) are host-made
     4-D TMA descriptors over (batch, heads, rows, head_dim), not pointers (no varlen): no
     descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth).
-    TMA_STORE (up to d128): dK and dV leave by TMA stores of (64, BLOCK_D) tiles (SMEM_O), staged per
-    warpgroup, through DK_DESC / DV_DESC (host-made 4-D descriptors with HOST_DESC; else made
-    here from DK and DV); without it they are written from registers (DK_DESC, DV_DESC unused)."""
+    TMA_STORE (HOST_DESC, up to d128): dK and dV leave by TMA stores of (64, BLOCK_D) tiles (SMEM_O),
+    staged per warpgroup, through DK_DESC / DV_DESC, host-made 4-D descriptors; without it they
+    are written from registers (DK_DESC, DV_DESC unused)."""
     DSPLIT: gl.constexpr = BLOCK_D > 128           # _bwd_unit_dsplit: 64 keys, dK / dV split by columns
     BLOCK_N: gl.constexpr = 64 if DSPLIT else 128
     HALF: gl.constexpr = 64
@@ -610,7 +612,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     gl.static_assert(HOST_DESC or GROUP == 1, "GQA: 4-D descriptors over every q head")
     gl.static_assert(PERSISTENT or not DYNAMIC, "DYNAMIC schedules a persistent grid")
     gl.static_assert(ONE_PASS or not DYNAMIC, "DYNAMIC's counter lies past dQ's buffer")
-    gl.static_assert(not (DSPLIT and TMA_STORE), "dK / dV by TMA stores up to d128 (shared memory)")
+    gl.static_assert(HOST_DESC and not DSPLIT or not TMA_STORE, "dK / dV by TMA stores: host-made descriptors, "
+                     "up to d128 (shared memory)")
     u0 = gl.program_id(0)
     n_kb = gl.cdiv(seqlen_k, BLOCK_N)               # seqlen_k: the longest sequence's (varlen)
     n_units = n_kb * num_heads * batch
@@ -638,12 +641,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
                             BLOCK_M, BLOCK_D // 2, SMEM_DQ)
         else:
             dq_desc = k_desc                                  # stand-in, never used
-        dk_desc, dv_desc = DK_DESC, DV_DESC                   # (stand-ins without TMA_STORE)
-        if TMA_STORE:
-            dk_desc = _rows(DK + b64 * stride_dkb + h64 * stride_dkh, k_start, stride_dks, sk, head_dim, HALF,
-                            BLOCK_D, SMEM_O)
-            dv_desc = _rows(DV + b64 * stride_dvb + h64 * stride_dvh, k_start, stride_dvs, sk, head_dim, HALF,
-                            BLOCK_D, SMEM_O)
+        dk_desc, dv_desc = DK_DESC, DV_DESC                   # stand-ins, never used (TMA_STORE needs HOST_DESC)
         dtype: gl.constexpr = Q.dtype.element_ty
 
     # K, V and dS^T with a leading axis: see _bwd_unit
@@ -741,9 +739,12 @@ def _dq_probs(st, lse2, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
 
 @gluon.jit
 def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, lse_base, delta_base,
-                 dq_base, stride_dqs, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale,
-                 scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their dQ."""
+                 dq_base, dq_desc, stride_dqs, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale,
+                 scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                 TMA_STORE: gl.constexpr):
+    """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their dQ. TMA_STORE: dQ
+    leaves through this warpgroup's rows of Q's tile, free once its multiplies are done, as a
+    TMA store (dq_desc: a descriptor of (64, BLOCK_D) tiles of the head's dQ rows)."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -800,12 +801,16 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
         dq, ds = warpgroup_mma_wait(0, deps=[dq, ds])
         mbarrier.arrive(k_empty.index(last), count=1)
 
-    # int64 base at this warpgroup's first row, 32-bit offsets within the tile
-    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
-    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
-    ok = (m0 + rows[:, None] < seqlen_q) & (cols[None, :] < head_dim)
-    dq_rows = dq_base + m0.to(gl.int64) * stride_dqs
-    gl.store(dq_rows + rows[:, None] * stride_dqs + cols[None, :], (dq * scale).to(dtype), mask=ok)
+    if TMA_STORE:       # (rows past seqlen_q and columns past head_dim are not written)
+        _store_out(dq_desc, q_smem, (dq * scale).to(dtype), 0, 0, m0, 0, False)
+        tma.store_wait(0)                   # the tile read before the program ends
+    else:
+        # int64 base at this warpgroup's first row, 32-bit offsets within the tile
+        rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
+        cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, d_layout))
+        ok = (m0 + rows[:, None] < seqlen_q) & (cols[None, :] < head_dim)
+        dq_rows = dq_base + m0.to(gl.int64) * stride_dqs
+        gl.store(dq_rows + rows[:, None] * stride_dqs + cols[None, :], (dq * scale).to(dtype), mask=ok)
 
 
 @gluon.jit
@@ -816,8 +821,10 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
                         seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, window_left, window_right,
                         BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                         MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                        SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, num_warps: gl.constexpr):
-    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers."""
+                        SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, TMA_STORE: gl.constexpr,
+                        num_warps: gl.constexpr):
+    """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
+    TMA_STORE: dQ by TMA stores (see _dq_consumer), its descriptor made here."""
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     # Last query blocks first: under a causal mask they carry the most keys.
@@ -842,6 +849,10 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
     delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
     dq_base = DQ + b64 * stride_dqb + h64 * stride_dqh + q_start * stride_dqs
+    dq_desc = q_desc                        # (a stand-in without TMA_STORE)
+    if TMA_STORE:
+        dq_desc = _rows(DQ + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim, HALF,
+                        BLOCK_D, SMEM_Q)
 
     lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
                                            MASK_LEFT, MASK_RIGHT)
@@ -858,13 +869,13 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
 
     gl.warp_specialize([
         (_dq_consumer, (q_smem.slice(0, HALF), do_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full,
-                        k_empty, v_empty, lse_base, delta_base, dq_base, stride_dqs, m0, lo, full_lo, full_hi,
-                        n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                        MASK_LEFT, MASK_RIGHT)),
+                        k_empty, v_empty, lse_base, delta_base, dq_base, dq_desc, stride_dqs, m0, lo, full_lo,
+                        full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                        window_right, MASK_LEFT, MASK_RIGHT, TMA_STORE)),
         (_dq_consumer, (q_smem.slice(HALF, HALF), do_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_full, v_full,
-                        k_empty, v_empty, lse_base, delta_base, dq_base, stride_dqs, m0 + HALF, lo, full_lo, full_hi,
-                        n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                        MASK_LEFT, MASK_RIGHT)),
+                        k_empty, v_empty, lse_base, delta_base, dq_base, dq_desc, stride_dqs, m0 + HALF, lo, full_lo,
+                        full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
+                        window_right, MASK_LEFT, MASK_RIGHT, TMA_STORE)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, m0, lo, n_blocks)),
     ], [4, 1], [240, 24])

@@ -249,14 +249,16 @@ def dkdv_dynamic_wins(head_dim: int) -> bool:
     return block_d(head_dim) <= 64
 
 
-def dkdv_tma_store_wins(seqlen_q: int, group: int = 1) -> bool:
+def dkdv_tma_store_wins(seqlen_q: int, group: int = 1, one_pass: bool = True, head_dim: int = 128) -> bool:
     """Where the Gluon dK/dV kernel's dK and dV by TMA stores (TMA_STORE) beat plain stores from
-    the accumulators, the backward's GPU time on the H200 (bf16, same run, h200-20261202-dkdv-store
-    call 1): units of few query blocks, whose epilogue weighs: d128 S512 causal 0.85x -> 0.97x of
-    cuDNN, full 0.85x -> 0.93x, d64 S512 causal 1.00x -> 1.09x, nanoGPT's shape 0.96x -> 1.00x;
-    at d128 S4k they lost 2 % (causal) and 4 % (full). Up to 1024 query rows per unit (GQA: its
-    q heads' rows together)."""
-    return seqlen_q * group <= 1024
+    the accumulators, the backward's GPU time on the H200 (bf16, same runs, one-pass calls of one
+    q head per kv head, h200-20261202-dkdv-store calls 1 and 3): units of few query blocks, whose
+    epilogue weighs. d128 S512 causal 0.85x -> 0.97x of cuDNN, full 0.85x -> 0.93x, S1024 causal
+    0.86x -> 0.95x, full 0.84x -> 0.89x; d64 S512 causal 1.00x -> 1.09x, nanoGPT's shape 0.95x ->
+    1.00x; two-pass d64 full (call 6) S512 0.99x -> 1.09x, S1024 0.94x -> 1.01x. At d128 S4k they
+    lost 2 % (causal) and 4 % (full). Up to 1024 query rows; GQA and two-pass calls past d64 (not
+    measured; 8-16 bytes more spills under Triton 3.7.1) keep plain stores."""
+    return seqlen_q <= 1024 and group == 1 and (one_pass or block_d(head_dim) <= 64)
 
 
 def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
@@ -309,6 +311,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, head dims to 256, GQA where
     gqa_dkdv_gluon_wins and host-made descriptors can serve it); GLUON (bwd_dq): dQ by
     backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
+    TMA_STORE (bwd_dq, with GLUON): dQ leaves through each warpgroup's rows of Q's tile (free
+    once its multiplies are done) as a TMA store, not from the accumulator's registers.
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
     the Gluon kernel's TMA reduce-adds, on by default wherever that kernel serves the call up to
     d128 (the launcher decides, once it knows): it beat the Gluon dK/dV + dQ pair on the H200 (bf16, same
@@ -336,8 +340,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     its dK / dV stores. By default where dkdv_persistent_wins. DYNAMIC (with PERSISTENT and
     ONE_PASS): one program per SM, units past the first ones handed out by an atomic counter (as
     the hardware hands the next program to whichever SM frees), not round-robin; by default where
-    dkdv_dynamic_wins. TMA_STORE (bwd_dkdv, with GLUON, up to d128, where shared memory holds
-    two 64-row staging tiles beside the rest): dK and dV leave through
+    dkdv_dynamic_wins. TMA_STORE (bwd_dkdv, with GLUON and host-made descriptors, up to d128,
+    where shared memory holds two 64-row staging tiles beside the rest): dK and dV leave through
     shared memory as TMA stores, not from the accumulators' registers; by default where
     dkdv_tma_store_wins.
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
@@ -358,7 +362,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
-        return {"GLUON": sm == 90 and d <= 256}
+        return {"GLUON": sm == 90 and d <= 256, "TMA_STORE": True}
     out = {"TMA": sm >= 90 and 64 < d <= 128 and not fp8 and kernel == "fwd"}
     if kernel == "fwd":
         out["RAW_MAX"] = True                # where host._raw_max allows (both forward kernels)
@@ -495,7 +499,7 @@ OVERRIDABLE = {
             "TMA_STORE", "RAW_MAX", "P_REGS"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE"),
-    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON"),
+    "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),
 }
 
 

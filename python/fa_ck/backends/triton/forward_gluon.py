@@ -547,6 +547,7 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
                 cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
                 if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
                     tma.store_wait(0)                 # the last tile's out has left o_smem
+                    _partition_barrier()              # (the wait is the issuing thread's)
                     out = out.to(out_dtype)
                     if o_smem.shape[1] == BLOCK_D:
                         _store_out(O_DESC, o_smem, out, b, h, m0, 0)

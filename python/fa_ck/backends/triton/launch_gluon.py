@@ -165,8 +165,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     buffers where shared memory holds them (the defaults' up to d64); round-robin, or with
     DYNAMIC and ONE_PASS from a counter: the int32 zero just past dq_acc's elements (room made
     by __init__._dq_accumulator, checked here; zeroed with the buffer by bwd_preprocess, or made
-    zeros for varlen). TMA_STORE (up to d128, where shared memory holds the staging tiles beside
-    the rest): dK and dV leave by TMA stores."""
+    zeros for varlen). TMA_STORE (host-made descriptors, up to d128, where shared memory holds
+    the staging tiles beside the rest): dK and dV leave by TMA stores."""
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     assert bn == configs.gluon_block_n_bwd(d), "the kernel fixes its keys per unit (__init__ checks asked tiles)"
     one_pass = bool(cfg["ONE_PASS"])
@@ -175,12 +175,13 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     assert host_desc or group == 1, "GQA takes host-made descriptors (the caller checks)"
     units, sms = _cdiv(sk, bn) * hkv * b, _sm_count(q.device)
     persistent = bool(cfg.get("PERSISTENT")) and host_desc and units > sms
-    num_kv = 2 if persistent and configs.dkdv_gluon_smem(d, cfg, q.dtype, 2) <= configs.SMEM_BYTES_SM90 else 1
-    # TMA_STORE: dK and dV through shared memory to TMA stores (up to d128; with HOST_DESC through
-    # host-made descriptors, else the kernel makes them)
-    tma_store = bool(cfg.get("TMA_STORE")) and bd <= 128 and _tma_ok(dk, dv) and \
-        configs.dkdv_gluon_smem(d, cfg, q.dtype, num_kv) <= configs.SMEM_BYTES_SM90
-    dk_arg, dv_arg = (_desc4(dk, 64, bd), _desc4(dv, 64, bd)) if tma_store and host_desc else (dk, dv)
+    # TMA_STORE: dK and dV through shared memory to TMA stores (host-made descriptors, up to d128),
+    # where its staging tiles fit beside the rest (after a second K / V buffer, where that fits)
+    tma_store = host_desc and bool(cfg.get("TMA_STORE")) and bd <= 128 and _tma_ok(dk, dv)
+    num_kv = 2 if persistent and configs.dkdv_gluon_smem(d, dict(cfg, TMA_STORE=tma_store), q.dtype, 2) \
+        <= configs.SMEM_BYTES_SM90 else 1
+    tma_store = tma_store and configs.dkdv_gluon_smem(d, cfg, q.dtype, num_kv) <= configs.SMEM_BYTES_SM90
+    dk_arg, dv_arg = (_desc4(dk, 64, bd), _desc4(dv, 64, bd)) if tma_store else (dk, dv)   # (unused without)
     if host_desc:
         args = (_desc4(q, bm, bd), _desc4(k, bn, bd), _desc4(v, bn, bd), _desc4(do, bm, bd))
         dq_arg = _desc4(dq_acc, bm, bd // 2) if one_pass else dq_acc
@@ -213,7 +214,8 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
-    """Launch backward_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON)."""
+    """Launch backward_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON); TMA_STORE:
+    dQ by TMA stores, where TMA can address dq."""
     _tma_allocator()
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)
     _launch(bwd_dq_gluon_kernel, (_cdiv(sq, bm), hq, b), (
@@ -223,4 +225,5 @@ def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, s
         p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype), num_warps=cfg["num_warps"]))
+        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
+        TMA_STORE=bool(cfg.get("TMA_STORE")) and _tma_ok(dq, max_head_dim=256), num_warps=cfg["num_warps"]))

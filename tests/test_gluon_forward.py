@@ -162,6 +162,31 @@ def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
     assert block_n(**causal) == 128
 
 
+def test_gluon_forward_takes_192_queries_on_long_full_calls(monkeypatch):
+    """configs.fwd_gluon_three_warpgroups (h200-20261202-three-wg call 1): at head dims 33-64,
+    16-bit, full attention (no mask or window), not varlen, from 2048 queries and keys; 128
+    elsewhere, and never with PINGPONG (turns between two warpgroups)."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+
+    def block_m(d=64, sq=4096, sk=4096, dtype=torch.bfloat16, **kw):
+        q = torch.randn(1, 16, 2, d, dtype=dtype)
+        return tb._config("fwd", q, d, _params(**kw), sq, sk, tma_possible=True, gluon_possible=True)["BLOCK_M"]
+
+    assert block_m() == 192 and block_m(d=40) == 192 and block_m(dtype=torch.float16) == 192
+    assert block_m(sq=2048, sk=2048) == 192 and block_m(sq=16384, sk=16384) == 192
+    assert block_m(causal=True, window_right=0) == 128 and block_m(window_left=100, window_right=100) == 128
+    assert block_m(sq=1024, sk=4096) == 128 and block_m(sq=4096, sk=2047) == 128
+    assert block_m(d=128) == 128 and block_m(d=32) == 128 and block_m(d=65) == 128
+    assert block_m(fp8=True) == 128                                        # fp8: not measured
+    cu = torch.tensor([0, 4096], dtype=torch.int32)
+    assert block_m(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=4096, max_seqlen_k=4096) == 128   # varlen
+    assert block_m() == 192                                                # remembered configs keep the answer apart
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"PINGPONG": true}}')
+    assert block_m() == 128
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 128}}')   # asked for: as asked
+    assert block_m() == 128
+
+
 @triton.jit
 def _warpgroup_ranges(M0, SQ, SK, WL, WR, OUT, n, ROW0: tl.constexpr, BLOCK_N: tl.constexpr,
                       MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, BLOCK: tl.constexpr):
@@ -345,6 +370,26 @@ def test_gluon_config_and_its_checks(monkeypatch):
                         for c in [configs.default(kernel, arch, d, dtype, gluon=gl_),
                                   *configs.candidates(kernel, arch, d, dtype, gluon=gl_)]:
                             assert all(c[t] >= 1 and not c[t] & (c[t] - 1) for t in ("BLOCK_M", "BLOCK_N")), c
+    # 192 queries (three consumer warpgroups): 16-bit head dims up to 64, without PINGPONG; forward.py
+    # and the other kernels take powers of two
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 192}}')
+    for d in (16, 48, 64):
+        assert tb._config("fwd", q, d, p, 4096, 4096, tma_possible=True, gluon_possible=True)["BLOCK_M"] == 192
+    with pytest.raises(ValueError, match=r"BLOCK_M 192 \(three consumer warpgroups\) is for 16-bit inputs at head "
+                                         r"dims up to 64.*head dim 65"):
+        tb._config("fwd", q, 65, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    with pytest.raises(ValueError, match="got fp8 at head dim 64"):
+        tb._config("fwd", q, 64, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
+    with pytest.raises(ValueError, match=r"\['fwd'\]: BLOCK_M must be a power of two \(an integer\), got 192"):
+        tb._config("fwd", q, 64, p, 4096, 4096, tma_possible=True, gluon_possible=False)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"BLOCK_M": 192}}')
+    with pytest.raises(ValueError, match="BLOCK_M must be a power of two"):
+        tb._config("bwd_dq", q, 64, p, 4096, 4096, tma_possible=False, gluon_possible=True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 192, "PINGPONG": true}}')
+    with pytest.raises(ValueError, match="PINGPONG takes turns between two warpgroups"):
+        tb._config("fwd", q, 64, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    cfg = dict(BLOCK_M=192, BLOCK_N=128, num_stages=2, TMA_STORE=True)   # Q as four 64-row tiles, out as three
+    assert configs.fwd_gluon_smem(64, cfg, torch.bfloat16) == 256 * 64 * 2 + 2 * 2 * 128 * 64 * 2 + 192 * 64 * 2 + 1024
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_N": 64, "num_stages": 3}}')
     cfg = tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
     assert (cfg["BLOCK_N"], cfg["num_stages"]) == (64, 3)
@@ -450,6 +495,25 @@ def test_gluon_forward_short_causal_takes_64_keys(monkeypatch, shape, window):
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     check(*shape, dtype=torch.bfloat16, device="cuda", window_size=window)
     assert launches and all(c["BLOCK_N"] == 64 for _, c in launches)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(2, 1000, 1000, 4, 4, 64), (1, 576, 576, 2, 2, 64), (2, 777, 1531, 4, 2, 48),
+                                   (1, 1, 300, 2, 1, 64), (2, 300, 1, 2, 2, 32), (1, 193, 257, 2, 1, 16)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_forward_three_warpgroups(gluon_calls, schedule, monkeypatch, shape, causal):
+    """BLOCK_M 192 (asked for): three consumer warpgroups of 64 queries, Q loaded as three boxes,
+    every K / V buffer released by all three, in every schedule; tiles that end past the
+    sequence, ones whose later warpgroups see no query, windows and varlen."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, BLOCK_M=192))
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    check(*shape, dtype=torch.bfloat16, device="cuda", causal=causal, grads=False)
+    if causal:
+        check(2, 900, 1100, 4, 2, 64, dtype=torch.float16, device="cuda", window_size=(200, 37), grads=False)
+        check_varlen([5, 1, 0, 300, 193, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 4, 64, dtype=torch.bfloat16,
+                     device="cuda", causal=True, grads=False)
+    assert gluon_calls and launches and all(c["BLOCK_M"] == 192 for _, c in launches)
 
 
 @gpu

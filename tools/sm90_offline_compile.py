@@ -64,7 +64,7 @@ def compile_only(log: list, show_specialization: bool = False):
             run(self, *args, grid=grid, warmup=True, **kwargs)
             log.append((label, "OK"))
         except Exception as e:  # noqa: BLE001  (report every kernel, crashed or not)
-            log.append((label, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"))
+            log.append((label, f"{type(e).__name__}: {str(e)[:3000] if os.environ.get('FA_CK_FULL_ERRORS') else str(e).splitlines()[0][:160]}"))
         return None
     JITFunction.run = compiling_run
 

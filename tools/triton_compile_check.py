@@ -171,7 +171,7 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
-                          num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
+                          BLOCK_M=cfg["BLOCK_M"], num_warps=cfg["num_warps"], **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                                                          if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o_cols]))
@@ -188,6 +188,16 @@ def gluon_kernels():
             yield f"fwd gluon {'tma' if other['TMA_STORE'] else 'plain'}-store bf16 d{d} {mode}", fwd_gluon_kernel, \
                 _gluon_sig(fwd_gluon_kernel, other, dict(pointers, **_descs(bf16, bm, bn, bd),
                                                          **(out_desc if other["TMA_STORE"] else {}))), other, cfg
+            if d == 64 and not causal:   # 192 queries per tile (three consumer warpgroups: the default on long
+                # full calls; asked for only under masks, where it lost), Q as three 64-row boxes; on host-made
+                # descriptors and built on the device
+                wide = dict(consts, BLOCK_M=192, SMEM_Q=gluon._smem_layout(64, bd, bf16))
+                wide_cfg = dict(cfg, BLOCK_M=192)
+                yield f"fwd gluon 192q bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, wide, dict(
+                    pointers, **_descs(bf16, 64, bn, bd), **(out_desc if wide["TMA_STORE"] else {}))), wide, wide_cfg
+                wide = dict(wide, HOST_DESC=False, TMA_STORE=False, VARLEN=True)
+                yield f"fwd gluon 192q varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
+                    _gluon_sig(fwd_gluon_kernel, wide, pointers), wide, wide_cfg
             # a softmax scale <= 0: the row max of scaled scores
             scaled = dict(consts, RAW_MAX=False)
             yield f"fwd gluon scaled-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, scaled, dict(
@@ -496,7 +506,7 @@ def main(argv=None) -> int:
             if name.startswith("fwd gluon"):       # the launcher refuses tiles and drops TMA stores by this estimate
                 f8 = consts["FP8"]
                 est = "fwd_gluon_smem", configs.fwd_gluon_smem(
-                    consts["BLOCK_D"], dict(BLOCK_M=128, BLOCK_N=consts["BLOCK_N"], num_stages=consts["NUM_BUF"],
+                    consts["BLOCK_D"], dict(BLOCK_M=consts["BLOCK_M"], BLOCK_N=consts["BLOCK_N"], num_stages=consts["NUM_BUF"],
                                             TMA_STORE=consts["TMA_STORE"], P_REGS=consts["P_REGS"]),
                     torch.float8_e4m3fn if f8 else torch.bfloat16, f8, 2)
             if est and not st.get("lds", 0) <= est[1] <= st.get("lds", 0) + 1024:   # never below, barriers above

@@ -272,7 +272,9 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.dkdv_persistent_wins(head_dim, sk, False),
                                  configs.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
                                  kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
-                                                                                     sk, p.fp8), tma_possible,
+                                                                                     sk, p.fp8),
+                                 kernel == "fwd" and configs.fwd_gluon_three_warpgroups(head_dim, p.has_window, sq, sk,
+                                                                                         p.fp8, p.varlen), tma_possible,
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)
@@ -327,6 +329,9 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
     if gluon and kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
+    if gluon and kernel == "fwd" and not sw.get("PINGPONG") and configs.fwd_gluon_three_warpgroups(
+            head_dim, p.has_window, sq, sk, p.fp8, p.varlen):
+        cfg["BLOCK_M"] = 192
     if bench is not None and arch != "interpreter":
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
@@ -336,6 +341,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     cfg = {**cfg, **over, **sw}
     for tile in ("BLOCK_M", "BLOCK_N"):      # (arange sizes in every kernel: a compile error otherwise)
         size = cfg[tile]
+        if gluon and kernel == "fwd" and tile == "BLOCK_M" and size == 192:
+            continue                         # three warpgroups of 64 queries (_check_gluon_tiles)
         if type(size) is not int or size < 1 or size & (size - 1):
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {tile} must be a power of two (an integer), "
                              f"got {size!r}")
@@ -359,10 +366,20 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
 
 def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype, fp8: bool):
     """A Gluon kernel's config (asked-for tiles among it) against what the kernel can take, each
-    failure a ValueError naming the key: its fixed side (two warpgroups of 64 rows), its shared
-    memory (Q / dO and the rings), and past d128 the dK/dV kernel's queries per step."""
+    failure a ValueError naming the key: its fixed side (two warpgroups of 64 rows; the 16-bit
+    forward to head dim 64 also three, BLOCK_M 192, without PINGPONG), its shared memory (Q / dO
+    and the rings), and past d128 the dK/dV kernel's queries per step."""
     side, rows = (("BLOCK_N", configs.gluon_block_n_bwd(head_dim)) if kernel == "bwd_dkdv"
                   else ("BLOCK_M", configs.GLUON_BLOCK_M))
+    if kernel == "fwd" and cfg["BLOCK_M"] == 192:
+        if fp8 or configs.block_d(head_dim) > 64:
+            raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: BLOCK_M 192 (three consumer warpgroups) is for 16-bit "
+                             f"inputs at head dims up to 64, where each warpgroup's tiles fit 160 registers; got "
+                             f"{'fp8' if fp8 else str(dtype)} at head dim {head_dim}")
+        if cfg.get("PINGPONG"):
+            raise ValueError("FA_CK_TRITON_CONFIG['fwd']: PINGPONG takes turns between two warpgroups: BLOCK_M 128, "
+                             "got 192")
+        rows = 192
     if (cfg[side], cfg["num_warps"]) != (rows, configs.GLUON_WARPS):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: the Gluon kernel has {side} {rows} and num_warps "
                          f"{configs.GLUON_WARPS} (two warpgroups of 64 rows); got {side} {cfg[side]}, "

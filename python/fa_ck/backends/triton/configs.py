@@ -70,8 +70,8 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     gluon: the Hopper forward of forward_gluon.py (num_stages: the depth of its K and V rings)."""
     d = block_d(head_dim)
     if gluon and kernel == "fwd":
-        # Fixed by the kernel: 128 queries, num_warps 4 (each of its two consumer warpgroups; a
-        # producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
+        # 128 queries (192 at d33-64 where fwd_gluon_three_warpgroups: _work_out_config), num_warps 4
+        # (each of its consumer warpgroups; a producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
         # Triton 3.6 and 3.7.1). Head dims 129-256: 64 keys per block (Q 64 KB + rings 128 KB of
         # shared memory); 32 keys with 3-deep rings was 18-26 % slower (h200-20261201-fourteenth
         # call 6, at d256; d160 and d192 checked for correctness only).
@@ -165,6 +165,22 @@ def fwd_gluon_short_causal(head_dim: int, right_edge_at_diagonal: bool, seqlen_q
     237.7, nanoGPT's shape 387.6 against 343.9; level at d128 S512 causal (122.4 against 125.2)."""
     return (block_d(head_dim) == 64 and right_edge_at_diagonal and not fp8 and seqlen_k <= 512
             and seqlen_q >= seqlen_k)
+
+
+def fwd_gluon_three_warpgroups(head_dim: int, masked: bool, seqlen_q: int, seqlen_k: int, fp8: bool,
+                               varlen: bool) -> bool:
+    """Whether the Gluon forward takes 192 queries per tile (three consumer warpgroups of 64,
+    BLOCK_M 192: FlashAttention-3's d64 tile), not 128: at head dims 33-64, 16-bit, on full
+    attention (no causal mask or window), not varlen, from 2048 queries and keys. A third warp
+    per scheduler hides more of the softmax's latencies, which at d64 weigh as much as the
+    multiplies. h200-20261202-three-wg call 1 (bf16 d64, GPU time with the host hidden, same
+    run): S4k full 0.94x -> 0.99x of cuDNN, S16k full 0.96x -> 1.02x. Lost elsewhere: S512 /
+    S1024 full -2 / -6 % (the last tile of a head mostly past the sequence: 1024 = 5.33 x 192),
+    causal -3 to -50 % (a tile's warpgroups see different numbers of 128-key blocks on the
+    diagonal and wait for the slowest; at S1024 the last tile's rows past the sequence still
+    walk every block)."""
+    return (block_d(head_dim) == 64 and not masked and not fp8 and not varlen and seqlen_q >= 2048
+            and seqlen_k >= 2048)
 
 
 def gluon_block_n_bwd(head_dim: int) -> int:
@@ -407,7 +423,9 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    total = bm * d * elem + 2 * cfg["num_stages"] * bn * d * elem + (bm * bn if fp8 and not cfg.get("P_REGS") else 0)
+    q_rows = 256 if bm == 192 else bm         # (192 queries: four 64-row tiles, shapes being powers of two)
+    total = q_rows * d * elem + 2 * cfg["num_stages"] * bn * d * elem + \
+        (q_rows * bn if fp8 and not cfg.get("P_REGS") else 0)
     if cfg.get("TMA_STORE"):
         total += bm * fwd_gluon_out_cols(head_dim, cfg, dtype, fp8, out_bytes) * (out_bytes or (4 if fp8 else elem))
     return total + 1024

@@ -130,6 +130,19 @@ def _copy(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
 
 
 @gluon.jit
+def _copy_q(desc, m0, bar, q_smem, b, h, FOUR_D: gl.constexpr):
+    """Q's tile from row m0 into q_smem: one TMA box, or for 192 queries (three consumer
+    warpgroups; a box's rows and a buffer's shape are powers of two) three boxes of 64 rows into
+    q_smem's first three (64, BLOCK_D) tiles."""
+    if len(q_smem.shape) == 3:
+        mbarrier.expect(bar, desc.block_type.nbytes * 3)
+        for i in gl.static_range(3):
+            _issue(desc, m0 + i * 64, 0, bar, q_smem.index(i), b, h, FOUR_D)
+    else:
+        _copy(desc, m0, 0, bar, q_smem, b, h, FOUR_D)
+
+
+@gluon.jit
 def _take_turn(my_turn, phase, PINGPONG: gl.constexpr):
     if PINGPONG:
         mbarrier.wait(my_turn, phase)
@@ -142,9 +155,9 @@ def _pass_turn(other_turn, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _ring_barriers(NUM_BUF: gl.constexpr):
+def _ring_barriers(NUM_BUF: gl.constexpr, CONSUMERS: gl.constexpr = 2):
     """The K and V rings' mbarriers, initialised: (k_full, v_full, k_empty, v_empty). A full
-    barrier completes on its tile's TMA bytes, an empty one on both consumer warpgroups' arrivals."""
+    barrier completes on its tile's TMA bytes, an empty one on every consumer warpgroup's arrival."""
     k_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     v_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
@@ -152,8 +165,8 @@ def _ring_barriers(NUM_BUF: gl.constexpr):
     for i in gl.static_range(NUM_BUF):
         mbarrier.init(k_full.index(i), count=1)
         mbarrier.init(v_full.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)
-        mbarrier.init(v_empty.index(i), count=2)
+        mbarrier.init(k_empty.index(i), count=CONSUMERS)
+        mbarrier.init(v_empty.index(i), count=CONSUMERS)
     return k_full, v_full, k_empty, v_empty
 
 
@@ -261,14 +274,14 @@ def _pv_wait(acc, p, dtype: gl.constexpr):
 
 @gluon.jit
 def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-          BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
           PERSISTENT: gl.constexpr):
     """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
     seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is one query block of
     a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
     of them, the k-th heaviest and the k-th lightest, so every unit of a causal call weighs the
     same and programs that take units in turn finish together. active: the tile holds queries."""
-    n_m, per_head = _blocks_and_units(seqlen_q, PERSISTENT)
+    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
     bh = u // per_head
     k = u % per_head
     pid_m = n_m - 1 - k
@@ -278,11 +291,11 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
         active = k < n_m - 1 - k
     h = bh % num_heads
     b = bh // num_heads
-    m0 = pid_m * 128
+    m0 = pid_m * BLOCK_M
     q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     active = active & (m0 < seqlen_q)
-    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, 128, BLOCK_N,
-                                           MASK_LEFT, MASK_RIGHT)
+    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M,
+                                           BLOCK_N, MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
     if not active:
         n_blocks = 0
@@ -290,9 +303,9 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
 
 
 @gluon.jit
-def _blocks_and_units(seqlen_q, PERSISTENT: gl.constexpr):
+def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
     """(query blocks, work units) per head (seqlen_q: the longest sequence; see _tile)."""
-    n_m = gl.cdiv(seqlen_q, 128)
+    n_m = gl.cdiv(seqlen_q, BLOCK_M)
     if PERSISTENT:
         per_head = (n_m + 1) // 2
     else:
@@ -301,9 +314,9 @@ def _blocks_and_units(seqlen_q, PERSISTENT: gl.constexpr):
 
 
 @gluon.jit
-def _units(seqlen_q, batch, num_heads, PERSISTENT: gl.constexpr):
+def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
     """How many work units the call has (see _tile)."""
-    n_m, per_head = _blocks_and_units(seqlen_q, PERSISTENT)
+    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
     return batch * num_heads * per_head
 
 
@@ -313,30 +326,30 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
               window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
               SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
-              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr):
-    """One warp: per tile, Q once both consumers have done their last QK^T of the tile before,
+              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr):
+    """One warp: per tile, Q once every consumer has done its last QK^T of the tile before,
     then K_j and V_j through the rings. A persistent program so loads the next tile's first
     blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
     tile's descriptors are built here on the device (varlen: its bounds come free), which took
-    ~2-3 us per tile on the H200 (h200-20261130-eighth call 2)."""
-    BLOCK_M: gl.constexpr = q_smem.shape[0]
-    BLOCK_D: gl.constexpr = q_smem.shape[1]
+    ~2-3 us per tile on the H200 (h200-20261130-eighth call 2). BLOCK_M: queries per tile (192:
+    q_smem holds (64, BLOCK_D) tiles, see _copy_q)."""
+    BLOCK_D: gl.constexpr = q_smem.shape[-1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
     n_q = 0                                    # Q tiles loaded
     it = 0                                     # K/V blocks streamed
-    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, PERSISTENT), gl.num_programs(0)):
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
-                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
-                MASK_LEFT, MASK_RIGHT, PERSISTENT)
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
+                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
                 if HOST_DESC:
                     if n_q > 0:
                         mbarrier.wait(q_empty, (n_q - 1) & 1)
-                    _copy(Q, m0, 0, q_full, q_smem, b, h, True)
+                    _copy_q(Q, m0, q_full, q_smem, b, h, True)
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
                                h // group, True)
                 else:
@@ -350,7 +363,7 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
                     b64 = b.to(gl.int64)
                     hk = (h // group).to(gl.int64)
                     q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
-                                   BLOCK_M, BLOCK_D, SMEM_Q)
+                                   q_smem.shape[-2], BLOCK_D, SMEM_Q)
                     k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
                                    BLOCK_D, SMEM_KV)
                     v_head = V + b64 * stride_vb + hk * stride_vh
@@ -362,7 +375,7 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:
                         v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-                    _copy(q_desc, m0, 0, q_full, q_smem, b, h, False)
+                    _copy_q(q_desc, m0, q_full, q_smem, b, h, False)
                     _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
                 n_q += 1
                 it += n_blocks
@@ -477,8 +490,9 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
               stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
               window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
-    """One warpgroup: rows [row0, row0 + 64) of each tile's 128 queries, then their out and lse;
+              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr,
+              BLOCK_M: gl.constexpr):
+    """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
     issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
@@ -498,11 +512,11 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
     turns = 0
-    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, PERSISTENT), gl.num_programs(0)):
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
-                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_N, VARLEN,
-                MASK_LEFT, MASK_RIGHT, PERSISTENT)
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
+                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if active:
                 m0 = m0 + row0
                 b64 = b.to(gl.int64)
@@ -585,12 +599,14 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
                      RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr,
+                     P_REGS: gl.constexpr, BLOCK_M: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
-    tile to the next. num_warps = 4: the first consumer warpgroup; the second and the producer
-    warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
+    tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192
+    (three; 16-bit head dims up to 64, where a warpgroup's S, O and P fit the 160 registers
+    that leaves each, as FlashAttention-3 tiles d64; not with PINGPONG). num_warps = 4: the
+    first consumer warpgroup; the others and the producer warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
     descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
     for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 without P_REGS). P_REGS (fp8): P
     stays in registers, v's keys stored in quantize.key_position's order, each row of keys zero-
@@ -600,58 +616,103 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     BLOCK_D, or half of it where shared memory holds no more: configs.fwd_gluon_out_cols).
     RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
     fa_ck's own descales, the folded scale kept >= 2^-126)."""
-    BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
+    CONSUMERS: gl.constexpr = BLOCK_M // HALF
+    gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
     if HOST_DESC:
         dtype: gl.constexpr = Q.dtype
     else:
         dtype: gl.constexpr = Q.dtype.element_ty
-    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
+    if CONSUMERS == 3:      # one (64, BLOCK_D) tile per warpgroup (and one unused: shapes are powers of two)
+        q_smem = gl.allocate_shared_memory(dtype, [4, HALF, BLOCK_D], SMEM_Q)
+        q_smem0 = q_smem.index(0)
+        q_smem1 = q_smem.index(1)
+        q_smem2 = q_smem.index(2)
+    else:
+        q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
+        q_smem0 = q_smem.slice(0, HALF)
+        q_smem1 = q_smem.slice(HALF, HALF)
+        q_smem2 = q_smem0                    # (unused)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     if FP8:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_D, BLOCK_N], SMEM_V)
     else:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
     if FP8 and not P_REGS:
-        p_smem = gl.allocate_shared_memory(dtype, [2, HALF, BLOCK_N], SMEM_P)    # one P tile per warpgroup
+        p_smem = gl.allocate_shared_memory(dtype, [2 if CONSUMERS == 2 else 4, HALF, BLOCK_N], SMEM_P)  # one per warpgroup
         p_smem0 = p_smem.index(0)
         p_smem1 = p_smem.index(1)
+        p_smem2 = p_smem.index(CONSUMERS - 1)
     else:
-        p_smem0 = q_smem                     # stand-ins: P stays in registers
-        p_smem1 = q_smem
+        p_smem0 = q_smem0                    # stand-ins: P stays in registers
+        p_smem1 = q_smem0
+        p_smem2 = q_smem0
     if TMA_STORE:
-        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [2, HALF, O_COLS], SMEM_O)   # one per warpgroup
+        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [CONSUMERS, HALF, O_COLS], SMEM_O)   # one per warpgroup
         o_smem0 = o_smem.index(0)
         o_smem1 = o_smem.index(1)
+        o_smem2 = o_smem.index(CONSUMERS - 1)
     else:
-        o_smem0 = q_smem                     # stand-ins
-        o_smem1 = q_smem
+        o_smem0 = q_smem0                    # stand-ins
+        o_smem1 = q_smem0
+        o_smem2 = q_smem0
     q_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
+    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF, CONSUMERS)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_full, count=1)
-    mbarrier.init(q_empty, count=2)
+    mbarrier.init(q_empty, count=CONSUMERS)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
 
-    gl.warp_specialize([
-        (_consumer, (q_smem.slice(0, HALF), k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full,
-                     k_empty, v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                     stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
-                     seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
-        (_consumer, (q_smem.slice(HALF, HALF), k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full,
-                     k_empty, v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                     stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
-                     seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF, VARLEN,
-                     MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS)),
-        (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                     stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
-                     window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty,
-                     v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                     P_REGS)),
-    ], [4, 1], [240, 24])
+    if CONSUMERS == 2:
+        gl.warp_specialize([
+            (_consumer, (q_smem0, k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full, k_empty,
+                         v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0,
+                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
+                         BLOCK_M)),
+            (_consumer, (q_smem1, k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full, k_empty,
+                         v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF,
+                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
+                         BLOCK_M)),
+            (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+                         stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group,
+                         head_dim, window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
+                         k_empty, v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8,
+                         HOST_DESC, P_REGS, BLOCK_M)),
+        ], [4, 1], [240, 24])
+    else:
+        # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for
+        # the two worker consumers and 24 for the producer leave the first consumer 168
+        gl.warp_specialize([
+            (_consumer, (q_smem0, k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full, k_empty,
+                         v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0,
+                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
+                         BLOCK_M)),
+            (_consumer, (q_smem1, k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full, k_empty,
+                         v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF,
+                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
+                         BLOCK_M)),
+            (_consumer, (q_smem2, k_smem, v_smem, p_smem2, o_smem2, q_full, q_empty, k_full, v_full, k_empty,
+                         v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
+                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
+                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 2 * HALF,
+                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
+                         BLOCK_M)),
+            (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
+                         stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group,
+                         head_dim, window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
+                         k_empty, v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8,
+                         HOST_DESC, P_REGS, BLOCK_M)),
+        ], [4, 4, 1], [160, 160, 24])
 
     mbarrier.invalidate(q_full)
     mbarrier.invalidate(q_empty)

@@ -71,10 +71,11 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
         configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
     o_cols = configs.fwd_gluon_out_cols(d, cfg, q.dtype, p.fp8, out.element_size())
-    o_arg = _desc4(out, bm // 2, o_cols) if tma_store else out     # (unused without TMA_STORE)
+    o_arg = _desc4(out, 64, o_cols) if tma_store else out     # (unused without TMA_STORE)
+    q_rows = 64 if bm == 192 else bm      # Q's TMA box: 192 queries load as three (forward_gluon._copy_q)
     p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (__init__ decides: v's keys then in key_position's order)
     if host_desc:
-        q_arg, k_arg = _desc4(q, bm, bd), _desc4(k, bn, bd)
+        q_arg, k_arg = _desc4(q, q_rows, bd), _desc4(k, bn, bd)
         v_arg = _desc4(v, bd, bn, keys_contiguous=True, padded=p_regs) if p.fp8 else _desc4(v, bn, bd)
     else:
         _tma_allocator()
@@ -97,13 +98,13 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(bm, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
+        SMEM_Q=_smem_layout(q_rows, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
         SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
-        SMEM_P=_smem_layout(bm // 2, bn, q.dtype),
+        SMEM_P=_smem_layout(64, bn, q.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
-        TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(bm // 2, o_cols, out.dtype),
+        TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(64, o_cols, out.dtype),
         RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
-        P_REGS=p_regs, num_warps=cfg["num_warps"]))
+        P_REGS=p_regs, BLOCK_M=bm, num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

@@ -163,7 +163,7 @@ def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
 
 
 def test_gluon_forward_takes_192_queries_on_long_full_calls(monkeypatch):
-    """configs.fwd_gluon_three_warpgroups (h200-20261202-three-wg call 1): at head dims 33-64,
+    """configs.fwd_gluon_three_warpgroups (h200-20261202-three-wg calls 1-4): at head dims 17-64,
     16-bit, full attention (no mask or window), not varlen, from 2048 queries and keys; 128
     elsewhere, and never with PINGPONG (turns between two warpgroups)."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
@@ -176,7 +176,8 @@ def test_gluon_forward_takes_192_queries_on_long_full_calls(monkeypatch):
     assert block_m(sq=2048, sk=2048) == 192 and block_m(sq=16384, sk=16384) == 192
     assert block_m(causal=True, window_right=0) == 128 and block_m(window_left=100, window_right=100) == 128
     assert block_m(sq=1024, sk=4096) == 128 and block_m(sq=4096, sk=2047) == 128
-    assert block_m(d=128) == 128 and block_m(d=32) == 128 and block_m(d=65) == 128
+    assert block_m(d=32) == 192 and block_m(d=17) == 192
+    assert block_m(d=128) == 128 and block_m(d=16) == 128 and block_m(d=65) == 128
     assert block_m(fp8=True) == 128                                        # fp8: not measured
     cu = torch.tensor([0, 4096], dtype=torch.int32)
     assert block_m(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=4096, max_seqlen_k=4096) == 128   # varlen
@@ -514,6 +515,18 @@ def test_gluon_forward_three_warpgroups(gluon_calls, schedule, monkeypatch, shap
         check_varlen([5, 1, 0, 300, 193, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 4, 4, 64, dtype=torch.bfloat16,
                      device="cuda", causal=True, grads=False)
     assert gluon_calls and launches and all(c["BLOCK_M"] == 192 for _, c in launches)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", [(2, 2100, 2300, 4, 2, 64), (1, 2048, 2048, 3, 3, 40)])
+def test_gluon_forward_192_queries_by_default(monkeypatch, dtype, shape):
+    """configs.fwd_gluon_three_warpgroups's calls take 192 queries without asking, and their out,
+    lse and the gradients through them match float64."""
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    check(*shape, dtype=dtype, device="cuda")
+    assert launches and all(c["BLOCK_M"] == 192 for _, c in launches)
 
 
 @gpu

@@ -8,7 +8,8 @@ triton==3.6.0` and run with PYTHONPATH=DIR:python.
     FA_CK_TRITON_CONFIG='{"fwd": {"num_stages": 2}}' python tools/sm90_offline_compile.py --d 128
     python tools/sm90_offline_compile.py --scan     # edge shapes (lengths 1, 0/1-token varlen, d16-256)
 
-Prints each kernel compiled (name, constexprs of note, warps/stages) and OK or the error.
+Prints each kernel compiled (name, constexprs of note, warps/stages) and OK or the error (its
+first line; all of it with FA_CK_FULL_ERRORS=1).
 Outputs are garbage (no kernel runs); only the compiles mean anything.
 """
 from __future__ import annotations

@@ -170,16 +170,17 @@ def fwd_gluon_short_causal(head_dim: int, right_edge_at_diagonal: bool, seqlen_q
 def fwd_gluon_three_warpgroups(head_dim: int, masked: bool, seqlen_q: int, seqlen_k: int, fp8: bool,
                                varlen: bool) -> bool:
     """Whether the Gluon forward takes 192 queries per tile (three consumer warpgroups of 64,
-    BLOCK_M 192: FlashAttention-3's d64 tile), not 128: at head dims 33-64, 16-bit, on full
+    BLOCK_M 192: FlashAttention-3's d64 tile), not 128: at head dims 17-64, 16-bit, on full
     attention (no causal mask or window), not varlen, from 2048 queries and keys. A third warp
     per scheduler hides more of the softmax's latencies, which at d64 weigh as much as the
-    multiplies. h200-20261202-three-wg call 1 (bf16 d64, GPU time with the host hidden, same
-    run): S4k full 0.94x -> 0.99x of cuDNN, S16k full 0.96x -> 1.02x. Lost elsewhere: S512 /
+    multiplies. h200-20261202-three-wg (bf16, GPU time with the host hidden, same runs): call 2,
+    d64 S2k-16k full 0.92-0.96x -> 0.98-1.02x of cuDNN; call 4, d32 S4k / S16k 1.06x / 1.10x ->
+    1.20x / 1.21x, d48 S4k 0.92x -> 0.97x (d16 not timed). Lost elsewhere (call 1, d64): S512 /
     S1024 full -2 / -6 % (the last tile of a head mostly past the sequence: 1024 = 5.33 x 192),
     causal -3 to -50 % (a tile's warpgroups see different numbers of 128-key blocks on the
     diagonal and wait for the slowest; at S1024 the last tile's rows past the sequence still
     walk every block)."""
-    return (block_d(head_dim) == 64 and not masked and not fp8 and not varlen and seqlen_q >= 2048
+    return (32 <= block_d(head_dim) <= 64 and not masked and not fp8 and not varlen and seqlen_q >= 2048
             and seqlen_k >= 2048)
 
 

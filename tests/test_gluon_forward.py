@@ -370,7 +370,14 @@ def test_gluon_config_and_its_checks(monkeypatch):
                     for gl_ in (False, True):
                         for c in [configs.default(kernel, arch, d, dtype, gluon=gl_),
                                   *configs.candidates(kernel, arch, d, dtype, gluon=gl_)]:
-                            assert all(c[t] >= 1 and not c[t] & (c[t] - 1) for t in ("BLOCK_M", "BLOCK_N")), c
+                            tiles = ("BLOCK_N",) if (gl_, kernel, c["BLOCK_M"]) == (True, "fwd", 192) else \
+                                ("BLOCK_M", "BLOCK_N")        # (the Gluon forward's three warpgroups: 192)
+                            assert all(c[t] >= 1 and not c[t] & (c[t] - 1) for t in tiles), c
+    # autotune also tries three consumer warpgroups where the Gluon forward has them (16-bit, d17-64)
+    for d, dtype, want in ((64, torch.bfloat16, True), (32, torch.float16, True), (16, torch.bfloat16, False),
+                           (128, torch.bfloat16, False), (64, torch.float8_e4m3fn, False)):
+        got = any(c["BLOCK_M"] == 192 for c in configs.candidates("fwd", "cuda:sm90", d, dtype, gluon=True))
+        assert got == want, (d, dtype)
     # 192 queries (three consumer warpgroups): 16-bit head dims up to 64, without PINGPONG; forward.py
     # and the other kernels take powers of two
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"BLOCK_M": 192}}')

@@ -476,6 +476,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     d = block_d(head_dim)
     if gluon and kernel == "fwd":   # 3-deep rings fit shared memory up to d128; at d256 what fits
         out = [_cfg(GLUON_BLOCK_M, bn, GLUON_WARPS, st) for bn in (128, 64, 32) for st in (2, 3)]
+        if 32 <= d <= 64 and dtype in (torch.float16, torch.bfloat16):   # three consumer warpgroups
+            out += [_cfg(192, 128, GLUON_WARPS, st) for st in (2, 3)]
         return [c for c in out if (d <= 128 and c["BLOCK_N"] > 32)
                 or (d > 128 and fwd_gluon_smem(head_dim, c, dtype) <= SMEM_BYTES_SM90)]
     if gluon and kernel == "bwd_dq":

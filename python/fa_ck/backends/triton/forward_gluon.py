@@ -321,10 +321,7 @@ def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.con
 
 
 @gluon.jit
-def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-              stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
-              window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
-              SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
+def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr):
     """One warp: per tile, Q once every consumer has done its last QK^T of the tile before,
@@ -333,7 +330,11 @@ def _producer(Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, s
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
     tile's descriptors are built here on the device (varlen: its bounds come free), which took
     ~2-3 us per tile on the H200 (h200-20261130-eighth call 2). BLOCK_M: queries per tile (192:
-    q_smem holds (64, BLOCK_D) tiles, see _copy_q)."""
+    q_smem holds (64, BLOCK_D) tiles, see _copy_q). loads: fwd_gluon_kernel's run-time arguments
+    for this partition, as one tuple."""
+    Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, \
+        stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right, \
+        q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty = loads
     BLOCK_D: gl.constexpr = q_smem.shape[-1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
@@ -485,10 +486,8 @@ def _store_out(O_DESC, o_smem, out, b, h, m0, col, FOUR_D: gl.constexpr = True):
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, my_turn,
-              other_turn, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb,
-              stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left,
-              window_right, row0: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
+def _consumer(q_smem, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr, VARLEN: gl.constexpr,
+              MASK_LEFT: gl.constexpr,
               MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
               FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr,
               BLOCK_M: gl.constexpr):
@@ -498,7 +497,11 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, o_smem, q_full, q_empty, k_full, v
     issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
     multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
     for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
-    host-made descriptor like Q's), waited for only before the next tile's out is written."""
+    host-made descriptor like Q's), waited for only before the next tile's out is written.
+    shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple)."""
+    k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, \
+        stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, \
+        num_heads, group, head_dim, scale_log2, window_left, window_right = shared
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -665,53 +668,36 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
 
+    # the consumers' common run-time arguments as one tuple (constexprs go one by one: a tuple
+    # assigned to a name holds values)
+    shared = (k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD,
+              VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k,
+              batch, num_heads, group, head_dim, scale_log2, window_left, window_right)
+    loads = (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
+             stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left,
+             window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty)
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem0, k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full, k_empty,
-                         v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
-                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0,
-                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                         BLOCK_M)),
-            (_consumer, (q_smem1, k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full, k_empty,
-                         v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
-                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF,
-                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                         BLOCK_M)),
-            (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                         stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group,
-                         head_dim, window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
-                         k_empty, v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8,
-                         HOST_DESC, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem0, p_smem0, o_smem0, turn.index(0), turn.index(1), shared, 0, VARLEN, MASK_LEFT,
+                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem1, p_smem1, o_smem1, turn.index(1), turn.index(0), shared, HALF, VARLEN, MASK_LEFT,
+                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
+            (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
+                         P_REGS, BLOCK_M)),
         ], [4, 1], [240, 24])
     else:
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for
         # the two worker consumers and 24 for the producer leave the first consumer 168
         gl.warp_specialize([
-            (_consumer, (q_smem0, k_smem, v_smem, p_smem0, o_smem0, q_full, q_empty, k_full, v_full, k_empty,
-                         v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
-                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 0,
-                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
+            (_consumer, (q_smem0, p_smem0, o_smem0, turn.index(0), turn.index(1), shared, 0, VARLEN, MASK_LEFT,
+                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem1, p_smem1, o_smem1, turn.index(1), turn.index(0), shared, HALF, VARLEN, MASK_LEFT,
+                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem2, p_smem2, o_smem2, turn.index(0), turn.index(1), shared, 2 * HALF, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
                          BLOCK_M)),
-            (_consumer, (q_smem1, k_smem, v_smem, p_smem1, o_smem1, q_full, q_empty, k_full, v_full, k_empty,
-                         v_empty, turn.index(1), turn.index(0), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
-                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, HALF,
-                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                         BLOCK_M)),
-            (_consumer, (q_smem2, k_smem, v_smem, p_smem2, o_smem2, q_full, q_empty, k_full, v_full, k_empty,
-                         v_empty, turn.index(0), turn.index(1), O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q,
-                         seqlen_k, batch, num_heads, group, head_dim, scale_log2, window_left, window_right, 2 * HALF,
-                         VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                         BLOCK_M)),
-            (_producer, (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                         stride_vb, stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group,
-                         head_dim, window_left, window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
-                         k_empty, v_empty, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8,
-                         HOST_DESC, P_REGS, BLOCK_M)),
+            (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
+                         P_REGS, BLOCK_M)),
         ], [4, 4, 1], [160, 160, 24])
 
     mbarrier.invalidate(q_full)

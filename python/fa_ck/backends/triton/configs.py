@@ -70,11 +70,11 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     gluon: the Hopper forward of forward_gluon.py (num_stages: the depth of its K and V rings)."""
     d = block_d(head_dim)
     if gluon and kernel == "fwd":
-        # 128 queries (192 at d33-64 where fwd_gluon_three_warpgroups: _work_out_config), num_warps 4
-        # (each of its consumer warpgroups; a producer warp comes on top). 128 keys per block, 2-deep rings. No spills at d128 (sm90,
-        # Triton 3.6 and 3.7.1). Head dims 129-256: 64 keys per block (Q 64 KB + rings 128 KB of
-        # shared memory); 32 keys with 3-deep rings was 18-26 % slower (h200-20261201-fourteenth
-        # call 6, at d256; d160 and d192 checked for correctness only).
+        # 128 queries (192 at d17-64 where fwd_gluon_three_warpgroups: _work_out_config), num_warps
+        # 4 (each of its consumer warpgroups; a producer warp comes on top). 128 keys per block,
+        # 2-deep rings. No spills at d128 (sm90, Triton 3.6 and 3.7.1). Head dims 129-256: 64 keys
+        # per block (Q 64 KB + rings 128 KB of shared memory); 32 keys with 3-deep rings was 18-26 %
+        # slower (h200-20261201-fourteenth call 6, at d256; d160 and d192 checked for correctness only).
         return _cfg(GLUON_BLOCK_M, 128 if d <= 128 else 64, GLUON_WARPS, 2)
     if gluon and kernel == "bwd_dq":
         # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per

@@ -274,8 +274,8 @@ def _pv_wait(acc, p, dtype: gl.constexpr):
 
 @gluon.jit
 def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-          PERSISTENT: gl.constexpr):
+          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
+          MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr):
     """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
     seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is one query block of
     a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
@@ -487,10 +487,9 @@ def _store_out(O_DESC, o_smem, out, b, h, m0, col, FOUR_D: gl.constexpr = True):
 
 @gluon.jit
 def _consumer(q_smem, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr, VARLEN: gl.constexpr,
-              MASK_LEFT: gl.constexpr,
-              MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-              FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr,
-              BLOCK_M: gl.constexpr):
+              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
+              P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
+              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -606,19 +605,19 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
-    tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192
-    (three; 16-bit head dims up to 64, where a warpgroup's S, O and P fit the 160 registers
-    that leaves each, as FlashAttention-3 tiles d64; not with PINGPONG). num_warps = 4: the
-    first consumer warpgroup; the others and the producer warp are workers. FP8: q, k, v in e4m3fn, v keys-contiguous (stride_vs 1, rows of stride_vd),
-    descales QD (B, Hq), KD and VD (B, Hkv); SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles
-    for fp8), SMEM_P that of P's (64, BLOCK_N) staging tile (fp8 without P_REGS). P_REGS (fp8): P
-    stays in registers, v's keys stored in quantize.key_position's order, each row of keys zero-
-    padded to a multiple of 16 and described to that length. HOST_DESC: Q, K, V are
-    host-made TMA descriptors (see _producer), their strides unused. TMA_STORE: out is also
-    written through O_DESC, (64, O_COLS) tiles of (batch, heads, rows, head_dim) (SMEM_O; O_COLS
-    BLOCK_D, or half of it where shared memory holds no more: configs.fwd_gluon_out_cols).
-    RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive float32; FP8 only with
-    fa_ck's own descales, the folded scale kept >= 2^-126)."""
+    tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
+    16-bit head dims up to 64, where a warpgroup's S, O and P fit the 160 registers that leaves
+    each, as FlashAttention-3 tiles d64; not with PINGPONG). num_warps = 4: the first consumer
+    warpgroup; the others and the producer warp are workers. FP8: q, k, v in e4m3fn, v
+    keys-contiguous (stride_vs 1, rows of stride_vd), descales QD (B, Hq), KD and VD (B, Hkv);
+    SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles for fp8), SMEM_P that of P's (64, BLOCK_N)
+    staging tile (fp8 without P_REGS). P_REGS (fp8): P stays in registers, v's keys stored in
+    quantize.key_position's order, each row of keys zero-padded to a multiple of 16 and described
+    to that length. HOST_DESC: Q, K, V are host-made TMA descriptors (see _producer), their strides
+    unused. TMA_STORE: out is also written through O_DESC, (64, O_COLS) tiles of (batch, heads,
+    rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where shared memory holds no more:
+    configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
+    float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126)."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
@@ -642,7 +641,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     else:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
     if FP8 and not P_REGS:
-        p_smem = gl.allocate_shared_memory(dtype, [2 if CONSUMERS == 2 else 4, HALF, BLOCK_N], SMEM_P)  # one per warpgroup
+        # one P tile per warpgroup
+        p_smem = gl.allocate_shared_memory(dtype, [2 if CONSUMERS == 2 else 4, HALF, BLOCK_N], SMEM_P)
         p_smem0 = p_smem.index(0)
         p_smem1 = p_smem.index(1)
         p_smem2 = p_smem.index(CONSUMERS - 1)
@@ -651,7 +651,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         p_smem1 = q_smem0
         p_smem2 = q_smem0
     if TMA_STORE:
-        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [CONSUMERS, HALF, O_COLS], SMEM_O)   # one per warpgroup
+        o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [CONSUMERS, HALF, O_COLS], SMEM_O)  # one per WG
         o_smem0 = o_smem.index(0)
         o_smem1 = o_smem.index(1)
         o_smem2 = o_smem.index(CONSUMERS - 1)

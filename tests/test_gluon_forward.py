@@ -164,21 +164,26 @@ def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
 
 def test_gluon_forward_takes_192_queries_on_long_full_calls(monkeypatch):
     """configs.fwd_gluon_three_warpgroups (h200-20261202-three-wg calls 1-4): at head dims 17-64,
-    16-bit, full attention (no mask or window), not varlen, from 2048 queries and keys; 128
-    elsewhere, and never with PINGPONG (turns between two warpgroups)."""
+    16-bit, full attention (no mask or window), not varlen, from 2048 queries and keys, where
+    the tiles' rounds over the SMs come out shorter; 128 elsewhere, and never with PINGPONG
+    (turns between two warpgroups)."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
 
-    def block_m(d=64, sq=4096, sk=4096, dtype=torch.bfloat16, **kw):
-        q = torch.randn(1, 16, 2, d, dtype=dtype)
+    def block_m(d=64, sq=4096, sk=4096, dtype=torch.bfloat16, b=4, h=32, **kw):
+        q = torch.randn(b, 16, h, d, dtype=dtype)          # (the rule reads batch and heads; off a GPU 132 SMs)
         return tb._config("fwd", q, d, _params(**kw), sq, sk, tma_possible=True, gluon_possible=True)["BLOCK_M"]
 
     assert block_m() == 192 and block_m(d=40) == 192 and block_m(dtype=torch.float16) == 192
-    assert block_m(sq=2048, sk=2048) == 192 and block_m(sq=16384, sk=16384) == 192
+    assert block_m(sq=2048, sk=2048, b=8) == 192 and block_m(sq=16384, sk=16384, b=1) == 192   # as timed
     assert block_m(causal=True, window_right=0) == 128 and block_m(window_left=100, window_right=100) == 128
     assert block_m(sq=1024, sk=4096) == 128 and block_m(sq=4096, sk=2047) == 128
     assert block_m(d=32) == 192 and block_m(d=17) == 192
     assert block_m(d=128) == 128 and block_m(d=16) == 128 and block_m(d=65) == 128
     assert block_m(fp8=True) == 128                                        # fp8: not measured
+    # few tiles: 8 heads of 4096 queries are two rounds of 132 SMs either way, 192's each 1.4 times as long
+    assert block_m(b=1, h=8) == 128 and block_m(b=1, h=1, sq=16384, sk=16384) == 128
+    assert configs.fwd_gluon_three_warpgroups(64, False, 4096, 4096, False, False, 8, 132) is False
+    assert configs.fwd_gluon_three_warpgroups(64, False, 4096, 4096, False, False, 8, 30) is True   # (30 SMs)
     cu = torch.tensor([0, 4096], dtype=torch.int32)
     assert block_m(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=4096, max_seqlen_k=4096) == 128   # varlen
     assert block_m() == 192                                                # remembered configs keep the answer apart
@@ -527,7 +532,7 @@ def test_gluon_forward_three_warpgroups(gluon_calls, schedule, monkeypatch, shap
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("shape", [(2, 2100, 2300, 4, 2, 64), (1, 2048, 2048, 3, 3, 40)])
+@pytest.mark.parametrize("shape", [(2, 2100, 2300, 4, 2, 64), (2, 2048, 2048, 12, 12, 40)])
 def test_gluon_forward_192_queries_by_default(monkeypatch, dtype, shape):
     """configs.fwd_gluon_three_warpgroups's calls take 192 queries without asking, and their out,
     lse and the gradients through them match float64."""

@@ -273,8 +273,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
                                  kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
                                                                                      sk, p.fp8),
-                                 kernel == "fwd" and configs.fwd_gluon_three_warpgroups(head_dim, p.has_window, sq, sk,
-                                                                                         p.fp8, p.varlen), tma_possible,
+                                 kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk), tma_possible,
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)
@@ -329,8 +328,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
     if gluon and kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
-    if gluon and kernel == "fwd" and not sw.get("PINGPONG") and configs.fwd_gluon_three_warpgroups(
-            head_dim, p.has_window, sq, sk, p.fp8, p.varlen):
+    if gluon and kernel == "fwd" and not sw.get("PINGPONG") and _three_warpgroups(q, head_dim, p, sq, sk):
         cfg["BLOCK_M"] = 192
     if bench is not None and arch != "interpreter":
         if tuning.autotune_enabled():
@@ -362,6 +360,16 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                          f"call) with num_stages {cfg['num_stages']} crashes Triton 3.6's ptxas; use "
                          f"{configs.TMA_MIN_STAGES}+ stages or \"TMA\": false")
     return cfg
+
+
+def _three_warpgroups(q, head_dim: int, p: AttnParams, sq: int, sk: int) -> bool:
+    """configs.fwd_gluon_three_warpgroups for this call (q: (B, S, H, D), or packed for varlen,
+    which the rule leaves out); SMs of q's GPU (132, an H100's or H200's, off a GPU: CPU tests)."""
+    if p.varlen:
+        return False
+    sms = launch_gluon._sm_count(q.device) if q.is_cuda else 132
+    return configs.fwd_gluon_three_warpgroups(head_dim, p.has_window, sq, sk, p.fp8, p.varlen,
+                                              q.shape[0] * q.shape[2], sms)
 
 
 def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype, fp8: bool):

@@ -168,10 +168,11 @@ def fwd_gluon_short_causal(head_dim: int, right_edge_at_diagonal: bool, seqlen_q
 
 
 def fwd_gluon_three_warpgroups(head_dim: int, masked: bool, seqlen_q: int, seqlen_k: int, fp8: bool,
-                               varlen: bool) -> bool:
+                               varlen: bool, heads: int, sm_count: int) -> bool:
     """Whether the Gluon forward takes 192 queries per tile (three consumer warpgroups of 64,
     BLOCK_M 192: FlashAttention-3's d64 tile), not 128: at head dims 17-64, 16-bit, on full
-    attention (no causal mask or window), not varlen, from 2048 queries and keys. A third warp
+    attention (no causal mask or window), not varlen, from 2048 queries and keys, where the
+    grid's tiles fill the GPU's SMs as well (heads: batch x q heads; see below). A third warp
     per scheduler hides more of the softmax's latencies, which at d64 weigh as much as the
     multiplies. h200-20261202-three-wg (bf16, GPU time with the host hidden, same runs): call 2,
     d64 S2k-16k full 0.92-0.96x -> 0.98-1.02x of cuDNN; call 4, d32 S4k / S16k 1.06x / 1.10x ->
@@ -179,9 +180,21 @@ def fwd_gluon_three_warpgroups(head_dim: int, masked: bool, seqlen_q: int, seqle
     S1024 full -2 / -6 % (the last tile of a head mostly past the sequence: 1024 = 5.33 x 192),
     causal -3 to -50 % (a tile's warpgroups see different numbers of 128-key blocks on the
     diagonal and wait for the slowest; at S1024 the last tile's rows past the sequence still
-    walk every block)."""
-    return (32 <= block_d(head_dim) <= 64 and not masked and not fp8 and not varlen and seqlen_q >= 2048
-            and seqlen_k >= 2048)
+    walk every block).
+    Fewer, longer tiles fill fewer SMs: with 8 heads of 4096 queries, 256 tiles of 128 take two
+    rounds of 132 SMs and 176 tiles of 192 take two rounds too, each 1.4 times as long. So 192
+    only where its rounds of tiles, each costing THREE_WG_TILE_COST of a 128-query tile, come out
+    shorter (every timed point: 2752-2816 tiles of 192, predicted 2.7-7 % shorter, measured 5-6 %)."""
+    if not (32 <= block_d(head_dim) <= 64 and not masked and not fp8 and not varlen and seqlen_q >= 2048
+            and seqlen_k >= 2048):
+        return False
+    rounds = [-(-heads * -(-seqlen_q // bm) // max(sm_count, 1)) for bm in (128, 192)]
+    return rounds[1] * THREE_WG_TILE_COST < rounds[0]
+
+
+# A 192-query tile's time in 128-query tiles: 1.5 times the work, done 6 % faster (h200-20261202-three-wg
+# calls 1-2 at d64 S4k-16k full: 4458.8 us against 4725.0, 1161.2 against 1232.6)
+THREE_WG_TILE_COST = 1.5 / 1.06
 
 
 def gluon_block_n_bwd(head_dim: int) -> int:

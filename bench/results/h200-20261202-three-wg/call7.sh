@@ -1,9 +1,9 @@
 # Device call 7 (nvidia-h200), written at the end of 2026-12-02's third part for the next session with a
 # device (not run yet): own_q_barriers.patch (over cc7c26b) gives each of the three warpgroups of a
-# 192-query tile its own Q barriers, so one whose rows see fewer key blocks (under a causal mask, at
-# the diagonal) starts the next tile while the others finish, instead of waiting for all three; the
-# 128-query kernel's SASS is unchanged by it (Triton 3.6: d64 full / causal 4368 / 4784 instructions,
-# d128 causal 5168), the 192-query one +112 instructions, spills as before. The patched tree is made
+# 192-query tile its own Q barriers and streams a tile's first K / V blocks before the third one's Q,
+# so the two whose rows see fewer key blocks (under a causal mask, at the diagonal) start the next
+# tile while the third finishes; the 128-query kernel's SASS is unchanged by it (Triton 3.6: d64 full /
+# causal 4368 / 4784 instructions, d128 causal 5168), spills as before. The patched tree is made
 # here (own_q/, outside the checkout); GPU time of main and the patch at d64, 192 queries asked
 # (`bm192`) and by default, causal S1k-16k and the nanoGPT shape, full S4096; 3-deep rings with it
 # (`bm192s3`: the ring's depth bounds how far ahead a warpgroup may run); then the three-warpgroup GPU

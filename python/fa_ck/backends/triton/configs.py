@@ -148,7 +148,7 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     return _cfg(64, 32, 8, 2)
 
 
-GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgroups of 64 queries
+GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgroups of 64 queries (or 192: three)
 GLUON_BLOCK_N_BWD = 128                # backward_gluon.py to d128: two consumer warpgroups of 64 keys
 
 

@@ -9,7 +9,7 @@ triton==3.6.0` and run with PYTHONPATH=DIR:python.
     python tools/sm90_offline_compile.py --scan     # edge shapes (lengths 1, 0/1-token varlen, d16-256)
 
 Prints each kernel compiled (name, constexprs of note, warps/stages) and OK or the error (its
-first line; all of it with FA_CK_FULL_ERRORS=1).
+first line; with FA_CK_FULL_ERRORS=1 the innermost cause in full).
 Outputs are garbage (no kernel runs); only the compiles mean anything.
 """
 from __future__ import annotations
@@ -65,9 +65,19 @@ def compile_only(log: list, show_specialization: bool = False):
             run(self, *args, grid=grid, warmup=True, **kwargs)
             log.append((label, "OK"))
         except Exception as e:  # noqa: BLE001  (report every kernel, crashed or not)
-            log.append((label, f"{type(e).__name__}: {str(e)[:3000] if os.environ.get('FA_CK_FULL_ERRORS') else str(e).splitlines()[0][:160]}"))
+            log.append((label, _error_text(e)))
         return None
     JITFunction.run = compiling_run
+
+
+def _error_text(e: Exception) -> str:
+    """A compile error's first line; with FA_CK_FULL_ERRORS=1 the innermost cause's whole text (a
+    Gluon kernel's error wraps each partition's: the one that says what is wrong comes last)."""
+    if not os.environ.get("FA_CK_FULL_ERRORS"):
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+    while e.__cause__ is not None:
+        e = e.__cause__
+    return f"{type(e).__name__}: {e}"
 
 
 # --scan: edge shapes where Triton's specialisation differs from the usual (lengths of 1, empty

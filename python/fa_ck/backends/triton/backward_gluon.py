@@ -269,10 +269,13 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     number read from unit_smem once its K and V are in (_unit_at), until one past the last. One
     unit (not PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at
     d128."""
-    if DYNAMIC:
+    if DYNAMIC or PERSISTENT:    # units from the counter (_unit_at), or every num_programs-th from u0
         j = 0
         t = 0
-        u = _unit_at(unit_smem, kv_bar, t)
+        if DYNAMIC:
+            u = _unit_at(unit_smem, kv_bar, t)
+        else:
+            u = u0
         while u < n_units:
             j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free,
                               kv_bar, kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc,
@@ -281,18 +284,10 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
                               scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P,
                               ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP, TMA_STORE)
             t += 1
-            u = _unit_at(unit_smem, kv_bar, t)
-    elif PERSISTENT:
-        j = 0
-        t = 0
-        for u in range(u0, n_units, gl.num_programs(0)):
-            j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free,
-                              kv_bar, kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc,
-                              stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs,
-                              stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale,
-                              scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P,
-                              ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP, TMA_STORE)
-            t += 1
+            if DYNAMIC:
+                u = _unit_at(unit_smem, kv_bar, t)
+            else:
+                u += gl.num_programs(0)
     else:
         _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free, kv_bar,
                       kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh,

@@ -250,11 +250,7 @@ def _probs_t(k_tile, v_tile, q_t, do_t, s_zero, lse_s, delta, m0, offs_n, full_l
 
 
 @gluon.jit
-def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free, kv_bar,
-                  kv_empty, q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb,
-                  stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units,
-                  n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                  window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                   STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr,
                   HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr,
                   GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
@@ -268,7 +264,11 @@ def _bwd_consumer(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     steps across units (the Q / dO ring's and ds_full / ds_free's phases). DYNAMIC: each unit's
     number read from unit_smem once its K and V are in (_unit_at), until one past the last. One
     unit (not PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at
-    d128."""
+    d128. shared: the run-time arguments both warpgroups take alike (bwd_dkdv_gluon_kernel's tuple)."""
+    k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty, q_full, q_empty, \
+        unit_smem, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks, \
+        stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, \
+        head_dim, scale, scale_log2, window_left, window_right = shared
     if DYNAMIC or PERSISTENT:    # units from the counter (_unit_at), or every num_programs-th from u0
         j = 0
         t = 0
@@ -679,19 +679,17 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
         mbarrier.init(q_full.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=2)
 
+    # the consumers' common run-time arguments as one tuple (constexprs go one by one: a tuple
+    # assigned to a name holds values)
+    shared = (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty, q_full,
+              q_empty, unit_smem, LSE, DELTA, DK, DV, dk_desc, dv_desc, dq_desc, stride_lb, stride_lh, stride_dkb,
+              stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
+              seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right)
     gl.warp_specialize([
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem0, ds_full, ds_free,
-                         kv_bar, kv_empty, q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dk_desc, dv_desc, dq_desc,
-                         stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
-                         u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0,
-                         HOST_DESC, LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
-        (_bwd_consumer, (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem1, ds_full, ds_free,
-                         kv_bar, kv_empty, q_full, q_empty, unit_smem, LSE, DELTA, DK, DV, dk_desc, dv_desc, dq_desc,
-                         stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
-                         u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1,
-                         HOST_DESC, LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
+        (_bwd_consumer, (o_smem0, shared, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, HOST_DESC,
+                         LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
+        (_bwd_consumer, (o_smem1, shared, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC,
+                         LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                          q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
                          window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT, DYNAMIC,

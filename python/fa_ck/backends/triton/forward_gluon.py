@@ -130,16 +130,16 @@ def _copy(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
 
 
 @gluon.jit
-def _copy_q(desc, m0, bar, q_smem, b, h, FOUR_D: gl.constexpr):
-    """Q's tile from row m0 into q_smem: one TMA box, or for 192 queries (three consumer
-    warpgroups; a box's rows and a buffer's shape are powers of two) three boxes of 64 rows into
-    q_smem's first three (64, BLOCK_D) tiles."""
+def _copy_q(desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, FOUR_D: gl.constexpr):
+    """Q's n_q-th tile from row m0 into q_smem once its consumers are done with the last one
+    (q_empty): one TMA box (part 0), or for 192 queries (three consumer warpgroups; a box's rows
+    and a buffer's shape are powers of two) the 64-row box `part` into q_smem's (64, BLOCK_D) tile
+    `part`, with that warpgroup's own barriers (see _producer)."""
+    mbarrier.wait(q_empty.index(part), (n_q - 1) & 1, pred=n_q > 0)
     if len(q_smem.shape) == 3:
-        mbarrier.expect(bar, desc.block_type.nbytes * 3)
-        for i in gl.static_range(3):
-            _issue(desc, m0 + i * 64, 0, bar, q_smem.index(i), b, h, FOUR_D)
+        _copy(desc, m0 + part * 64, 0, q_full.index(part), q_smem.index(part), b, h, FOUR_D)
     else:
-        _copy(desc, m0, 0, bar, q_smem, b, h, FOUR_D)
+        _copy(desc, m0, 0, q_full.index(0), q_smem, b, h, FOUR_D)
 
 
 @gluon.jit
@@ -347,17 +347,29 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
                 VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
-                if HOST_DESC:
-                    if n_q > 0:
-                        mbarrier.wait(q_empty, (n_q - 1) & 1)
-                    _copy_q(Q, m0, q_full, q_smem, b, h, True)
+                if HOST_DESC and len(q_smem.shape) == 3:
+                    # Three warpgroups, each with its own Q barriers: under a causal mask the third's
+                    # rows see the most blocks, so its Q waits until the ring holds the first blocks of
+                    # this tile, which the first two may start on while it finishes the last tile
+                    # (the ring's later blocks need it, so its Q comes before them)
+                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
+                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 1, b, h, True)
+                    first = gl.minimum(n_blocks, NUM_BUF)
+                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, first, FP8, it, b,
+                               h // group, True)
+                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 2, b, h, True)
+                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo + first * BLOCK_N,
+                               n_blocks - first, FP8, it + first, b, h // group, True)
+                elif HOST_DESC:
+                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
                                h // group, True)
                 else:
                     if n_q > 0:
                         # The descriptors are rewritten in place: first the last tile's Q consumed and its
                         # last K and V landed (the TMA unit reads a descriptor while it copies).
-                        mbarrier.wait(q_empty, (n_q - 1) & 1)
+                        for i in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
+                            mbarrier.wait(q_empty.index(i), (n_q - 1) & 1)
                         last = (it - 1) % NUM_BUF
                         mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
                         mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
@@ -376,7 +388,8 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:
                         v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-                    _copy_q(q_desc, m0, q_full, q_smem, b, h, False)
+                    for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
+                        _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
                     _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
                 n_q += 1
                 it += n_blocks
@@ -486,7 +499,8 @@ def _store_out(O_DESC, o_smem, out, b, h, m0, col, FOUR_D: gl.constexpr = True):
 
 
 @gluon.jit
-def _consumer(q_smem, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr, VARLEN: gl.constexpr,
+def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr,
+              VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr):
@@ -497,8 +511,9 @@ def _consumer(q_smem, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.cons
     multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
     for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
     host-made descriptor like Q's), waited for only before the next tile's out is written.
-    shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple)."""
-    k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, \
+    shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple); q_full,
+    q_empty: the barriers of this warpgroup's Q rows (192 queries: its own; else the tile's)."""
+    k_smem, v_smem, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, \
         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, \
         num_heads, group, head_dim, scale_log2, window_left, window_right = shared
     ROWS: gl.constexpr = q_smem.shape[0]
@@ -659,18 +674,22 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         o_smem0 = q_smem0                    # stand-ins
         o_smem1 = q_smem0
         o_smem2 = q_smem0
-    q_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    # Q's barriers: the tile's (both warpgroups arrive on q_empty), or with three warpgroups one
+    # pair per warpgroup's rows (see _copy_q; a power-of-two count, the fourth unused)
+    Q_BARS: gl.constexpr = 4 if CONSUMERS == 3 else 1
+    q_full = gl.allocate_shared_memory(gl.int64, [Q_BARS, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [Q_BARS, 1], mbarrier.MBarrierLayout())
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF, CONSUMERS)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_full, count=1)
-    mbarrier.init(q_empty, count=CONSUMERS)
+    for i in gl.static_range(Q_BARS):
+        mbarrier.init(q_full.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=1 if CONSUMERS == 3 else CONSUMERS)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
 
     # the consumers' common run-time arguments as one tuple (constexprs go one by one: a tuple
     # assigned to a name holds values)
-    shared = (k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD,
+    shared = (k_smem, v_smem, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD,
               VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k,
               batch, num_heads, group, head_dim, scale_log2, window_left, window_right)
     loads = (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
@@ -678,10 +697,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
              window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty)
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem0, p_smem0, o_smem0, turn.index(0), turn.index(1), shared, 0, VARLEN, MASK_LEFT,
-                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
-            (_consumer, (q_smem1, p_smem1, o_smem1, turn.index(1), turn.index(0), shared, HALF, VARLEN, MASK_LEFT,
-                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
+                         shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
+                         RAW_MAX, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1), turn.index(0),
+                         shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
+                         RAW_MAX, P_REGS, BLOCK_M)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M)),
         ], [4, 1], [240, 24])
@@ -689,19 +710,22 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for
         # the two worker consumers and 24 for the producer leave the first consumer 168
         gl.warp_specialize([
-            (_consumer, (q_smem0, p_smem0, o_smem0, turn.index(0), turn.index(1), shared, 0, VARLEN, MASK_LEFT,
-                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
-            (_consumer, (q_smem1, p_smem1, o_smem1, turn.index(1), turn.index(0), shared, HALF, VARLEN, MASK_LEFT,
-                         MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M)),
-            (_consumer, (q_smem2, p_smem2, o_smem2, turn.index(0), turn.index(1), shared, 2 * HALF, VARLEN,
-                         MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS,
-                         BLOCK_M)),
+            (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
+                         shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
+                         RAW_MAX, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1), turn.index(0),
+                         shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
+                         RAW_MAX, P_REGS, BLOCK_M)),
+            (_consumer, (q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0), turn.index(1),
+                         shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
+                         RAW_MAX, P_REGS, BLOCK_M)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M)),
         ], [4, 4, 1], [160, 160, 24])
 
-    mbarrier.invalidate(q_full)
-    mbarrier.invalidate(q_empty)
+    for i in gl.static_range(Q_BARS):
+        mbarrier.invalidate(q_full.index(i))
+        mbarrier.invalidate(q_empty.index(i))
     mbarrier.invalidate(turn.index(0))
     mbarrier.invalidate(turn.index(1))
     _invalidate_rings(k_full, v_full, k_empty, v_empty)

@@ -24,6 +24,29 @@ def gpu_ms(fn, reps=25):
     return statistics.median(times)
 
 
+def gpu_ms_each(fns: dict, reps=25) -> dict:
+    """gpu_ms of every fn in fns (name -> fn), interleaved: each repetition times each fn once, in
+    an order rotated per repetition, so a drift of the GPU's clocks during a point falls on all
+    alike (timed one after another, the later backends of a point read up to 4 % slower in one
+    pass than in the next: h200-20261202-split-q call 1)."""
+    if not _flush:
+        _flush.append(torch.empty(256 << 20, dtype=torch.int8, device="cuda"))
+    names = list(fns)
+    for name in names:
+        for _ in range(3):
+            fns[name]()
+    times = {name: [] for name in names}
+    for i in range(reps):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            torch.cuda._sleep(1_000_000)
+            _flush[0].zero_()
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record(); fns[name](); e1.record()
+            torch.cuda.synchronize()
+            times[name].append(e0.elapsed_time(e1))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def finish(rows, name, header, cells, **meta):
     """Write $OUT/<name>.json; print a table last: point, backend, GPU us, x cuDNN, cells(row)."""
     out_dir = os.environ.get("OUT", "/tmp")

@@ -1,5 +1,7 @@
-"""GPU time of short forwards, host time taken out: each timed call is queued behind a ~0.5 ms
-sleep kernel and an L2 flush, so its events bracket the kernel alone (host enqueue hidden); also
+"""GPU time of short forwards, host time taken out: each timed call is queued behind a ~1 ms
+sleep kernel and an L2 flush, so its events bracket the kernel alone (host enqueue hidden), the
+backends of a point interleaved (gpu_time.gpu_ms_each; before 2026-12-02's fourth part each was
+timed 25 times in a row, in the order of the table); also
 the back-to-back time (do_bench, as bench/kernels.py measures). fa_ck's Gluon forward with
 switch variants (FA_CK_TRITON_CONFIG), SDPA cuDNN and flash, bf16 (POINTS, or the environment's
 POINTS: JSON [[B, H, S, D, causal], ...]); rel. error of each output
@@ -11,7 +13,7 @@ import fa_ck
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 from triton.testing import do_bench
-from gpu_time import finish, gpu_ms
+from gpu_time import finish, gpu_ms_each
 
 POINTS = [  # (B, H, S, D, causal)
     (32, 32, 512, 64, False), (32, 32, 512, 64, True), (16, 32, 1024, 64, True), (64, 12, 1024, 64, True),
@@ -57,13 +59,17 @@ for B, H, S, D, causal in POINTS:
             out = fn()
             torch.cuda.synchronize()
             row["rel_err"] = float((out[:1, :2].double() - r).norm() / r.norm())
-            row["gpu_us"] = gpu_ms(fn) * 1e3
             row["b2b_us"] = do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
-            row["tflops_gpu"] = fl / row["gpu_us"] / 1e6
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         os.environ["FA_CK_TRITON_CONFIG"] = ""
         rows.append(row)
+    # GPU times interleaved across the point's backends (gpu_ms_each)
+    ok = {r["backend"]: fns[r["backend"]] for r in rows if r["point"] == pt and "error" not in r}
+    for name, ms in gpu_ms_each(ok).items():
+        row = next(r for r in rows if r["point"] == pt and r["backend"] == name)
+        row["gpu_us"] = ms * 1e3
+        row["tflops_gpu"] = fl / row["gpu_us"] / 1e6
         print(json.dumps(row), flush=True)
 finish(rows, "short_fwd", ["GPU us (host hidden)", "x cuDNN", "back-to-back us", "TFLOP/s (GPU)", "rel err"],
        lambda r: [f"{r['b2b_us']:.1f}", f"{r['tflops_gpu']:.0f}", f"{r['rel_err']:.1e}"], variants=VARIANTS)

@@ -29,6 +29,8 @@ def gpu_ms_each(fns: dict, reps=25) -> dict:
     an order rotated per repetition, so a drift of the GPU's clocks during a point falls on all
     alike (timed one after another, the later backends of a point read up to 4 % slower in one
     pass than in the next: h200-20261202-split-q call 1)."""
+    if not fns:
+        return {}
     if not _flush:
         _flush.append(torch.empty(256 << 20, dtype=torch.int8, device="cuda"))
     names = list(fns)

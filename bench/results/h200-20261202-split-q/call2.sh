@@ -12,7 +12,7 @@ rm -rf /tmp/splitq && mkdir -p /tmp/splitq && cp -r python tests /tmp/splitq/ &&
     -prune -exec rm -rf {} + && (cd /tmp/splitq && patch -p1 < "$D/split_q.patch") || exit 1
 export POINTS='[[16,16,1024,128,false],[4,16,4096,128,false],[1,16,16384,128,false],[4,16,4096,128,true],
   [1,16,16384,128,true],[64,12,1024,64,true],[32,32,512,64,false]]'
-for r in 1 2; do
+for r in 1 2; do   # (two passes)
   (cd "$T" && PYTHONPATH=/tmp/splitq/python timeout 130 python3 short_fwd.py splitq='{"fwd": {"SPLIT_Q": true}}') \
       2>&1 | grep -v Warn > "/tmp/r$r.txt"; mv "$OUT/short_fwd.json" "$OUT/short_fwd_$r.json"
 done

@@ -324,8 +324,9 @@ def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.con
 def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr):
-    """One warp: per tile, Q once every consumer has done its last QK^T of the tile before,
-    then K_j and V_j through the rings. A persistent program so loads the next tile's first
+    """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
+    (192 queries: per warpgroup, the third's after the tile's first blocks), then K_j and V_j
+    through the rings. A persistent program so loads the next tile's first
     blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
     tile's descriptors are built here on the device (varlen: its bounds come free), which took
@@ -348,10 +349,10 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                 VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
                 if HOST_DESC and len(q_smem.shape) == 3:
-                    # Three warpgroups, each with its own Q barriers: under a causal mask the third's
-                    # rows see the most blocks, so its Q waits until the ring holds the first blocks of
-                    # this tile, which the first two may start on while it finishes the last tile
-                    # (the ring's later blocks need it, so its Q comes before them)
+                    # Three warpgroups, each with its own Q barriers: the third's Q waits until the
+                    # ring holds the first blocks of this tile, which the first two may start on while
+                    # it finishes the last tile (the ring's later blocks need it, so its Q comes
+                    # before them). On full tiles +2-4 % (h200-20261202-three-wg call 8)
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 1, b, h, True)
                     first = gl.minimum(n_blocks, NUM_BUF)

@@ -543,6 +543,23 @@ def test_gluon_forward_192_queries_by_default(monkeypatch, dtype, shape):
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape, even", [
+    ((2, 1000, 1024, 4, 2, 128), True), ((1, 4096, 512, 4, 4, 64), True), ((2, 2048, 2048, 12, 12, 64), True),
+    ((2, 300, 640, 2, 2, 256), True), ((2, 1024, 1000, 4, 4, 64), False), ((1, 512, 576, 2, 1, 128), False),
+])
+def test_gluon_forward_even_keys(gluon_calls, schedule, monkeypatch, shape, even):
+    """Keys a whole number of blocks (EVEN_N, not varlen): full attention compiles no masked
+    softmax; any query count, 128 or 192 queries per tile, 64-key blocks past d128, GQA. Under a
+    causal mask the same calls keep it (the diagonal still masks)."""
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    check(*shape, dtype=torch.bfloat16, device="cuda", grads=False)
+    check(*shape, dtype=torch.float16, device="cuda", causal=True, grads=False)
+    assert gluon_calls and launches and all(c["EVEN_N"] == even for _, c in launches)
+    assert all(shape[2] % c["BLOCK_N"] == 0 for _, c in launches) == even
+
+
+@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("window", [(64, 0), (200, 37), (-1, 100), (5, -1), (0, 0)])
 def test_gluon_forward_windows(gluon_calls, window):
     check(2, 900, 1100, 4, 2, 128, dtype=torch.bfloat16, device="cuda", window_size=window)

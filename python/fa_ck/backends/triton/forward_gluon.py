@@ -98,11 +98,15 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          P_LOG2: gl.constexpr):
+          P_LOG2: gl.constexpr, EVEN_N: gl.constexpr):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end. The
     mask sees keys counted from n0 (and the sequence's end less n0: the same comparisons), so
-    no key index is made per column."""
-    if (n0 < full_lo) | (n0 >= full_hi):
+    no key index is made per column. EVEN_N, no window: every block is whole, and the masked
+    softmax is not compiled at all."""
+    if EVEN_N and not MASK_LEFT and not MASK_RIGHT:
+        p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
+    elif (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2)
     else:
@@ -415,7 +419,7 @@ def _release(k_full, v_full, k_empty, v_empty, start, n):
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -451,7 +455,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
+                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, EVEN_N)
     p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
     for j in range(1, n_blocks):
@@ -467,7 +471,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
                                         seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2)
+                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, EVEN_N)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -504,7 +508,7 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
               VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
-              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr):
+              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -561,7 +565,7 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N)
                     _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
                     it += n_blocks
@@ -617,7 +621,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
                      RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, BLOCK_M: gl.constexpr,
+                     P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
@@ -633,7 +637,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     unused. TMA_STORE: out is also written through O_DESC, (64, O_COLS) tiles of (batch, heads,
     rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where shared memory holds no more:
     configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
-    float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126)."""
+    float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126). EVEN_N: seqlen_k
+    is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step)."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
@@ -700,10 +705,10 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
                          shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
             (_consumer, (q_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1), turn.index(0),
                          shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M)),
         ], [4, 1], [240, 24])
@@ -713,13 +718,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
                          shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
             (_consumer, (q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1), turn.index(0),
                          shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
             (_consumer, (q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0), turn.index(1),
                          shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M)),
         ], [4, 4, 1], [160, 160, 24])

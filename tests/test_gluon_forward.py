@@ -249,6 +249,43 @@ def test_warpgroup_blocks_skip_and_unmask_only_what_they_may(block_n, mask_left,
     assert unmasked > 0 and (unread > 0 or not mask_right)    # the cases reach both branches
 
 
+def test_diag_first_only_where_the_diagonal_block_alone_is_masked():
+    """configs.fwd_whole_blocks's DIAG_FIRST lets the Gluon forward stream a tile's blocks last to
+    first, mask the first (the diagonal's) and no other. By brute force over the calls it allows
+    (common.key_blocks / warpgroup_blocks, as the consumer runs them): for both warpgroups of every
+    tile that sees keys, every block but the last is whole to every row, both read every block,
+    and every row sees a key of the last block (so the first, masked, block gives each a max)."""
+    rng = np.random.default_rng(7)
+    cases = []
+    for _ in range(60):
+        sq, sk = (128 * int(x) for x in rng.integers(1, 13, 2))
+        assert configs.fwd_whole_blocks(sq, sk, 128, 128, -1, 0, False, False) == (True, True)
+        cases += [(m0, sq, sk, -1, 0) for m0 in range(0, sq, 128)]
+    cols = [torch.tensor(c, dtype=torch.int32, device=DEVICE) for c in zip(*cases)]
+    seen = 0
+    for row0 in (0, 64):
+        out = torch.full((len(cases), 5), -7, dtype=torch.int32, device=DEVICE)
+        _warpgroup_ranges[(1,)](*cols, out, len(cases), row0, 128, False, True, triton.next_power_of_2(len(cases)))
+        for (m0, sq, sk, _, _), (lo, n_blocks, full_lo, full_hi, n_mine) in zip(cases, out.tolist()):
+            if n_blocks == 0:
+                continue
+            rows = np.arange(m0 + row0, m0 + row0 + 64)[:, None]
+            sees = np.arange(sk)[None, :] <= rows + sk - sq
+            last = lo + (n_blocks - 1) * 128
+            assert n_mine == n_blocks and full_lo <= lo and full_hi >= last, (m0, row0, sq, sk)
+            assert sees[:, lo:last].all() and not sees[:, last + 128:].any(), (m0, row0, sq, sk)
+            assert sees[:, last:last + 128].any(1).all(), (m0, row0, sq, sk)
+            seen += 1
+    assert seen > 100
+    for args in [(1000, 1024, 128, 128, -1, 0, False, False), (1024, 1024, 128, 128, -1, 0, True, False),
+                 (1024, 1024, 128, 128, -1, 0, False, True), (1024, 1024, 128, 128, 64, 0, False, False),
+                 (1024, 1024, 128, 128, -1, 5, False, False), (1024, 1024, 128, 64, -1, 0, False, False),
+                 (1024, 1000, 128, 128, -1, 0, False, False), (2048, 2048, 192, 128, -1, -1, False, False)]:
+        assert configs.fwd_whole_blocks(*args)[1] is False, args
+    assert configs.fwd_whole_blocks(1000, 1024, 128, 128, -1, -1, False, True) == (True, False)
+    assert configs.fwd_whole_blocks(1024, 1000, 128, 128, -1, -1, False, False) == (False, False)
+
+
 def test_gluon_switch_only_on_sm90():
     assert configs.switches("fwd", "cuda:sm90", 128, False)["GLUON"]
     assert configs.switches("fwd", "cuda:sm90", 64, False)["GLUON"]
@@ -543,19 +580,25 @@ def test_gluon_forward_192_queries_by_default(monkeypatch, dtype, shape):
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape, even", [
-    ((2, 1000, 1024, 4, 2, 128), True), ((1, 4096, 512, 4, 4, 64), True), ((2, 2048, 2048, 12, 12, 64), True),
-    ((2, 300, 640, 2, 2, 256), True), ((2, 1024, 1000, 4, 4, 64), False), ((1, 512, 576, 2, 1, 128), False),
+@pytest.mark.parametrize("shape, even, diag_first", [
+    ((2, 1000, 1024, 4, 2, 128), True, False), ((1, 4096, 512, 4, 4, 64), True, False),
+    ((2, 2048, 2048, 12, 12, 64), True, True), ((2, 300, 640, 2, 2, 256), True, False),
+    ((1, 512, 1024, 2, 2, 128), True, True), ((2, 1024, 512, 2, 1, 128), True, True),
+    ((2, 1024, 1000, 4, 4, 64), False, False), ((1, 512, 576, 2, 1, 128), False, False),
 ])
-def test_gluon_forward_even_keys(gluon_calls, schedule, monkeypatch, shape, even):
+def test_gluon_forward_even_keys(gluon_calls, schedule, monkeypatch, shape, even, diag_first):
     """Keys a whole number of blocks (EVEN_N, not varlen): full attention compiles no masked
-    softmax; any query count, 128 or 192 queries per tile, 64-key blocks past d128, GQA. Under a
-    causal mask the same calls keep it (the diagonal still masks)."""
+    softmax (any query count, 128 or 192 queries per tile, 64-key blocks past d128, GQA); causal
+    calls with whole 128-query blocks too stream the diagonal's block first (DIAG_FIRST: more
+    keys than queries, fewer, and rows that see no key), others keep the per-block mask."""
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     check(*shape, dtype=torch.bfloat16, device="cuda", grads=False)
-    check(*shape, dtype=torch.float16, device="cuda", causal=True, grads=False)
-    assert gluon_calls and launches and all(c["EVEN_N"] == even for _, c in launches)
+    assert launches and all(c["EVEN_N"] == even and not c["DIAG_FIRST"] for _, c in launches)
     assert all(shape[2] % c["BLOCK_N"] == 0 for _, c in launches) == even
+    del launches[:]
+    check(*shape, dtype=torch.float16, device="cuda", causal=True, grads=False)
+    assert launches and all(c["EVEN_N"] == even and c["DIAG_FIRST"] == diag_first for _, c in launches)
+    assert gluon_calls
 
 
 @gpu

@@ -171,7 +171,8 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
-                          BLOCK_M=cfg["BLOCK_M"], EVEN_N=not causal, num_warps=cfg["num_warps"],
+                          BLOCK_M=cfg["BLOCK_M"], EVEN_N=True, DIAG_FIRST=causal and cfg["BLOCK_N"] == 128,
+                          num_warps=cfg["num_warps"],
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -179,7 +180,7 @@ def gluon_kernels():
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             if d > 128:   # 16 bits only (fp8 stops at d128); the backward split by columns, two passes
-                varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False)
+                varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False, DIAG_FIRST=False)
                 yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
                     _gluon_sig(fwd_gluon_kernel, varlen, pointers), varlen, cfg
                 yield from _wide_backward_rows(d, masks, mode, pointers)
@@ -196,22 +197,22 @@ def gluon_kernels():
                 wide_cfg = dict(cfg, BLOCK_M=192)
                 yield f"fwd gluon 192q bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, wide, dict(
                     pointers, **_descs(bf16, 64, bn, bd), **(out_desc if wide["TMA_STORE"] else {}))), wide, wide_cfg
-                wide = dict(wide, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False)
+                wide = dict(wide, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False, DIAG_FIRST=False)
                 yield f"fwd gluon 192q varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
                     _gluon_sig(fwd_gluon_kernel, wide, pointers), wide, wide_cfg
             # a softmax scale <= 0: the row max of scaled scores
-            scaled = dict(consts, RAW_MAX=False, EVEN_N=False)      # (and keys past the last whole block)
+            scaled = dict(consts, RAW_MAX=False, EVEN_N=False, DIAG_FIRST=False)   # (and keys past the last block)
             yield f"fwd gluon scaled-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, scaled, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if scaled["TMA_STORE"] else {}))), scaled, cfg
             # varlen: descriptors built per tile on the device
-            varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False)
+            varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False, DIAG_FIRST=False)
             yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, varlen, pointers), \
                 varlen, cfg
             # fp8 (e4m3fn, keys-contiguous v), same kernel body
             f8 = torch.float8_e4m3fn
             consts = dict(consts, SMEM_Q=gluon._smem_layout(bm, bd, f8), SMEM_KV=gluon._smem_layout(bn, bd, f8),
                           SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
-                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True)     # as launched on fa_ck's own descales
+                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True, DIAG_FIRST=False)   # as launched on fa_ck's own descales
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             # P staged through shared memory (P_REGS off), and v's descriptors built on the device

@@ -98,14 +98,15 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          P_LOG2: gl.constexpr, EVEN_N: gl.constexpr):
-    """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end. The
-    mask sees keys counted from n0 (and the sequence's end less n0: the same comparisons), so
-    no key index is made per column. EVEN_N, no window: every block is whole, and the masked
-    softmax is not compiled at all."""
-    if EVEN_N and not MASK_LEFT and not MASK_RIGHT:
+          P_LOG2: gl.constexpr, MASK_AT: gl.constexpr):
+    """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end
+    (MASK_AT "edges", decided per block), or where the caller knows: "all" (the block is masked)
+    or "none" (whole: the masked softmax is not compiled at all). The mask sees keys counted from
+    n0 (and the sequence's end less n0: the same comparisons), so no key index is made per column."""
+    if MASK_AT != "edges":
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, MASK_AT == "all", RAW_MAX,
+                                      P_LOG2)
     elif (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2)
@@ -113,6 +114,25 @@ def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
     return p, alpha, m_i, l_i
+
+
+@gluon.constexpr_function
+def _mask_at(first, whole, diag_first):
+    """_step's MASK_AT for a tile's first block (first) or the others: every block whole (whole:
+    keys a whole number of blocks, no window), or DIAG_FIRST (the masked block on the diagonal
+    streams first, the rest are whole), else decided per block."""
+    if diag_first:
+        return "all" if first else "none"
+    return "none" if whole else "edges"
+
+
+@gluon.jit
+def _block_key(lo, j, n_blocks, BLOCK_N: gl.constexpr, DIAG_FIRST: gl.constexpr):
+    """The first key of the j-th of a tile's n_blocks blocks from lo, in the order they stream:
+    up from lo, or DIAG_FIRST down from the last (the causal diagonal's block first)."""
+    if DIAG_FIRST:
+        j = n_blocks - 1 - j
+    return lo + j * BLOCK_N
 
 
 @gluon.jit
@@ -186,8 +206,10 @@ def _invalidate_rings(k_full, v_full, k_empty, v_empty):
 
 @gluon.jit
 def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks,
-               V_KEYS_MAJOR: gl.constexpr = False, start=0, b=0, h=0, FOUR_D: gl.constexpr = False):
-    """K_j and V_j from key lo + j * BLOCK_N into buffer j % NUM_BUF of their rings, each once
+               V_KEYS_MAJOR: gl.constexpr = False, start=0, b=0, h=0, FOUR_D: gl.constexpr = False,
+               DIAG_FIRST: gl.constexpr = False):
+    """K_j and V_j from key lo + j * BLOCK_N (DIAG_FIRST: the blocks last to first, _block_key)
+    into buffer j % NUM_BUF of their rings, each once
     both consumers released the buffer's previous tile (its empty barrier). V_KEYS_MAJOR: v's
     descriptor is over (head_dim, keys) (fp8's keys-contiguous v). start: blocks this partition
     streamed before (a persistent program's earlier tiles): ring positions continue from it.
@@ -199,13 +221,14 @@ def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty,
         buf = it % NUM_BUF
         reuse = it >= NUM_BUF                # buffer's previous tile: block it - NUM_BUF
         phase = ((it // NUM_BUF) & 1) ^ 1
+        key = _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST)
         mbarrier.wait(k_empty.index(buf), phase, pred=reuse)
-        _copy(k_desc, lo + j * BLOCK_N, 0, k_full.index(buf), k_smem.index(buf), b, h, FOUR_D)
+        _copy(k_desc, key, 0, k_full.index(buf), k_smem.index(buf), b, h, FOUR_D)
         mbarrier.wait(v_empty.index(buf), phase, pred=reuse)
         if V_KEYS_MAJOR:
-            _copy(v_desc, 0, lo + j * BLOCK_N, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
+            _copy(v_desc, 0, key, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
         else:
-            _copy(v_desc, lo + j * BLOCK_N, 0, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
+            _copy(v_desc, key, 0, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
 
 
 @gluon.jit
@@ -327,7 +350,7 @@ def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.con
 @gluon.jit
 def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
-              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr):
+              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr):
     """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
     (192 queries: per warpgroup, the third's after the tile's first blocks), then K_j and V_j
     through the rings. A persistent program so loads the next tile's first
@@ -368,7 +391,7 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                 elif HOST_DESC:
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
-                               h // group, True)
+                               h // group, True, DIAG_FIRST)
                 else:
                     if n_q > 0:
                         # The descriptors are rewritten in place: first the last tile's Q consumed and its
@@ -395,7 +418,8 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                         v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
                     for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
                         _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
-                    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it)
+                    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it,
+                               DIAG_FIRST=DIAG_FIRST)
                 n_q += 1
                 it += n_blocks
 
@@ -419,7 +443,8 @@ def _release(k_full, v_full, k_empty, v_empty, start, n):
 def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr):
+            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
+            DIAG_FIRST: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -430,6 +455,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
     P_LOG2: gl.constexpr = _log2(P_SCALE)      # 0 but for fp8
+    WHOLE: gl.constexpr = EVEN_N and not MASK_LEFT and not MASK_RIGHT      # no block needs the mask
     # wgmma's K per instruction: 32 bytes (16 halves, 32 fp8 values)
     s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype)
     o_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
@@ -454,8 +480,9 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     _pass_turn(other_turn, PINGPONG)
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
-    p, alpha, m_i, l_i = _step(qk, m_i, l_i, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                               scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, EVEN_N)
+    p, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST), full_lo, full_hi,
+                               offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left, window_right, MASK_LEFT,
+                               MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST))
     p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
     for j in range(1, n_blocks):
@@ -469,9 +496,10 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
-        p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0,
-                                        seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-                                        MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, EVEN_N)
+        p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
+                                        full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
+                                        window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
+                                        _mask_at(False, WHOLE, DIAG_FIRST))
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -508,7 +536,7 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
               VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
-              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr):
+              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -565,7 +593,7 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, it, turns, sq, sk,
                                             tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST)
                     _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
                     it += n_blocks
@@ -621,7 +649,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
                      RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr,
+                     P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
@@ -638,10 +666,16 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where shared memory holds no more:
     configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
     float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126). EVEN_N: seqlen_k
-    is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step)."""
+    is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
+    DIAG_FIRST (causal, 16-bit, EVEN_N, seqlen_q a multiple of 128, 128 queries and 128 keys per block, so
+    only the diagonal's block is masked, the same for both warpgroups): each tile's blocks stream
+    last to first, so the masked one is the first (FlashAttention-3's order) and the loop compiles
+    no masked softmax."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
+    gl.static_assert(not DIAG_FIRST or (BLOCK_M == 128 and BLOCK_N == 128 and EVEN_N and MASK_RIGHT and not MASK_LEFT
+                                        and not FP8), "DIAG_FIRST: causal, 16-bit, whole 128-key blocks, 128 queries")
     if HOST_DESC:
         dtype: gl.constexpr = Q.dtype
     else:
@@ -705,12 +739,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
                          shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_consumer, (q_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1), turn.index(0),
                          shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M)),
+                         P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 1], [240, 24])
     else:
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for
@@ -718,15 +752,15 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
                          shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_consumer, (q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1), turn.index(0),
                          shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_consumer, (q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0), turn.index(1),
                          shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M)),
+                         P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 4, 1], [160, 160, 24])
 
     for i in gl.static_range(Q_BARS):

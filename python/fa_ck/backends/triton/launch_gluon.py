@@ -80,6 +80,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     else:
         _tma_allocator()
         q_arg, k_arg, v_arg = q, k, v
+    even_n, diag_first = configs.fwd_whole_blocks(sq, sk, bm, bn, p.window_left, p.window_right, p.varlen, p.fp8)
     persistent = bool(cfg.get("PERSISTENT"))
     n_m = _cdiv(sq, bm)
     per_head = _cdiv(n_m, 2) if persistent else n_m       # forward_gluon._tile: pairs of query blocks
@@ -104,7 +105,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(64, o_cols, out.dtype),
         RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
-        P_REGS=p_regs, BLOCK_M=bm, EVEN_N=not p.varlen and sk % bn == 0, num_warps=cfg["num_warps"]))
+        P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

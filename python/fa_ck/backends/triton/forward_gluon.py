@@ -17,6 +17,13 @@ buffer has completed. A first version issued the TMA loads from the consumers: t
 barrier before each load was its largest stall (bench/results/h200-20261130-gluon, call 3).
 P stays in registers as wgmma's A operand.
 
+Masks: a block that straddles a mask edge or the sequence's end takes the masked softmax, chosen
+per block at run time. Where the host knows which blocks those are, the kernel compiles only
+what runs: EVEN_N (keys in whole blocks, no window) has no masked softmax, DIAG_FIRST (causal
+calls in whole blocks) streams each tile's diagonal block first, so only a tile's first block
+is masked. The loop is sensitive to code beside it: removing the unused softmax gained 1.5-7 %,
+adding an unexecuted tail lost 3 % (bench/results/README.md, 2026-12-02 fifth and sixth parts).
+
 Serves the plain calls (fp16/bf16, head dim up to 256 (64-key blocks past 128), causal and sliding windows, varlen,
 GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same out and lse.
 

@@ -164,6 +164,11 @@ def gluon_kernels():
             mode = "causal" if causal else "full"
             masks = dict(VARLEN=False, MASK_LEFT=False, MASK_RIGHT=causal)
             cfg = configs.default("fwd", "cuda:sm90", d, bf16, gluon=True)
+
+            def whole(sk=4096, varlen=False, fp8=False, cfg=cfg, causal=causal):
+                """EVEN_N and DIAG_FIRST as the launcher decides them (configs.fwd_whole_blocks)."""
+                return dict(zip(("EVEN_N", "DIAG_FIRST"), configs.fwd_whole_blocks(
+                    4096, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], -1, 0 if causal else -1, varlen, fp8)))
             kv = gluon._smem_layout(cfg["BLOCK_N"], bd, bf16)
             o_cols = configs.fwd_gluon_out_cols(d, cfg, bf16)     # out's staging tile: half as wide past d128
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
@@ -171,8 +176,7 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
-                          BLOCK_M=cfg["BLOCK_M"], EVEN_N=True, DIAG_FIRST=causal and cfg["BLOCK_N"] == 128,
-                          num_warps=cfg["num_warps"],
+                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"],
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -180,7 +184,7 @@ def gluon_kernels():
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             if d > 128:   # 16 bits only (fp8 stops at d128); the backward split by columns, two passes
-                varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False, DIAG_FIRST=False)
+                varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, **whole(varlen=True))
                 yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
                     _gluon_sig(fwd_gluon_kernel, varlen, pointers), varlen, cfg
                 yield from _wide_backward_rows(d, masks, mode, pointers)
@@ -197,22 +201,22 @@ def gluon_kernels():
                 wide_cfg = dict(cfg, BLOCK_M=192)
                 yield f"fwd gluon 192q bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, wide, dict(
                     pointers, **_descs(bf16, 64, bn, bd), **(out_desc if wide["TMA_STORE"] else {}))), wide, wide_cfg
-                wide = dict(wide, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False, DIAG_FIRST=False)
+                wide = dict(wide, HOST_DESC=False, TMA_STORE=False, VARLEN=True, **whole(varlen=True))
                 yield f"fwd gluon 192q varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
                     _gluon_sig(fwd_gluon_kernel, wide, pointers), wide, wide_cfg
             # a softmax scale <= 0: the row max of scaled scores
-            scaled = dict(consts, RAW_MAX=False, EVEN_N=False, DIAG_FIRST=False)   # (and keys past the last block)
+            scaled = dict(consts, RAW_MAX=False, **whole(sk=4000))    # (and keys past the last whole block)
             yield f"fwd gluon scaled-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, scaled, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if scaled["TMA_STORE"] else {}))), scaled, cfg
             # varlen: descriptors built per tile on the device
-            varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, EVEN_N=False, DIAG_FIRST=False)
+            varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, **whole(varlen=True))
             yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, varlen, pointers), \
                 varlen, cfg
             # fp8 (e4m3fn, keys-contiguous v), same kernel body
             f8 = torch.float8_e4m3fn
             consts = dict(consts, SMEM_Q=gluon._smem_layout(bm, bd, f8), SMEM_KV=gluon._smem_layout(bn, bd, f8),
                           SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
-                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True, DIAG_FIRST=False)   # as launched on fa_ck's own descales
+                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True, **whole(fp8=True))   # as launched on fa_ck's own descales
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
             # P staged through shared memory (P_REGS off), and v's descriptors built on the device

@@ -249,37 +249,43 @@ def test_warpgroup_blocks_skip_and_unmask_only_what_they_may(block_n, mask_left,
     assert unmasked > 0 and (unread > 0 or not mask_right)    # the cases reach both branches
 
 
-def test_diag_first_only_where_the_diagonal_block_alone_is_masked():
+@pytest.mark.parametrize("block_n", [128, 64])
+def test_diag_first_only_where_the_diagonal_block_alone_is_masked(block_n):
     """configs.fwd_whole_blocks's DIAG_FIRST lets the Gluon forward stream a tile's blocks last to
-    first, mask the first (the diagonal's) and no other. By brute force over the calls it allows
-    (common.key_blocks / warpgroup_blocks, as the consumer runs them): for both warpgroups of every
-    tile that sees keys, every block but the last is whole to every row, both read every block,
-    and every row sees a key of the last block (so the first, masked, block gives each a max)."""
+    first, and each warpgroup release unread the ones it cannot see (they come first), mask the
+    next (its diagonal's) and no other. By brute force over the calls it allows (common.key_blocks
+    / warpgroup_blocks, as the consumer runs them): for each warpgroup of every tile that sees
+    keys, the blocks past the n_mine it reads hide every key, every block it reads but its last is
+    whole to every row, and every row sees a key of that last block (so the first block it
+    multiplies, masked, gives each row a max), unless no row sees any key and it is the only one."""
     rng = np.random.default_rng(7)
     cases = []
     for _ in range(60):
-        sq, sk = (128 * int(x) for x in rng.integers(1, 13, 2))
-        assert configs.fwd_whole_blocks(sq, sk, 128, 128, -1, 0, False, False) == (True, True)
+        sq, sk = 128 * int(rng.integers(1, 13)), block_n * int(rng.integers(1, 1536 // block_n + 1))
+        assert configs.fwd_whole_blocks(sq, sk, 128, block_n, -1, 0, False, False) == (True, True)
         cases += [(m0, sq, sk, -1, 0) for m0 in range(0, sq, 128)]
     cols = [torch.tensor(c, dtype=torch.int32, device=DEVICE) for c in zip(*cases)]
-    seen = 0
+    seen = skipped = 0
     for row0 in (0, 64):
         out = torch.full((len(cases), 5), -7, dtype=torch.int32, device=DEVICE)
-        _warpgroup_ranges[(1,)](*cols, out, len(cases), row0, 128, False, True, triton.next_power_of_2(len(cases)))
+        _warpgroup_ranges[(1,)](*cols, out, len(cases), row0, block_n, False, True,
+                                triton.next_power_of_2(len(cases)))
         for (m0, sq, sk, _, _), (lo, n_blocks, full_lo, full_hi, n_mine) in zip(cases, out.tolist()):
             if n_blocks == 0:
                 continue
             rows = np.arange(m0 + row0, m0 + row0 + 64)[:, None]
             sees = np.arange(sk)[None, :] <= rows + sk - sq
-            last = lo + (n_blocks - 1) * 128
-            assert n_mine == n_blocks and full_lo <= lo and full_hi >= last, (m0, row0, sq, sk)
-            assert sees[:, lo:last].all() and not sees[:, last + 128:].any(), (m0, row0, sq, sk)
-            assert sees[:, last:last + 128].any(1).all(), (m0, row0, sq, sk)
+            last = lo + (n_mine - 1) * block_n
+            assert 1 <= n_mine <= n_blocks and full_lo <= lo and full_hi >= last, (m0, row0, sq, sk)
+            assert not sees[:, lo + n_mine * block_n:].any(), (m0, row0, sq, sk)
+            assert sees[:, lo:last].all(), (m0, row0, sq, sk)
+            assert sees[:, last:last + block_n].any(1).all() or (n_mine == 1 and not sees.any()), (m0, row0, sq, sk)
             seen += 1
-    assert seen > 100
+            skipped += n_blocks - n_mine
+    assert seen > 100 and (skipped > 0) == (block_n == 64)
     for args in [(1000, 1024, 128, 128, -1, 0, False, False), (1024, 1024, 128, 128, -1, 0, True, False),
                  (1024, 1024, 128, 128, -1, 0, False, True), (1024, 1024, 128, 128, 64, 0, False, False),
-                 (1024, 1024, 128, 128, -1, 5, False, False), (1024, 1024, 128, 64, -1, 0, False, False),
+                 (1024, 1024, 128, 128, -1, 5, False, False), (1024, 1024, 128, 64, -1, 0, False, False, True),
                  (1024, 1000, 128, 128, -1, 0, False, False), (2048, 2048, 192, 128, -1, -1, False, False)]:
         assert configs.fwd_whole_blocks(*args)[1] is False, args
     assert configs.fwd_whole_blocks(1000, 1024, 128, 128, -1, -1, False, True) == (True, False)
@@ -581,7 +587,8 @@ def test_gluon_forward_192_queries_by_default(monkeypatch, dtype, shape):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape, even, diag_first", [
-    ((2, 1000, 1024, 4, 2, 128), True, False), ((1, 4096, 512, 4, 4, 64), True, False),
+    ((2, 1000, 1024, 4, 2, 128), True, False), ((1, 4096, 512, 4, 4, 64), True, True),
+    ((4, 512, 512, 4, 2, 64), True, True), ((2, 384, 640, 2, 2, 256), True, True),
     ((2, 2048, 2048, 12, 12, 64), True, True), ((2, 300, 640, 2, 2, 256), True, False),
     ((1, 512, 1024, 2, 2, 128), True, True), ((2, 1024, 512, 2, 1, 128), True, True),
     ((2, 1024, 1000, 4, 4, 64), False, False), ((1, 512, 576, 2, 1, 128), False, False),
@@ -590,7 +597,9 @@ def test_gluon_forward_even_keys(gluon_calls, schedule, monkeypatch, shape, even
     """Keys a whole number of blocks (EVEN_N, not varlen): full attention compiles no masked
     softmax (any query count, 128 or 192 queries per tile, 64-key blocks past d128, GQA); causal
     calls with whole 128-query blocks too stream the diagonal's block first (DIAG_FIRST: more
-    keys than queries, fewer, and rows that see no key), others keep the per-block mask."""
+    keys than queries, fewer, and rows that see no key; 128-key blocks, and 64-key ones, short
+    causal d64 and past d128, where a warpgroup first releases the block it cannot see), others
+    keep the per-block mask."""
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     check(*shape, dtype=torch.bfloat16, device="cuda", grads=False)
     assert launches and all(c["EVEN_N"] == even and not c["DIAG_FIRST"] for _, c in launches)

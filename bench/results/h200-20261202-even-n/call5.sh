@@ -1,4 +1,5 @@
-# Device call 5 (nvidia-h200), written 2026-12-02 (sixth part), not run: no device time was left.
+# Device call 5 (nvidia-h200), written 2026-12-02 (sixth part), run 2026-12-02 16:02 UTC (seventh part; the
+# patch applied without its tools/ hunk, which 9d48767 made needless).
 # diag_first_64.patch: DIAG_FIRST with 64-key blocks too (short causal d33-64 calls, head dims past 128):
 # each warpgroup first releases unread the tile's last block when it cannot see it (the first warpgroup's
 # second diagonal block), then masks the next and no other. SASS (Triton 3.6, d64 S512 causal): 3352 ->

@@ -597,11 +597,16 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
                         if not PINGPONG:      # (the turns are taken block by block by both warpgroups)
                             n_mine = n_wg
                     mbarrier.wait(q_full, n_q & 1)
+                    first = it
+                    if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
+                        _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
+                        first = it + n_blocks - n_mine
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
-                                            my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, it, turns, sq, sk,
-                                            tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
+                                            my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
+                                            sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
                                             PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST)
-                    _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
+                    if not DIAG_FIRST:
+                        _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
                     it += n_blocks
                     turns += n_blocks + 1
@@ -681,8 +686,9 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
-    gl.static_assert(not DIAG_FIRST or (BLOCK_M == 128 and BLOCK_N == 128 and EVEN_N and MASK_RIGHT and not MASK_LEFT
-                                        and not FP8), "DIAG_FIRST: causal, 16-bit, whole 128-key blocks, 128 queries")
+    gl.static_assert(not DIAG_FIRST or (BLOCK_M == 128 and (BLOCK_N == 128 or not PINGPONG) and EVEN_N and MASK_RIGHT
+                                        and not MASK_LEFT and not FP8),
+                     "DIAG_FIRST: causal, 16-bit, whole key blocks, 128 queries (64-key blocks: no PINGPONG)")
     if HOST_DESC:
         dtype: gl.constexpr = Q.dtype
     else:

@@ -453,12 +453,14 @@ def main(argv=None) -> int:
     ap.add_argument("--targets", nargs="+", default=["gfx942", "sm90"])
     ap.add_argument("--results", default=None, help="also write the table to this markdown file")
     ap.add_argument("--fp8-only", action="store_true", help="compile only the fp8 forward")
+    ap.add_argument("--match", nargs="+", default=None,
+                    help="compile only the Gluon kernels whose row names contain one of these strings")
     args = ap.parse_args(argv)
     rows, failures = [], []
     t0 = time.time()
     for target in args.targets:
         arch = "hip:" + target if target.startswith("gfx") else "cuda:" + target
-        for dtype in (() if args.fp8_only else (torch.float16, torch.bfloat16)):
+        for dtype in (() if args.fp8_only or args.match else (torch.float16, torch.bfloat16)):
             for d in (64, 128):
                 for causal in (False, True):
                     for label, fn, consts, cfg in kernels(d, dtype, causal, arch):
@@ -477,7 +479,7 @@ def main(argv=None) -> int:
                         if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                             failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) "
                                             f"with the default config {cfg_s}")
-        for name, sig, consts, cfg in (fp8_kernels(target, arch) if target in _FP8 else ()):
+        for name, sig, consts, cfg in (fp8_kernels(target, arch) if target in _FP8 and not args.match else ()):
             st = _compile(failures, target, name, fwd_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
             if st is None:
                 continue
@@ -491,6 +493,8 @@ def main(argv=None) -> int:
             if target.startswith("gfx") and (st.get("vgpr_spill") or st.get("scratch")):
                 failures.append(f"{target} {name}: spills ({st.get('vgpr_spill')} VGPR) with the default config {cfg_s}")
         for name, fn, sig, consts, cfg in (gluon_kernels() if target == "sm90" and not args.fp8_only else ()):
+            if args.match and not any(m in name for m in args.match):
+                continue
             st = _compile(failures, target, name, fn, sig, consts, cfg["num_warps"], cfg["num_stages"], gluon=True)
             if st is None:
                 continue

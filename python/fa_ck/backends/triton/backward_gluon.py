@@ -409,6 +409,13 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
     mbarrier.wait(kv_bar, kv_phase)
+    # K_REGS: up to d64 with ONE_PASS, S^T = K Q^T takes K's rows from registers, read from shared
+    # memory once per unit: wgmma's A operand from shared memory shares its bandwidth with every
+    # other operand (bench/results/h200-20261202-kvregs)
+    K_REGS: gl.constexpr = BLOCK_D <= 64 and ONE_PASS
+    if K_REGS:
+        k_a: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2)
+        k_reg = k_smem.index(kb).slice(ROW0, ROWS).load(k_a)
     for g in range(GROUP):                    # GQA: the kv head's q heads in turn (GROUP 1: one trip)
         lse_g = lse_base + g * stride_lh
         delta_g = delta_base + g * stride_lh
@@ -418,7 +425,11 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
             mbarrier.wait(q_full.index(buf), (j // NUM_BUF) & 1)
             zero = (m0 < 0).to(gl.int32)
             kz = zero + kb                        # kb, but not provably loop-invariant (see above)
-            pt, dpt = _probs_t(k_smem.index(kz).slice(ROW0, ROWS), v_smem.index(kz).slice(ROW0, ROWS),
+            if K_REGS:
+                k_tile = k_reg
+            else:
+                k_tile = k_smem.index(kz).slice(ROW0, ROWS)
+            pt, dpt = _probs_t(k_tile, v_smem.index(kz).slice(ROW0, ROWS),
                                q_smem.index(buf).permute((1, 0)), do_smem.index(buf).permute((1, 0)), s_zero, lse_s,
                                delta, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, scale_log2, window_left,
                                window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, 0)

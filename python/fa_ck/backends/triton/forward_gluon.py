@@ -451,11 +451,13 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
-            DIAG_FIRST: gl.constexpr):
+            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
-    q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before."""
+    q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before. Q_REGS: QK^T takes Q's
+    rows from registers, read from shared memory once, not from shared memory per block (whose
+    bandwidth every wgmma operand shares)."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -479,11 +481,15 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
     l_i = gl.zeros([ROWS], gl.float32, row_s)
 
+    q_op = q_smem
+    if Q_REGS:
+        q_op = q_smem.load(gl.DotOperandLayout(operand_index=0, parent=s_layout,
+                                               k_width=32 // dtype.primitive_bitwidth))
     # Block 0: S_0 and its softmax; nothing to multiply with V yet.
     buf = it % NUM_BUF
     mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
     _take_turn(my_turn, turns & 1, PINGPONG)
-    qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    qk = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
     _pass_turn(other_turn, PINGPONG)
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
@@ -498,7 +504,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         mbarrier.wait(k_full.index(buf), ((it + j) // NUM_BUF) & 1)
         mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
         _take_turn(my_turn, (turns + j) & 1, PINGPONG)
-        qk = warpgroup_mma(q_smem, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        qk = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
@@ -564,6 +570,11 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
     out_dtype: gl.constexpr = O.dtype.element_ty
     o_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    # Q in registers for QK^T (_attend): up to d64 in 128-query tiles, 16-bit, raw row max, where it
+    # spills nothing; h200-20261202-kvregs call 2 (GPU time, same run): d64 S1024 full +3 %, causal and
+    # nanoGPT's shape +1 %. At d128 full +0.2-0.6 %, causal -3.7 % (8 bytes of spills); 192-query
+    # tiles spilled 112 bytes.
+    Q_REGS: gl.constexpr = BLOCK_M == 128 and BLOCK_D <= 64 and not FP8 and RAW_MAX
     if PINGPONG and row0 > 0:
         mbarrier.arrive(other_turn, count=1)
     n_q = 0                                    # Q tiles used
@@ -604,7 +615,7 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
                                             sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1

@@ -10,6 +10,7 @@ per consumer thread; a spill anywhere shows as stack bytes, and fails the check;
 ptxas serialising a Gluon kernel's wgmmas, which its -v notes say and Triton does not).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
+    python tools/triton_compile_check.py --targets sm90 --match "bwd_dkdv gluon" "bf16 d64"   (a few Gluon rows)
 """
 from __future__ import annotations
 

@@ -475,7 +475,7 @@ def test_gluon_dkdv_matches_reference(gluon_dkdv_calls, dtype, shape, causal):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("window", [(64, 0), (200, 37), (5, -1)])
-@pytest.mark.parametrize("head_dim", [128, 64])      # (up to d64 K and V are register operands)
+@pytest.mark.parametrize("head_dim", [128, 64])      # (up to d64 the one-pass kernel takes K from registers)
 def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window, head_dim):
     check(2, 900, 1100, 2, 2, head_dim, dtype=torch.bfloat16, device="cuda", window_size=window, same_precision=True)
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 2, 2, head_dim, dtype=torch.bfloat16,

@@ -411,7 +411,8 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
     mbarrier.wait(kv_bar, kv_phase)
     # K_REGS: up to d64 with ONE_PASS, S^T = K Q^T takes K's rows from registers, read from shared
     # memory once per unit: wgmma's A operand from shared memory shares its bandwidth with every
-    # other operand (bench/results/h200-20261202-kvregs)
+    # other operand. h200-20261202-kvregs call 1 (GPU time, same run): +1-3 % on one-pass calls; in
+    # two passes -3 % (and GPU tests failed there, cause not found); V too spilled (nanoGPT -28 %)
     K_REGS: gl.constexpr = BLOCK_D <= 64 and ONE_PASS
     if K_REGS:
         k_a: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2)

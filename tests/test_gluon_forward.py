@@ -208,6 +208,16 @@ def _warpgroup_ranges(M0, SQ, SK, WL, WR, OUT, n, ROW0: tl.constexpr, BLOCK_N: t
         tl.store(OUT + i * 5 + c, x, mask=ok)
 
 
+def warpgroup_ranges(cases, row0, block_n, mask_left, mask_right):
+    """_warpgroup_ranges over cases (m0, sq, sk, window_left, window_right): for each, the
+    (lo, n_blocks, full_lo, full_hi, n_mine) of the warpgroup from row row0."""
+    cols = [torch.tensor(c, dtype=torch.int32, device=DEVICE) for c in zip(*cases)]
+    out = torch.full((len(cases), 5), -7, dtype=torch.int32, device=DEVICE)
+    _warpgroup_ranges[(1,)](*cols, out, len(cases), row0, block_n, mask_left, mask_right,
+                            triton.next_power_of_2(len(cases)))
+    return out.tolist()
+
+
 @pytest.mark.parametrize("block_n", [64, 128])
 @pytest.mark.parametrize("mask_left, mask_right", [(False, True), (True, True), (True, False)])
 def test_warpgroup_blocks_skip_and_unmask_only_what_they_may(block_n, mask_left, mask_right):
@@ -221,13 +231,10 @@ def test_warpgroup_blocks_skip_and_unmask_only_what_they_may(block_n, mask_left,
         wl = int(rng.integers(0, sk)) if mask_left else -1
         wr = int(rng.choice([0, 0, rng.integers(0, sq)])) if mask_right else -1
         cases += [(m0, sq, sk, wl, wr) for m0 in range(0, sq, 128)]
-    cols = [torch.tensor(c, dtype=torch.int32, device=DEVICE) for c in zip(*cases)]
     unread = unmasked = 0
     for row0 in (0, 64):
-        out = torch.full((len(cases), 5), -7, dtype=torch.int32, device=DEVICE)
-        _warpgroup_ranges[(1,)](*cols, out, len(cases), row0, block_n, mask_left, mask_right,
-                                triton.next_power_of_2(len(cases)))
-        for (m0, sq, sk, wl, wr), (lo, n_blocks, full_lo, full_hi, n_mine) in zip(cases, out.tolist()):
+        ranges = warpgroup_ranges(cases, row0, block_n, mask_left, mask_right)
+        for (m0, sq, sk, wl, wr), (lo, n_blocks, full_lo, full_hi, n_mine) in zip(cases, ranges):
             rows = np.arange(m0 + row0, min(m0 + row0 + 64, sq))[:, None]
             if n_blocks == 0 or rows.size == 0:
                 continue
@@ -264,13 +271,10 @@ def test_diag_first_only_where_the_diagonal_block_alone_is_masked(block_n):
         sq, sk = 128 * int(rng.integers(1, 13)), block_n * int(rng.integers(1, 1536 // block_n + 1))
         assert configs.fwd_whole_blocks(sq, sk, 128, block_n, -1, 0, False, False) == (True, True)
         cases += [(m0, sq, sk, -1, 0) for m0 in range(0, sq, 128)]
-    cols = [torch.tensor(c, dtype=torch.int32, device=DEVICE) for c in zip(*cases)]
     seen = skipped = 0
     for row0 in (0, 64):
-        out = torch.full((len(cases), 5), -7, dtype=torch.int32, device=DEVICE)
-        _warpgroup_ranges[(1,)](*cols, out, len(cases), row0, block_n, False, True,
-                                triton.next_power_of_2(len(cases)))
-        for (m0, sq, sk, _, _), (lo, n_blocks, full_lo, full_hi, n_mine) in zip(cases, out.tolist()):
+        ranges = warpgroup_ranges(cases, row0, block_n, False, True)
+        for (m0, sq, sk, _, _), (lo, n_blocks, full_lo, full_hi, n_mine) in zip(cases, ranges):
             if n_blocks == 0:
                 continue
             rows = np.arange(m0 + row0, m0 + row0 + 64)[:, None]

@@ -690,10 +690,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
     float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126). EVEN_N: seqlen_k
     is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
-    DIAG_FIRST (causal, 16-bit, EVEN_N, seqlen_q a multiple of 128, 128 queries and 128 keys per block, so
-    only the diagonal's block is masked, the same for both warpgroups): each tile's blocks stream
-    last to first, so the masked one is the first (FlashAttention-3's order) and the loop compiles
-    no masked softmax."""
+    DIAG_FIRST (causal, 16-bit, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile; 128 keys
+    per block, or 64 without PINGPONG: configs.fwd_whole_blocks): each tile's blocks stream last
+    to first. A warpgroup releases unread the leading block it cannot see (64-key blocks), then
+    its first block read, the diagonal's, is the only masked one (FlashAttention-3's order), so
+    the loop compiles no masked softmax."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")

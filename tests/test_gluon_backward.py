@@ -72,17 +72,14 @@ def test_dkdv_from_zero_on_full_calls_up_to_d64(monkeypatch):
     assert not _config(monkeypatch, head_dim=64)["FROM_ZERO"]
 
 
-def test_dkdv_lse_prep_up_to_d128(monkeypatch):
-    """LSE_PREP (h200-20261130-twelfth call 1, h200-20261202-kvregs call 5): the dK/dV kernel reads
-    bwd_preprocess's lse / scale up to head dim 128, lse itself above; either when asked."""
-    for d in (32, 64, 96, 128):
+def test_dkdv_lse_prep_by_default(monkeypatch):
+    """LSE_PREP (h200-20261130-twelfth call 1, h200-20261202-kvregs calls 5 and 7): the dK/dV kernel
+    reads bwd_preprocess's lse / scale at every head dim by default; lse itself when asked."""
+    for d in (32, 64, 96, 128, 192, 256):
         assert _config(monkeypatch, head_dim=d)["LSE_PREP"]
     assert _config(monkeypatch, head_dim=128, causal=True, window_right=0)["LSE_PREP"]
-    assert not _config(monkeypatch, head_dim=192)["LSE_PREP"] and not _config(monkeypatch, head_dim=256)["LSE_PREP"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"LSE_PREP": true}}')
-    assert _config(monkeypatch, head_dim=256)["LSE_PREP"]
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"LSE_PREP": false}}')
-    assert not _config(monkeypatch, head_dim=64)["LSE_PREP"]
+    assert not _config(monkeypatch, head_dim=64)["LSE_PREP"] and not _config(monkeypatch, head_dim=256)["LSE_PREP"]
 
 
 def test_dkdv_persistent_schedule(monkeypatch):

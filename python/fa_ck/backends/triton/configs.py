@@ -424,8 +424,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # d128 (h200-20261202-kvregs call 5, GPU time, same run): S512-4k +1 to +9 % (S1024 full
         # 0.88 -> 0.95x of cuDNN), S16k full +4 %, causal level; the dQ wgmma no longer waits for
         # the next block's lse load. (Measured -6 to +3 % in h200-20261130-twelfth call 1, with
-        # older kernels.)
-        out["LSE_PREP"] = d <= 128
+        # older kernels.) Past d128 and at d96 (call 7): d256 +1 to +3 %, d192 causal +1 %, d96 +7 %
+        # at S1024 full.
+        out["LSE_PREP"] = True
         out["TMA_STORE"] = True              # where dkdv_tma_store_wins; the launcher: up to d128, where it fits
         out["PERSISTENT"] = False            # where dkdv_persistent_wins; _work_out_config decides
         out["DYNAMIC"] = False               # where dkdv_dynamic_wins; _work_out_config decides

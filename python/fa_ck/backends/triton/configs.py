@@ -361,8 +361,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     (backward_gluon._bwd_consumer). LSE_PREP (bwd_dkdv, with GLUON): the kernel reads lse / scale
     (+inf for empty rows) that bwd_preprocess wrote once per row, not lse, converted per key block.
     On the H200 (h200-20261130-twelfth call 1, fwd+bwd, same run) d64 +2 to +8 % at five of six
-    points (S16k causal level), nanoGPT +1.7 %; d128 -6 to +3 % (its causal kernel spills 8 bytes
-    more): on by default at d64 only.
+    points (S16k causal level), nanoGPT +1.7 %; d128 -6 to +3 % then (its causal kernel spilled 8
+    bytes more). Since (h200-20261202-kvregs calls 5 and 7, backward GPU time, same runs) d128 +1
+    to +9 % to 4k keys, S16k full +4.5 %, causal level; d96 +7 %; d192-256 +1 to +3 %: on by
+    default at every head dim.
     PERSISTENT (bwd_dkdv, with GLUON and host-made descriptors, more units than SMs): at most one
     program per SM, each taking 128-key units (64 past d128) in turn. With two K and V buffers
     (where shared memory holds them: the defaults' up to d64) the next unit's K, V, Q and dO load under this

@@ -256,8 +256,10 @@ def dkdv_host_desc_wins(head_dim: int, masked: bool, seqlen_k: int) -> bool:
     h200-20261130-ninth call 1): d64 everywhere (the nanoGPT shape +15 %, causal +2-5 %, full
     0 to -1 %), d128 full +1-4 %. d128 causal then lost (S1024 -24 %, S4k and S16k -1 %), before
     repeated calls replayed their plans; since (h200-20261130-tenth calls 1 and 6) S1024 +8 %
-    twice, S4k level (-1 %, +0.4 %), S16k -1 % and -8 %: below 4k keys only."""
-    return block_d(head_dim) <= 64 or not masked or seqlen_k < 4096
+    twice, S4k level (-1 %, +0.4 %), S16k -1 % and -8 %: below 4k keys only. Since LSE_PREP
+    (h200-20261202-kvregs call 9, backward GPU time, one run) d128 causal S4k +3.5 %, S16k level;
+    and a persistent grid (dkdv_dynamic_wins) needs them: up to d128 everywhere."""
+    return block_d(head_dim) <= 128 or not masked or seqlen_k < 4096
 
 
 def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
@@ -269,14 +271,18 @@ def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
     return block_d(head_dim) <= 64 and not masked
 
 
-def dkdv_dynamic_wins(head_dim: int) -> bool:
+def dkdv_dynamic_wins(head_dim: int, masked: bool = False, seqlen_k: int = 0) -> bool:
     """Where the persistent Gluon dK/dV grid taking its units from an atomic counter (DYNAMIC)
     beat round-robin units and one program per unit, fwd+bwd on the H200 (bf16, same run,
     h200-20261130-thirteenth call 1): d64 +2 to +4 % over one program per unit from 4k keys
     (S16k causal level, where round-robin lost 19 %), S1024 full +5 %, causal and nanoGPT level
     with round-robin; d128 -2 to -3.5 % at five of six points (one K / V buffer: the next unit's
-    loads wait for this one's multiplies)."""
-    return block_d(head_dim) <= 64
+    loads wait for this one's multiplies). Since LSE_PREP (h200-20261202-kvregs call 9, backward
+    GPU time, one run, d128): causal S4k +5 % over one program per unit (0.88x -> 0.92x of
+    cuDNN), S16k level, S1024 -2 %, full S4k -2 %: so also on masked d65-128 calls from 4k keys
+    (causal units differ in length, and the counter hands the short ones out last)."""
+    d = block_d(head_dim)
+    return d <= 64 or (d <= 128 and masked and seqlen_k >= 4096)
 
 
 def dkdv_tma_store_wins(seqlen_q: int, group: int = 1, one_pass: bool = True, head_dim: int = 128) -> bool:

@@ -86,7 +86,7 @@ def test_dkdv_persistent_schedule(monkeypatch):
     """configs.dkdv_dynamic_wins / dkdv_persistent_wins (h200-20261130-twelfth call 4, thirteenth
     call 1): up to d64 a persistent grid taking units from a counter at every length (round-robin
     with deterministic=True: the counter lives in ONE_PASS's dQ buffer, and only up to 1024 keys);
-    over d64 round-robin up to 1024 keys, one program per unit from there, but masked d65-128 calls
+    over d64 round-robin up to 1024 keys, one program per unit from there, but causal d65-128 calls
     from 4k keys take units from the counter (h200-20261202-kvregs call 9); each when asked."""
     for d in (32, 64):
         for sk in (1024, 16384):
@@ -102,9 +102,10 @@ def test_dkdv_persistent_schedule(monkeypatch):
         assert not _config(monkeypatch, head_dim=d, seqlen=2048)["PERSISTENT"]
         assert not _config(monkeypatch, head_dim=d, seqlen=4096)["PERSISTENT"]
         assert not _config(monkeypatch, head_dim=d, seqlen=2048, causal=True, window_right=0)["PERSISTENT"]
-        for masked in (dict(causal=True, window_right=0), dict(window_left=100)):
-            cfg = _config(monkeypatch, head_dim=d, seqlen=4096, **masked)
-            assert cfg["PERSISTENT"] and cfg["DYNAMIC"] and cfg["ONE_PASS"] and cfg["HOST_DESC"]
+        cfg = _config(monkeypatch, head_dim=d, seqlen=4096, causal=True, window_right=0)
+        assert cfg["PERSISTENT"] and cfg["DYNAMIC"] and cfg["ONE_PASS"] and cfg["HOST_DESC"]
+        for window in (dict(window_left=100), dict(causal=True, window_left=100, window_right=0)):
+            assert not _config(monkeypatch, head_dim=d, seqlen=4096, **window)["PERSISTENT"]   # (not measured)
         assert not _config(monkeypatch, head_dim=d, seqlen=4096, deterministic=True, causal=True,
                            window_right=0)["PERSISTENT"]                    # (the counter needs ONE_PASS)
     assert not _config(monkeypatch, head_dim=256, seqlen=4096, causal=True, window_right=0)["DYNAMIC"]
@@ -226,15 +227,16 @@ def test_gluon_dkdv_when_asked(monkeypatch):
 
 def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch):
     """configs.dkdv_host_desc_wins (h200-20261130-ninth call 1, -tenth calls 1 and 6,
-    h200-20261202-kvregs call 9): up to d128 always; past it on full calls and on masked ones
-    below 4k keys; asked for, everywhere."""
+    h200-20261202-kvregs call 9): at d64 always, at d128 on full and causal calls and on other
+    windows below 4k keys, past d128 on full calls and on masked ones below 4k keys; asked for,
+    everywhere."""
     causal = dict(causal=True, window_right=0)
     for seqlen in (1024, 4096):
         assert _config(monkeypatch, head_dim=64, seqlen=seqlen, **causal)["HOST_DESC"]
         assert _config(monkeypatch, head_dim=64, seqlen=seqlen)["HOST_DESC"]
         assert _config(monkeypatch, head_dim=128, seqlen=seqlen)["HOST_DESC"]
         assert _config(monkeypatch, head_dim=128, seqlen=seqlen, **causal)["HOST_DESC"]
-        assert _config(monkeypatch, head_dim=128, seqlen=seqlen, window_left=100)["HOST_DESC"]
+        assert _config(monkeypatch, head_dim=128, seqlen=seqlen, window_left=100)["HOST_DESC"] == (seqlen < 4096)
         assert _config(monkeypatch, head_dim=256, seqlen=seqlen)["HOST_DESC"]
         assert _config(monkeypatch, head_dim=256, seqlen=seqlen, **causal)["HOST_DESC"] == (seqlen < 4096)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"HOST_DESC": true}}')
@@ -457,7 +459,7 @@ def gluon_dkdv_calls(request, monkeypatch):
         assert any(c["PERSISTENT"] for _, c in launches)
     elif "PERSISTENT" in asked:
         assert not any(c["PERSISTENT"] for _, c in launches)
-    # (DYNAMIC: asked for, or by default up to d64 (and on masked d128 calls from 4k keys: none
+    # (DYNAMIC: asked for, or by default up to d64 (and on causal d128 calls from 4k keys: none
     # here); the launcher needs ONE_PASS for it)
     assert all(c["DYNAMIC"] == (c["PERSISTENT"] and c["ONE_PASS"] and bool(
         asked.get("DYNAMIC", configs.dkdv_dynamic_wins(c["BLOCK_D"])))) for _, c in launches)
@@ -498,15 +500,15 @@ def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window, head_dim):
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("window", [(-1, 0), (1000, 300)])
-def test_gluon_dkdv_counter_by_default_on_masked_d128_from_4k_keys(monkeypatch, window):
-    """The default on masked d128 calls from 4k keys (configs.dkdv_dynamic_wins): a persistent grid,
+@pytest.mark.parametrize("sq", [4096, 3000])
+def test_gluon_dkdv_counter_by_default_on_causal_d128_from_4k_keys(monkeypatch, sq):
+    """The default on causal d128 calls from 4k keys (configs.dkdv_dynamic_wins): a persistent grid,
     units from the counter; on a GPU seen as 4 SMs, so each program takes many (2 heads x 32 key
     blocks); the gradients against the float64 reference."""
     monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
     monkeypatch.setattr(gluon, "_sm_count", lambda device: 4)
     launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
-    check(1, 4096, 4096, 2, 2, 128, dtype=torch.bfloat16, device="cuda", window_size=window, same_precision=True)
+    check(1, sq, 4096, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     assert launches and all(c["DYNAMIC"] and c["PERSISTENT"] and grid[0] == 4 for grid, c in launches)
 
 

@@ -268,9 +268,9 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     autotune = bench is not None and tuning.autotune_enabled()
     key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
-                                 configs.dkdv_host_desc_wins(head_dim, p.has_window, sk),
+                                 configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p)),
                                  configs.dkdv_persistent_wins(head_dim, sk, False),
-                                 configs.dkdv_dynamic_wins(head_dim, p.has_window, sk),
+                                 configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk),
                                  configs.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
                                  kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
                                                                                      sk, p.fp8),
@@ -282,6 +282,11 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
             return cfg
         _CONFIGS[key] = cfg
     return dict(_CONFIGS[key])                # a copy: callers may not change the remembered one
+
+
+def _causal_mask(p: AttnParams) -> bool:
+    """The call's mask is causal's alone (window_right 0, no left window)."""
+    return p.window_right == 0 and p.window_left < 0
 
 
 def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,
@@ -307,7 +312,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              "only fa_ck's own quantisation writes; fp8 inputs run with P staged (drop P_REGS)")
         sw["P_REGS"] = False                 # (P stays in registers for fp8 of 16-bit inputs in Gluon only)
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
-        sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk)
+        sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
         sw["FROM_ZERO"] = configs.dkdv_from_zero_wins(head_dim, p.has_window)
     if p.deterministic and "ONE_PASS" in sw:
@@ -321,7 +326,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"to its own kernel (head dim {head_dim}, GLUON and ONE_PASS asked); drop one")
         sw["GLUON"] = False
     if kernel == "bwd_dkdv" and "DYNAMIC" not in over_sw:
-        sw["DYNAMIC"] = configs.dkdv_dynamic_wins(head_dim, p.has_window, sk)
+        sw["DYNAMIC"] = configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk)
     if kernel == "bwd_dkdv" and "PERSISTENT" not in over_sw:   # (DYNAMIC's counter needs ONE_PASS)
         sw["PERSISTENT"] = configs.dkdv_persistent_wins(head_dim, sk, sw["DYNAMIC"] and sw["ONE_PASS"])
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)

@@ -250,7 +250,7 @@ def gqa_dkdv_gluon_wins(group: int, seqlen_k: int, masked: bool) -> bool:
     return group == 1 or not (masked and group > 4 and seqlen_k <= 1024)
 
 
-def dkdv_host_desc_wins(head_dim: int, masked: bool, seqlen_k: int) -> bool:
+def dkdv_host_desc_wins(head_dim: int, masked: bool, seqlen_k: int, causal: bool = False) -> bool:
     """Where the Gluon dK/dV kernel on host-made descriptors (HOST_DESC) beat the same kernel
     building its descriptors per program, fwd+bwd on the H200 (bf16, same run,
     h200-20261130-ninth call 1): d64 everywhere (the nanoGPT shape +15 %, causal +2-5 %, full
@@ -258,8 +258,9 @@ def dkdv_host_desc_wins(head_dim: int, masked: bool, seqlen_k: int) -> bool:
     repeated calls replayed their plans; since (h200-20261130-tenth calls 1 and 6) S1024 +8 %
     twice, S4k level (-1 %, +0.4 %), S16k -1 % and -8 %: below 4k keys only. Since LSE_PREP
     (h200-20261202-kvregs call 9, backward GPU time, one run) d128 causal S4k +3.5 %, S16k level;
-    and a persistent grid (dkdv_dynamic_wins) needs them: up to d128 everywhere."""
-    return block_d(head_dim) <= 128 or not masked or seqlen_k < 4096
+    and a persistent grid (dkdv_dynamic_wins) needs them: on causal calls up to d128 too (other
+    windows not measured). causal: the mask is causal's alone (window_right 0, no window_left)."""
+    return block_d(head_dim) <= 64 or not masked or seqlen_k < 4096 or (causal and block_d(head_dim) <= 128)
 
 
 def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
@@ -271,7 +272,7 @@ def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
     return block_d(head_dim) <= 64 and not masked
 
 
-def dkdv_dynamic_wins(head_dim: int, masked: bool = False, seqlen_k: int = 0) -> bool:
+def dkdv_dynamic_wins(head_dim: int, causal: bool = False, seqlen_k: int = 0) -> bool:
     """Where the persistent Gluon dK/dV grid taking its units from an atomic counter (DYNAMIC)
     beat round-robin units and one program per unit, fwd+bwd on the H200 (bf16, same run,
     h200-20261130-thirteenth call 1): d64 +2 to +4 % over one program per unit from 4k keys
@@ -279,10 +280,11 @@ def dkdv_dynamic_wins(head_dim: int, masked: bool = False, seqlen_k: int = 0) ->
     with round-robin; d128 -2 to -3.5 % at five of six points (one K / V buffer: the next unit's
     loads wait for this one's multiplies). Since LSE_PREP (h200-20261202-kvregs call 9, backward
     GPU time, one run, d128): causal S4k +5 % over one program per unit (0.88x -> 0.92x of
-    cuDNN), S16k level, S1024 -2 %, full S4k -2 %: so also on masked d65-128 calls from 4k keys
-    (causal units differ in length, and the counter hands the short ones out last)."""
+    cuDNN), S16k level, S1024 -2 %, full S4k -2 %: so also on causal d65-128 calls from 4k keys
+    (their units differ in length, and the counter hands the short ones out last; other windows
+    not measured). causal: as in dkdv_host_desc_wins."""
     d = block_d(head_dim)
-    return d <= 64 or (d <= 128 and masked and seqlen_k >= 4096)
+    return d <= 64 or (d <= 128 and causal and seqlen_k >= 4096)
 
 
 def dkdv_tma_store_wins(seqlen_q: int, group: int = 1, one_pass: bool = True, head_dim: int = 128) -> bool:

@@ -1,7 +1,8 @@
 """GPU time of backwards, host time taken out (the twentieth part's short_bwd.py, with switch
 variants and full attention too): torch.autograd.grad of one saved forward, each timed call
 queued behind a ~1 ms sleep kernel and an L2 flush (gpu_time.gpu_ms); fa_ck's Triton backend by
-default and with each variant (FA_CK_TRITON_CONFIG, read per call), SDPA cuDNN and flash; bf16;
+default and with each variant (FA_CK_TRITON_CONFIG, read per call), SDPA cuDNN and flash; bf16
+(DTYPE=float16 in the environment: fp16);
 rel. error of dq, dk, dv against float64 on batch 0, heads 0-1 (the largest of the three).
 POINTS: JSON [[B, H, S, D, causal], ...]. Writes $OUT/bwd_time.json, prints a table last.
     python3 bench/results/h200-20261202-dkdv-store/bwd_time.py [variant=JSON ...]"""
@@ -16,6 +17,7 @@ from gpu_time import finish, gpu_ms  # noqa: E402
 POINTS = json.loads(os.environ.get("POINTS", "null")) or [
     (32, 16, 512, 128, True), (32, 16, 512, 128, False), (32, 32, 512, 64, True), (64, 12, 1024, 64, True),
     (4, 16, 4096, 128, True), (4, 16, 4096, 128, False)]
+DTYPE = getattr(torch, os.environ.get("DTYPE", "bfloat16"))
 VARIANTS = {"default": ""}
 for a in sys.argv[1:]:
     name, cfg = a.split("=", 1)
@@ -33,7 +35,7 @@ def ref_grads(q, k, v, do, causal):
 rows = []
 for B, H, S, D, causal in POINTS:
     torch.manual_seed(0)
-    q, k, v, do = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    q, k, v, do = (torch.randn(B, H, S, D, device="cuda", dtype=DTYPE) for _ in range(4))
     q, k, v = (t.requires_grad_() for t in (q, k, v))
     refs = ref_grads(q, k, v, do, causal)
     fwds = {}
@@ -47,7 +49,7 @@ for B, H, S, D, causal in POINTS:
             with sdpa_kernel(be):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         fwds[name] = (f, "")
-    pt = f"d{D} S{S} {'causal' if causal else 'full'} B{B}xH{H}"
+    pt = ("" if DTYPE == torch.bfloat16 else f"{str(DTYPE)[6:]} ") + f"d{D} S{S} {'causal' if causal else 'full'} B{B}xH{H}"
     for name, (fwd, cfg) in fwds.items():
         row = {"point": pt, "backend": name, "B": B, "H": H, "S": S, "D": D, "causal": causal}
         try:

@@ -1,0 +1,17 @@
+# Device call 5 of this folder (nvidia-h200), 2026-12-03: the d128 dK/dV grid where the sweeps (calls 3-4) put
+# fwd+bwd lowest: causal S2048 (0.96x bf16, 0.94x fp16; the counter's default starts at 4k keys) and
+# fp16 S4k causal (0.95x, bf16 0.99x). Backward GPU time with the host hidden (bwd_time.py), the default
+# against units from the counter (`dynamic`: host-made descriptors, persistent, DYNAMIC) and one program
+# per unit (`static`, host-made descriptors), bf16 then fp16.
+#   bash bench/results/h200-20261203-standing/call5.sh      (from the repo root)
+set -uo pipefail
+source bench/device_env.sh
+B=$PWD/bench/results/h200-20261202-dkdv-store
+V=(dynamic='{"bwd_dkdv": {"HOST_DESC": true, "PERSISTENT": true, "DYNAMIC": true}}'
+   static='{"bwd_dkdv": {"HOST_DESC": true, "PERSISTENT": false, "DYNAMIC": false}}')
+mkdir -p "$OUT/bf16" "$OUT/fp16"
+POINTS='[[8,16,2048,128,true],[8,16,2048,128,false],[4,16,4096,128,true],[2,16,8192,128,true]]' OUT=$OUT/bf16 \
+    timeout 150 python3 $B/bwd_time.py "${V[@]}" 2>&1 | grep -v Warn > "$OUT/bf16/bwd_time.txt"
+POINTS='[[8,16,2048,128,true],[4,16,4096,128,true]]' DTYPE=float16 OUT=$OUT/fp16 \
+    timeout 100 python3 $B/bwd_time.py "${V[@]}" 2>&1 | grep -v Warn > "$OUT/fp16/bwd_time.txt"
+grep -h '^|' "$OUT"/*/bwd_time.txt

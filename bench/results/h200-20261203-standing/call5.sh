@@ -19,3 +19,15 @@ POINTS='[[8,16,2048,128,true],[8,16,2048,128,false],[4,16,4096,128,true],[2,16,8
 POINTS='[[8,16,2048,128,true],[4,16,4096,128,true]]' DTYPE=float16 OUT=$OUT/fp16 \
     timeout 100 python3 $B/bwd_time.py "${V[@]}" 2>&1 | grep -v Warn > "$OUT/fp16/bwd_time.txt"
 grep -h '^|' "$OUT"/*/bwd_time.txt
+# Autotune on the H200 (last run 2026-11-29, before the Gluon kernels): d128 S4096, causal or not, fwd and
+# fwd+bwd, the search's winners against the heuristic defaults and cuDNN (3 rounds); then a second process
+# on the same cache: first_call_s shows whether it searched again.
+export FA_CK_CACHE_DIR=/tmp/fa_ck_cache; rm -rf $FA_CK_CACHE_DIR
+for run in first second; do
+  timeout 200 python3 bench/kernels.py --out "$OUT/autotune_$run" --dtype bf16 --hdim 128 --mode both --causal both \
+      --seqlens 4096 --no-nanogpt --backends fa_ck-triton fa_ck-triton-autotune sdpa-cudnn --rounds 3 \
+      --time-budget 180 2>&1 | grep -v Warn | grep "rows"
+  python3 -c "import json,sys; [print('$run', r['point'], r['mode'], r['backend'], 'first_call_s', r.get('first_call_s'), 'x', r.get('ratio_cudnn')) for r in json.load(open(sys.argv[1]))['points'] if r['backend'] != 'sdpa-cudnn']" "$OUT/autotune_$run/results.json"
+done
+cp $FA_CK_CACHE_DIR/*.json "$OUT/autotune_cache.json"
+rm -f "$OUT"/*/*.png "$OUT"/autotune_*/results.json

@@ -30,4 +30,4 @@ for run in first second; do
   python3 -c "import json,sys; [print('$run', r['point'], r['mode'], r['backend'], 'first_call_s', r.get('first_call_s'), 'x', r.get('ratio_cudnn')) for r in json.load(open(sys.argv[1]))['points'] if r['backend'] != 'sdpa-cudnn']" "$OUT/autotune_$run/results.json"
 done
 cp $FA_CK_CACHE_DIR/*.json "$OUT/autotune_cache.json"
-rm -f "$OUT"/*/*.png "$OUT"/autotune_*/results.json
+rm -f "$OUT"/*/*.png "$OUT"/autotune_*/results.json "$OUT"/*/bwd_time.json   # (8 files come back at most)

@@ -4,6 +4,7 @@ float64 reference on an sm90 GPU, by default and when asked for. On the CPU it i
 (tools/triton_compile_check.py's sm90 rows, which CI runs)."""
 import importlib
 import json
+import os
 
 import pytest
 import torch
@@ -620,7 +621,8 @@ def test_gluon_dq_windows_varlen_and_both_kernels(monkeypatch, gluon_dq_calls, w
     check_varlen([5, 1, 0, 300, 129, 1000, 2], [1, 0, 3, 300, 700, 1000, 130], 2, 2, 128, dtype=torch.bfloat16,
                  device="cuda", window_size=window, same_precision=True)
     assert gluon_dq_calls
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**json.loads(DKDV_ASKS[dkdv]), **json.loads(ASK_DQ)}))
+    fixture_ask = json.loads(os.environ["FA_CK_TRITON_CONFIG"])       # the Gluon dQ kernel, its store as asked
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({**fixture_ask, **json.loads(DKDV_ASKS[dkdv])}))
     dkdv_calls, before = count_calls(monkeypatch, gluon, "_dkdv_gluon"), len(gluon_dq_calls)
     check(2, 1000, 1000, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     one_pass = json.loads(DKDV_ASKS[dkdv])["bwd_dkdv"]["ONE_PASS"]

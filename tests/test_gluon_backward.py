@@ -315,6 +315,40 @@ def test_gluon_dkdv_checks_its_fixed_tile(monkeypatch):
     for d in (64, 128):
         for c in configs.candidates("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True):
             assert (c["BLOCK_N"], c["num_warps"]) == (128, 4) and c["BLOCK_M"] in (32, 64)
+    # one pass adds dQ from a wgmma of BLOCK_M rows (64 or more); two passes take 32 queries per step
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"GLUON": true, "BLOCK_M": 32}}')
+    for d in (64, 128):
+        with pytest.raises(ValueError, match=r"one pass \(dQ in the Gluon dK/dV kernel\) takes 64 or more queries "
+                                             r"per step \(BLOCK_M\), got 32"):
+            _config(monkeypatch, head_dim=d)
+        cfg = _config(monkeypatch, head_dim=d, deterministic=True)
+        assert (cfg["BLOCK_M"], cfg["ONE_PASS"]) == (32, False)
+
+
+def test_gluon_dkdv_autotune_searches_what_the_switches_take(monkeypatch, tmp_path):
+    """Autotune times only the candidates the call's switches take: with one pass none of 32
+    queries per step (on the H200 they failed to compile inside the search,
+    h200-20261203-standing call 5), with two passes those too; the fastest is kept."""
+    from fa_ck.backends.triton import tuning
+    monkeypatch.setenv("FA_CK_AUTOTUNE", "1")
+    monkeypatch.setenv("FA_CK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    tuning.clear_memo()
+    for d in (64, 128):
+        q = torch.randn(1, 16, 2, d, dtype=torch.bfloat16)
+        for deterministic in (False, True):
+            timed = []
+
+            def bench(c):
+                timed.append(c)
+                return 1.0 + c["BLOCK_M"] / 100 + c["num_stages"] / 10     # 32 queries, 2 stages fastest
+            cfg = tb._config("bwd_dkdv", q, d, AttnParams(scale=0.1, causal=True, window_right=0,
+                                                          deterministic=deterministic),
+                             4096, 4096, tma_possible=True, bench=bench, gluon_possible=True)
+            assert timed and all(c["GLUON"] and c["ONE_PASS"] == (not deterministic) for c in timed)
+            assert {c["BLOCK_M"] for c in timed} == ({32, 64} if deterministic else {64})
+            assert cfg["BLOCK_M"] == (32 if deterministic else 64) and cfg["num_stages"] == 2
+    tuning.clear_memo()
 
 
 def test_gluon_dkdv_past_d128(monkeypatch):

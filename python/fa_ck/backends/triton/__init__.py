@@ -340,8 +340,9 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
                                   "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
-            cfg = tuning.pick(key, configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon),
-                              lambda c: bench({**c, **sw}), cfg)
+            cands = [c for c in configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon)
+                     if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
+            cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
     for tile in ("BLOCK_M", "BLOCK_N"):      # (arange sizes in every kernel: a compile error otherwise)
         size = cfg[tile]
@@ -378,6 +379,16 @@ def _three_warpgroups(q, head_dim: int, p: AttnParams, sq: int, sk: int) -> bool
                                               q.shape[0] * q.shape[2], sms)
 
 
+def _gluon_tiles_fit(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype, fp8: bool) -> bool:
+    """Whether _check_gluon_tiles takes cfg (autotune searches only the candidates that fit the
+    call's switches: 32 queries per step are a two-pass candidate only, for one)."""
+    try:
+        _check_gluon_tiles(kernel, dict(cfg), head_dim, dtype, fp8)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype, fp8: bool):
     """A Gluon kernel's config (asked-for tiles among it) against what the kernel can take, each
     failure a ValueError naming the key: its fixed side (two warpgroups of 64 rows; the 16-bit
@@ -404,6 +415,11 @@ def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype
         if cfg["BLOCK_M"] not in (64, 128):  # (the ones run on a GPU; 16 does not compile)
             raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: past head dim 128 the Gluon dK/dV kernel takes 64 or "
                              f"128 queries per step (BLOCK_M), got {cfg['BLOCK_M']}")
+    if kernel == "bwd_dkdv" and not wide and cfg.get("ONE_PASS") and cfg["BLOCK_M"] < 64:
+        # (one pass adds each step's dQ from a wgmma of BLOCK_M rows, and a wgmma has 64 or more;
+        # 32 compiles to "error encountered during parsing": h200-20261203-standing call 5)
+        raise ValueError(f"FA_CK_TRITON_CONFIG['bwd_dkdv']: one pass (dQ in the Gluon dK/dV kernel) takes 64 or more "
+                         f"queries per step (BLOCK_M), got {cfg['BLOCK_M']} (set \"ONE_PASS\": false for fewer)")
     if kernel == "fwd" and fp8 and cfg["BLOCK_N"] < 32:    # (an fp8 wgmma's K is 32: P V's is the key block)
         raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: the Gluon fp8 forward takes 32 or more keys per block "
                          f"(BLOCK_N), got {cfg['BLOCK_N']} (set \"GLUON\": false for other tiles)")

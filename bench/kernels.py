@@ -4,7 +4,7 @@
     python bench/kernels.py --quick                # bf16, d64/d128, three seq lens, nanoGPT shape
     python bench/kernels.py --hdim 128 --dtype bf16 --mode fwd --backends fa_ck-triton sdpa-cudnn
     python bench/kernels.py --quick --backends fa_ck-triton fa_ck-triton-det sdpa-cudnn \
-        --variant dkdv16='{"bwd_dkdv": {"BLOCK_M": 16}}' --variant onepass='{"bwd_dkdv": {"ONE_PASS": true}}'
+        --variant twopass='{"bwd_dkdv": {"ONE_PASS": false}}' --variant staged='{"bwd_dkdv": {"STAGE_P": true}}'
 
 Shapes follow flash-attn's benchmark: batch*seq = 16k tokens, hidden = heads*head_dim =
 2048, plus nanoGPT's 64 x 12 x 1024 x 64 causal. TFLOP/s in flash-attn's convention
@@ -809,7 +809,7 @@ def parse_args(argv):
                          f"on CPU: {' '.join(CPU_BACKENDS)}")
     ap.add_argument("--variant", type=_variant, action="append", default=[], metavar="NAME=JSON",
                     help="repeatable: also run fa_ck-triton-NAME, fa_ck-triton (autotune off) with "
-                         "FA_CK_TRITON_CONFIG=JSON, e.g. dkdv16='{\"bwd_dkdv\": {\"BLOCK_M\": 16}}'")
+                         "FA_CK_TRITON_CONFIG=JSON, e.g. twopass='{\"bwd_dkdv\": {\"ONE_PASS\": false}}'")
     ap.add_argument("--no-nanogpt", action="store_true", help="leave out the 64x12x1024x64 causal shape")
     ap.add_argument("--group", type=int, default=1,
                     help="q heads per kv head (GQA) for every shape but nanoGPT's; default 1")

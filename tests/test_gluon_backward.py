@@ -383,7 +383,9 @@ def test_gluon_dkdv_past_d128(monkeypatch):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"BLOCK_M": bm}}))
         with pytest.raises(ValueError, match=f"takes 64 or 128 queries per step \\(BLOCK_M\\), got {bm}"):
             _config(monkeypatch, head_dim=200)
-        assert _config(monkeypatch, head_dim=128)["BLOCK_M"] == bm           # up to d128 it takes them
+        assert _config(monkeypatch, head_dim=128, deterministic=True)["BLOCK_M"] == bm   # up to d128 two passes
+        with pytest.raises(ValueError, match=f"one pass .* 64 or more queries per step \\(BLOCK_M\\), got {bm}"):
+            _config(monkeypatch, head_dim=128)                               # take them, one pass does not
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dkdv": {"STAGE_P": true}}')
     assert _config(monkeypatch, head_dim=256)["STAGE_P"] is False             # staged anyway: the switch is moot
     assert _config(monkeypatch, head_dim=128)["STAGE_P"] is True

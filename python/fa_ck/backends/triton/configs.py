@@ -573,7 +573,7 @@ OVERRIDABLE = {
 
 def overrides(kernel: str) -> dict:
     """FA_CK_TRITON_CONFIG, read at call time: JSON {kernel: {key: value}} merged over the chosen
-    config, e.g. '{"bwd_dkdv": {"BLOCK_M": 16}, "fwd": {"TMA": false}}'. For measuring
+    config, e.g. '{"bwd_dkdv": {"BLOCK_M": 32, "ONE_PASS": false}, "fwd": {"TMA": false}}'. For measuring
     variants (bench/kernels.py --variant) and for working around a config that misbehaves."""
     text = os.environ.get("FA_CK_TRITON_CONFIG", "").strip()
     if not text:

@@ -280,11 +280,13 @@ def dkdv_dynamic_wins(head_dim: int, causal: bool = False, seqlen_k: int = 0) ->
     with round-robin; d128 -2 to -3.5 % at five of six points (one K / V buffer: the next unit's
     loads wait for this one's multiplies). Since LSE_PREP (h200-20261202-kvregs call 9, backward
     GPU time, one run, d128): causal S4k +5 % over one program per unit (0.88x -> 0.92x of
-    cuDNN), S16k level, S1024 -2 %, full S4k -2 %: so also on causal d65-128 calls from 4k keys
+    cuDNN), S16k level, S1024 -2 %, full S4k -2 %: so also on causal d65-128 calls from 2k keys
     (their units differ in length, and the counter hands the short ones out last; other windows
-    not measured). causal: as in dkdv_host_desc_wins."""
+    not measured): h200-20261203-threshold call 1, four runs (bf16 and fp16, two each), S2048
+    +1.8-2.0 %, S3072 +1.2-2.0 % (once +6.2 %), S4k level, S1024 -2 % again. causal: as in
+    dkdv_host_desc_wins."""
     d = block_d(head_dim)
-    return d <= 64 or (d <= 128 and causal and seqlen_k >= 4096)
+    return d <= 64 or (d <= 128 and causal and seqlen_k >= 2048)
 
 
 def dkdv_tma_store_wins(seqlen_q: int, group: int = 1, one_pass: bool = True, head_dim: int = 128) -> bool:

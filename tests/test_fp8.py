@@ -22,6 +22,7 @@ import fa_ck
 from fa_ck import reference
 from fa_ck.backends import triton as tb
 from fa_ck.backends.triton import configs
+from fa_ck.backends.triton import quantize as tq
 from attn_check import GRAD_TOL, assert_close, count_calls, rel_err, tol
 from conftest import DEVICE
 
@@ -180,8 +181,8 @@ def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, 
     fmax = torch.finfo(fmt).max
     q = rand(b, sq, hq, 24, dtype=torch.bfloat16) * 10
     k, v = rand(b, sk, hkv, 24, dtype=torch.bfloat16) * 300, rand(b, sk, hkv, 24, dtype=torch.bfloat16) * 1e-3
-    buffers = tb._fp8_buffers(q, k, v)
-    tb._quantize(q, k, v, *buffers[:5])
+    buffers = tq.fp8_buffers(q, k, v)
+    tq.quantize(q, k, v, *buffers[:5])
     for x, x8, descale in zip((q, k, v), buffers[:3], buffers[5:]):
         amax = x.float().abs().amax(dim=(1, 3))
         scale = torch.full_like(amax, fmax) / amax.clamp_min(1e-12)
@@ -199,13 +200,13 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
     b, hq, hkv, d = 2, 4, 2, 24
     q = rand(b, 5, hq, d, dtype=torch.bfloat16)
     k, v = rand(b, sk, hkv, d, dtype=torch.bfloat16), rand(b, sk, hkv, d, dtype=torch.bfloat16)
-    plain, permuted = tb._fp8_buffers(q, k, v), tb._fp8_buffers(q, k, v)
-    tb._quantize(q, k, v, *plain[:5])
+    plain, permuted = tq.fp8_buffers(q, k, v), tq.fp8_buffers(q, k, v)
+    tq.quantize(q, k, v, *plain[:5])
     permuted[4].fill_(float("nan"))
-    tb._padded_keys(permuted[2]).view(torch.uint8).fill_(0x7f)       # (a NaN byte in e4m3fn) poisoned
-    tb._quantize(q, k, v, *permuted[:5], permute_v=True)
+    tq.padded_keys(permuted[2]).view(torch.uint8).fill_(0x7f)       # (a NaN byte in e4m3fn) poisoned
+    tq.quantize(q, k, v, *permuted[:5], permute_v=True)
     assert torch.equal(plain[4], permuted[4]) and torch.equal(plain[0].view(torch.uint8), permuted[0].view(torch.uint8))
-    got = tb._padded_keys(permuted[2])
+    got = tq.padded_keys(permuted[2])
     assert got.shape[1] == -(-sk // 16) * 16
     # key s at key_position(s): read back through the inverse order, v itself; the padding zero
     pos = torch.tensor([_key_position(s) for s in range(sk)])
@@ -343,8 +344,8 @@ def test_fp8_keys_contiguous_v_is_not_copied(monkeypatch):
     (q8, qd), (k8, kd) = (tb.quantize_fp8(t, F8) for t in (q, k))
     v8, vd = tb.quantize_fp8(v, F8, keys_contiguous=True)
     seen = []
-    real = tb._keys_contiguous
-    monkeypatch.setattr(tb, "_keys_contiguous", lambda t: seen.append(t) or real(t))
+    real = tq.keys_contiguous
+    monkeypatch.setattr(tq, "keys_contiguous", lambda t: seen.append(t) or real(t))
     got = fa_ck.flash_attn_fp8_func(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, backend="triton")
     assert seen[-1].data_ptr() == v8.data_ptr() and seen[-1].stride() == v8.stride()
     assert real(v8) is v8

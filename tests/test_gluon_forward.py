@@ -58,11 +58,11 @@ def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     monkeypatch.setattr(configs, "INTERPRET", False)
     f8 = torch.float8_e4m3fn
     q = torch.randn(2, 64, 4, 128).to(f8)
-    v = tb._keys_contiguous(torch.randn(2, 64, 4, 128).to(f8))
+    v = tb.quantize.keys_contiguous(torch.randn(2, 64, 4, 128).to(f8))
     out = torch.empty(2, 64, 4, 128, dtype=torch.bfloat16)
     assert gluon._gluon_ok(q, q, v, out, _params(fp8=True))
     assert not gluon._gluon_ok(q, q, q, out, _params(fp8=True))                  # v not keys-contiguous
-    v_40 = tb._keys_contiguous(torch.randn(2, 40, 4, 128).to(f8))             # rows of 40 keys, padded to 48
+    v_40 = tb.quantize.keys_contiguous(torch.randn(2, 40, 4, 128).to(f8))             # rows of 40 keys, padded to 48
     assert v_40.stride() == (4 * 128 * 48, 1, 128 * 48, 48)
     assert gluon._gluon_ok(q[:, :40], q[:, :40], v_40, out[:, :40], _params(fp8=True))
     v_odd = torch.randn(2, 4, 128, 40).to(f8).permute(0, 3, 1, 2)             # a caller's rows of 40 bytes
@@ -86,7 +86,7 @@ def test_host_descriptors():
     assert isinstance(d, gluon.TensorDescriptor) and d.base is q and d.padding == "zero"
     assert (d.shape, d.strides, d.block_shape) == ([2, 4, 300, 64], [4 * 300 * 64, 300 * 64, 64, 1], [1, 1, 128, 64])
     assert d.layout == gluon._smem_layout4([1, 1, 128, 64], torch.bfloat16)
-    v = tb._keys_contiguous(torch.randn(2, 304, 4, 128).to(torch.float8_e4m3fn))
+    v = tb.quantize.keys_contiguous(torch.randn(2, 304, 4, 128).to(torch.float8_e4m3fn))
     d = gluon._desc4(v, 128, 128, keys_contiguous=True)
     assert (d.shape, d.strides) == ([2, 4, 128, 304], [4 * 128 * 304, 128 * 304, 304, 1])
     assert gluon._host_desc_ok(q, v)
@@ -749,7 +749,7 @@ def test_gluon_fp8_inputs_float32_out(monkeypatch, schedule, gluon_calls):
     roundings, and P V summed in another key order)."""
     q, k, v = (torch.randn(2, 300, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
-    v8 = tb._keys_contiguous(v8)
+    v8 = tb.quantize.keys_contiguous(v8)
     got = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
                                     out_dtype=torch.float32, backend="triton")
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, RAW_MAX=False, P_REGS=False))
@@ -839,6 +839,6 @@ def test_gluon_fp8_forward_raw_max(monkeypatch, causal):
     assert_close("all-zero k head vs float64", out[1, :, 2], ref[1, :, 2], FWD_BOUND)
     monkeypatch.delenv("FA_CK_TRITON_CONFIG")
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
-    fa_ck.flash_attn_fp8_func(q8, k8, tb._keys_contiguous(v8), causal=causal, q_descale=qd, k_descale=kd,
+    fa_ck.flash_attn_fp8_func(q8, k8, tb.quantize.keys_contiguous(v8), causal=causal, q_descale=qd, k_descale=kd,
                               v_descale=vd, backend="triton")
     assert not launches[-1][1]["RAW_MAX"]

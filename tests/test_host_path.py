@@ -17,6 +17,7 @@ tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is 
 gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
 host = importlib.import_module("fa_ck.backends.triton.host")
 plans = importlib.import_module("fa_ck.backends.triton.plans")
+quantize = importlib.import_module("fa_ck.backends.triton.quantize")
 configs = tb.configs
 
 
@@ -152,8 +153,8 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
             args[3].fill_(7)                                       # as the kernel's maxima would
         gpu_path.append((kernel, grid, args, constexprs))
     monkeypatch.setattr(plans, "launch", launch)
-    real = tb._fp8_buffers
-    monkeypatch.setattr(tb, "_fp8_buffers", lambda *a: made.append(real(*a)) or made[-1])
+    real = quantize.fp8_buffers
+    monkeypatch.setattr(quantize, "fp8_buffers", lambda *a: made.append(real(*a)) or made[-1])
 
     def forward(q, k, v, p):
         """_forward's described launches, with this call's own buffers named (not only ordered)."""
@@ -193,7 +194,7 @@ def test_fp8_p_in_registers_only_where_fa_ck_quantises(gpu_path, monkeypatch, ca
         tb.forward(q, k, v, dataclasses.replace(_params(q, k, True), fp8=True))
         gpu_path.clear()
         q, k = q.to(f8), k.to(f8)
-        v = tb._empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))    # keys-contiguous, rows padded
+        v = quantize.empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))    # keys-contiguous, rows padded
     p = dataclasses.replace(_params(q, k, True), fp8=True)
     tb.forward(q, k, v, p)
     launches = [e for e in gpu_path if e != "set_allocator"]

@@ -3,8 +3,9 @@
 Runs on NVIDIA and AMD GPUs, and on the CPU under TRITON_INTERPRET=1 (set before import),
 which is how CI tests the kernels themselves. This module is the backend's API (available,
 unsupported, forward, backward, quantize_fp8, dropout_mask), its output buffers and config
-choice, and each call's slow path; launch_gluon.py launches the Hopper Gluon kernels, plans.py
-every launch and the replay of a call signature's launches, host.py helpers they share.
+choice, and each call's slow path; launch_gluon.py launches the Hopper Gluon kernels, quantize.py
+makes the fp8 forward's inputs, plans.py every launch and the replay of a call signature's
+launches, host.py helpers they share.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import os
 import torch
 
 from ...params import FP8_DTYPES, AttnParams
-from . import configs, launch_gluon, plans, tuning
+from . import configs, launch_gluon, plans, quantize, tuning
 from .host import _cdiv, _keys_padded, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
+from .quantize import quantize_fp8  # noqa: F401  (the backend's API)
 
 NAME = "triton"
 MAX_HEAD_DIM = 256
@@ -75,116 +77,6 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
         if p.dropout_p > 0:
             return "fp8 with dropout (not implemented)"
     return None
-
-
-def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False):
-    """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
-    scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
-    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory."""
-    b, s, h, d = x.shape
-    x8 = _empty_bshd(x.shape, dtype, x.device, keys_contiguous)
-    if not x.numel():        # torch's amax of nothing is 0: the scale of an all-zero head
-        zeros = torch.zeros((b, h), dtype=torch.float32, device=x.device)
-        return x8, 1.0 / (torch.finfo(dtype).max / zeros.clamp_min(1e-12))
-    descale = torch.empty(b * h, dtype=torch.float32, device=x.device)
-    _quantize(x, None, None, x8, None, None, torch.zeros(b * h, dtype=torch.int32, device=x.device), descale)
-    return x8, descale.view(b, h)
-
-
-def _quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False):
-    """q, k, v (k and v None: q alone) quantised into q8, k8, v8 (any layout; fp8) in two launches
-    (quantize.py: the amax, then the scaled, rounded copy); amax_bits (int32 zeros) and descale
-    (float32) hold q's (batch, head) slots, then k's and v's, each from the next multiple of 4
-    (see _fp8_buffers). permute_v: v8 (keys-contiguous, from _empty_bshd) written in
-    quantize.key_position's order, its padding too (quantize.py's PERMUTE_V)."""
-    from .quantize import amax_kernel, quantize_kernel
-    alone = k is None
-    if alone:
-        k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)
-    b, sq, hq, d = q.shape
-    sk, hkv = k.shape[1], (0 if alone else k.shape[2])
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
-    # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
-    # values already on the fp8 grid in float32, and torch's cast of them is exact
-    # (permute_v writes v8's padding too, past its shape: v8 itself goes to the kernel, as a plan
-    # replays only its slots, and the interpreter's stand-in covers the padding)
-    padded = {id(v8): _padded_keys(v8)} if permute_v else {}
-    temps = {id(t): torch.empty_strided(padded.get(id(t), t).shape, t.stride(), dtype=torch.float32, device=t.device)
-             for t in (q8, k8, v8)} if configs.INTERPRET else {}
-    outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))
-    block_s = 16 if configs.INTERPRET else 64
-    grid = (_cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
-    sizes = (sq, sk, d, hq, hkv, *_fp8_slots(b, hq, hkv)[1:3])
-    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
-    consts = dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d))
-    _launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
-    dtype = q8.dtype
-    emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
-    _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
-                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max),
-            dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v))
-    for x8 in {id(t): t for t in (q8, k8, v8)}.values() if temps else ():
-        padded.get(id(x8), x8).copy_(temps[id(x8)])
-
-
-def _fp8_slots(b: int, hq: int, hkv: int) -> tuple:
-    """(start of q's, k's and v's (batch, head) slots in the amax and descale buffers, their
-    length): each from a multiple of 4 elements, so that each tensor's descales start 16-byte
-    aligned as a torch allocation does (the kernels are specialised on pointer alignment)."""
-    pad_q, pad_kv = -(-b * hq // 4) * 4, -(-b * hkv // 4) * 4
-    return 0, pad_q, pad_q + pad_kv, pad_q + 2 * pad_kv
-
-
-def _fp8_buffers(q, k, v) -> tuple:
-    """What quantising q, k and v writes, made before the forward's plan key (they are slots of its
-    replay plan): q8, k8, v8 (v keys-contiguous), the amax bits (int32 zeros) and descales of all
-    three, and the descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads."""
-    dtype = configs.fp8_dtype(q.device)
-    b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
-    *starts, n = _fp8_slots(b, hq, hkv)
-    descale = torch.empty(n, dtype=torch.float32, device=q.device)
-    return (_empty_bshd(q.shape, dtype, q.device, False), _empty_bshd(k.shape, dtype, k.device, False),
-            _empty_bshd(v.shape, dtype, v.device, True), torch.zeros(n, dtype=torch.int32, device=q.device), descale,
-            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))))
-
-
-def _empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
-    """An uninitialised (B, S, H, D) tensor; keys_contiguous: stored (B, H, D, S) in memory, each
-    row of keys padded to a multiple of 16 elements so that TMA can address it (fp8's v: rows of
-    S bytes, which the Gluon forward could not take at S = 300)."""
-    b, s, h, d = shape
-    if keys_contiguous:
-        return torch.empty((b, h, d, _keys_padded(s)), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
-    return torch.empty(shape, dtype=dtype, device=device)
-
-
-def _keys_contiguous(v: torch.Tensor) -> torch.Tensor:
-    """v (B, S, H, D) with stride(1) == 1 (see forward.py), copied only when it is not already."""
-    if v.stride(1) == 1 or v.shape[1] <= 1:
-        return v
-    return _empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
-
-
-def _padded_keys(v8: torch.Tensor) -> torch.Tensor:
-    """A keys-contiguous v from _empty_bshd seen to its padded length (a multiple of 16 keys)."""
-    b, s, h, d = v8.shape
-    return v8.as_strided((b, _keys_padded(s), h, d), v8.stride())
-
-
-def _fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool):
-    """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
-    contiguous) with their descales (ones where none came), or 16-bit ones quantised into buffers
-    (_fp8_buffers), permute_v: v8 in quantize.key_position's order (P_REGS)."""
-    if q.dtype in FP8_DTYPES:
-        b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
-        ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
-        qd = p.q_descale if p.q_descale is not None else ones(hq)
-        kd = p.k_descale if p.k_descale is not None else ones(hkv)
-        vd = p.v_descale if p.v_descale is not None else ones(hkv)
-        return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous()
-    q8, k8, v8, amax_bits, descale, qd, kd, vd = buffers
-    _quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v)
-    return q8, k8, v8, qd, kd, vd
 
 
 _GUARD = 4096          # elements of NaN canary on each side of a poisoned buffer
@@ -463,7 +355,7 @@ def _forward(q, k, v, p: AttnParams):
     # fp8 of 16-bit inputs: the quantised q, k, v and their scales are made here, before the plan
     # key, so that such calls replay too (their slow path cost ~0.8 ms of host time per call on the
     # H200: more than the kernels below 4k keys)
-    buffers = _fp8_buffers(q, k, v) if p.fp8 and q.dtype not in FP8_DTYPES else ()
+    buffers = quantize.fp8_buffers(q, k, v) if p.fp8 and q.dtype not in FP8_DTYPES else ()
     out_dtype = (p.out_dtype or torch.bfloat16) if q.dtype in FP8_DTYPES else q.dtype
     poison = _poisoning()
     out = _empty(q.shape, out_dtype, q.device, poison)
@@ -484,7 +376,7 @@ def _forward(q, k, v, p: AttnParams):
 
 
 def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
-    """The forward's slow path: quantises (fp8 of 16-bit inputs: into buffers, from _fp8_buffers),
+    """The forward's slow path: quantises (fp8 of 16-bit inputs: into buffers, from quantize.fp8_buffers),
     works out the kernel, its config and its arguments, and launches it."""
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     qd = kd = vd = _placeholders(q.device)[1]              # no descales (an empty float32 stand-in)
@@ -495,7 +387,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
         # they are written: the Gluon kernel keeps P in registers (P_REGS) where fa_ck quantises,
         # writing v's keys in that kernel's order; a caller's fp8 v is read as it comes, P staged
         if q.dtype in FP8_DTYPES:
-            v = _keys_contiguous(v)
+            v = quantize.keys_contiguous(v)
             fp8_q, fp8_k, fp8_v = q, k, v
         else:
             fp8_q, fp8_k, fp8_v = buffers[:3]
@@ -505,7 +397,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
         fp8_inputs = q.dtype in FP8_DTYPES
         chosen = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible, fp8_inputs=fp8_inputs)
         p_regs = bool(chosen.get("P_REGS"))
-        q, k, v, qd, kd, vd = _fp8_inputs(q, k, v, p, buffers, p_regs)
+        q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs)
     else:
         tma_possible = _tma_ok(k, v)
         gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p)

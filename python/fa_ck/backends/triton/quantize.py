@@ -21,11 +21,25 @@ start_v, each (B, H) in row-major order.
 
 PERMUTE_V (the Gluon fp8 forward's P_REGS): v's key s is stored at key_position(s), and each row
 of keys is written to a multiple of 16, zeros past the last key (the forward reads whole groups).
+
+One launch for both passes, each quantising item waiting on its (batch, head)'s amax items, was
+measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU time than these
+two launches, and no more even with the waits left out; not kept.
+
+The host side below makes what quantising writes (fp8_buffers) before a forward's plan key, so
+fp8 calls of 16-bit inputs replay, and hands the forward its fp8 inputs (fp8_inputs).
 """
+from __future__ import annotations
+
+import torch
 import triton
 import triton.language as tl
 
+from ...params import FP8_DTYPES, AttnParams
+from . import configs
 from .common import fp8_round, wide
+from .host import _cdiv, _keys_padded
+from .plans import _launch
 
 
 @triton.jit
@@ -130,3 +144,112 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
     else:
         _quantize_tile(V, V8, scale, b, h, stride_vb, stride_vs, stride_vh, stride_v8b, stride_v8s, stride_v8h,
                        stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN, PERMUTE_V)
+
+
+def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False):
+    """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
+    scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
+    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory."""
+    b, s, h, d = x.shape
+    x8 = empty_bshd(x.shape, dtype, x.device, keys_contiguous)
+    if not x.numel():        # torch's amax of nothing is 0: the scale of an all-zero head
+        zeros = torch.zeros((b, h), dtype=torch.float32, device=x.device)
+        return x8, 1.0 / (torch.finfo(dtype).max / zeros.clamp_min(1e-12))
+    descale = torch.empty(b * h, dtype=torch.float32, device=x.device)
+    quantize(x, None, None, x8, None, None, torch.zeros(b * h, dtype=torch.int32, device=x.device), descale)
+    return x8, descale.view(b, h)
+
+
+def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False):
+    """q, k, v (k and v None: q alone) quantised into q8, k8, v8 (any layout; fp8) in two launches
+    (the amax, then the scaled, rounded copy); amax_bits (int32 zeros) and descale (float32) hold
+    q's (batch, head) slots, then k's and v's, each from the next multiple of 4 (see fp8_buffers).
+    permute_v: v8 (keys-contiguous, from empty_bshd) written in key_position's order, its padding
+    too (PERMUTE_V)."""
+    alone = k is None
+    if alone:
+        k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], (0 if alone else k.shape[2])
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    # the interpreter has no fnuz type and a wrong fp32 -> fp8 cast: there the kernel writes the
+    # values already on the fp8 grid in float32, and torch's cast of them is exact
+    # (permute_v writes v8's padding too, past its shape: v8 itself goes to the kernel, as a plan
+    # replays only its slots, and the interpreter's stand-in covers the padding)
+    padded = {id(v8): padded_keys(v8)} if permute_v else {}
+    temps = {id(t): torch.empty_strided(padded.get(id(t), t).shape, t.stride(), dtype=torch.float32, device=t.device)
+             for t in (q8, k8, v8)} if configs.INTERPRET else {}
+    outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))
+    block_s = 16 if configs.INTERPRET else 64
+    grid = (_cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
+    sizes = (sq, sk, d, hq, hkv, *fp8_slots(b, hq, hkv)[1:3])
+    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
+    consts = dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d))
+    _launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
+    dtype = q8.dtype
+    emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
+    _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
+                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max),
+            dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v))
+    for x8 in {id(t): t for t in (q8, k8, v8)}.values() if temps else ():
+        padded.get(id(x8), x8).copy_(temps[id(x8)])
+
+
+def fp8_slots(b: int, hq: int, hkv: int) -> tuple:
+    """(start of q's, k's and v's (batch, head) slots in the amax and descale buffers, their
+    length): each from a multiple of 4 elements, so that each tensor's descales start 16-byte
+    aligned as a torch allocation does (the kernels are specialised on pointer alignment)."""
+    pad_q, pad_kv = -(-b * hq // 4) * 4, -(-b * hkv // 4) * 4
+    return 0, pad_q, pad_q + pad_kv, pad_q + 2 * pad_kv
+
+
+def fp8_buffers(q, k, v) -> tuple:
+    """What quantising q, k and v writes, made before the forward's plan key (they are slots of its
+    replay plan): q8, k8, v8 (v keys-contiguous), the amax bits (int32 zeros) and descales of all
+    three, and the descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads."""
+    dtype = configs.fp8_dtype(q.device)
+    b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
+    *starts, n = fp8_slots(b, hq, hkv)
+    descale = torch.empty(n, dtype=torch.float32, device=q.device)
+    return (empty_bshd(q.shape, dtype, q.device, False), empty_bshd(k.shape, dtype, k.device, False),
+            empty_bshd(v.shape, dtype, v.device, True), torch.zeros(n, dtype=torch.int32, device=q.device), descale,
+            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))))
+
+
+def empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
+    """An uninitialised (B, S, H, D) tensor; keys_contiguous: stored (B, H, D, S) in memory, each
+    row of keys padded to a multiple of 16 elements so that TMA can address it (fp8's v: rows of
+    S bytes, which the Gluon forward could not take at S = 300)."""
+    b, s, h, d = shape
+    if keys_contiguous:
+        return torch.empty((b, h, d, _keys_padded(s)), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def keys_contiguous(v: torch.Tensor) -> torch.Tensor:
+    """v (B, S, H, D) with stride(1) == 1 (see forward.py), copied only when it is not already."""
+    if v.stride(1) == 1 or v.shape[1] <= 1:
+        return v
+    return empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
+
+
+def padded_keys(v8: torch.Tensor) -> torch.Tensor:
+    """A keys-contiguous v from empty_bshd seen to its padded length (a multiple of 16 keys)."""
+    b, s, h, d = v8.shape
+    return v8.as_strided((b, _keys_padded(s), h, d), v8.stride())
+
+
+def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool):
+    """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
+    contiguous) with their descales (ones where none came), or 16-bit ones quantised into buffers
+    (fp8_buffers), permute_v: v8 in key_position's order (P_REGS)."""
+    if q.dtype in FP8_DTYPES:
+        b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
+        ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
+        qd = p.q_descale if p.q_descale is not None else ones(hq)
+        kd = p.k_descale if p.k_descale is not None else ones(hkv)
+        vd = p.v_descale if p.v_descale is not None else ones(hkv)
+        return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous()
+    q8, k8, v8, amax_bits, descale, qd, kd, vd = buffers
+    quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v)
+    return q8, k8, v8, qd, kd, vd

@@ -17,7 +17,7 @@ import torch
 
 from ...params import FP8_DTYPES, AttnParams
 from . import configs, launch_gluon, plans, quantize, tuning
-from .host import _cdiv, _keys_padded, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
+from .host import _cdiv, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 from .quantize import quantize_fp8  # noqa: F401  (the backend's API)
 

@@ -41,7 +41,7 @@ dV summed over them in registers.
 
 dQ: one program owns 128 queries of one q head (two consumer warpgroups of 64; GQA too: K and
 V come from the head's kv head), Q and dO loaded once, K and V streamed through the forward's
-rings (forward_gluon._stream_kv). Per key block j, software-pipelined across blocks:
+rings (gluon_common._stream_kv). Per key block j, software-pipelined across blocks:
 
     issue S_j = Q K_j^T, dP_j = dO V_j^T, then dQ += dS_{j-1} K_{j-1}   (all async)
     P_j = exp2(S_j * scale_log2 - lse) while dP_j and the dQ multiply run
@@ -57,11 +57,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                                warpgroup_mma_wait)
 
 from .common import query_blocks
-from .forward_gluon import (_acc_layout, _invalidate_rings, _issue, _key_blocks, _ring_barriers, _rows, _scores,
-                            _sequence, _store_out, _stream_kv)
-
-# a barrier among one partition's threads: gl.barrier in Triton 3.7, gl.thread_barrier in 3.6
-_partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+from .gluon_common import (_acc_layout, _invalidate_rings, _issue, _key_blocks, _partition_barrier, _ring_barriers,
+                           _rows, _scores, _sequence, _store_out, _stream_kv)
 
 # the query-block bounds are backward.py's, compiled again as Gluon (the score mask and the
 # sequence bounds come through forward_gluon, as does the descriptor helper)

@@ -153,7 +153,8 @@ def gluon_kernels():
     gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
     if gluon._GLUON_ERROR:
         return
-    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
+    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel
+    from fa_ck.backends.triton.dq_gluon import bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
     pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "O_DESC", "DO", "DK", "DV", "DK_DESC", "DV_DESC", "DQ")}
     pointers.update(DQ_ACC="*fp32", DQ_BUF="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
@@ -300,7 +301,8 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
     zero and from start values) and the dQ kernel."""
     import importlib
     gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
-    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
+    from fa_ck.backends.triton.backward_gluon import bwd_dkdv_gluon_kernel
+    from fa_ck.backends.triton.dq_gluon import bwd_dq_gluon_kernel
     bf16, bd = torch.bfloat16, configs.block_d(d)
     cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]

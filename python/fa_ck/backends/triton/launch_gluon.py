@@ -15,7 +15,8 @@ from .host import _cdiv, _keys_padded, _lse_strides, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
 try:
-    from .backward_gluon import bwd_dkdv_gluon_kernel, bwd_dq_gluon_kernel
+    from .backward_gluon import bwd_dkdv_gluon_kernel
+    from .dq_gluon import bwd_dq_gluon_kernel
     from .forward_gluon import fwd_gluon_kernel
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor

@@ -1,4 +1,4 @@
-"""The Hopper backward kernels in Gluon (backends/triton/backward_gluon.py: dK/dV and dQ): where
+"""The Hopper backward kernels in Gluon (backends/triton/backward_gluon.py: dK/dV, dq_gluon.py: dQ): where
 they are the default, their switches and configurations (CPU), and their gradients against the
 float64 reference on an sm90 GPU, by default and when asked for. On the CPU it is only compiled for sm90
 (tools/triton_compile_check.py's sm90 rows, which CI runs)."""

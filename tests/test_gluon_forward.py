@@ -62,7 +62,7 @@ def test_fp8_calls_the_gluon_forward_serves(monkeypatch):
     out = torch.empty(2, 64, 4, 128, dtype=torch.bfloat16)
     assert gluon._gluon_ok(q, q, v, out, _params(fp8=True))
     assert not gluon._gluon_ok(q, q, q, out, _params(fp8=True))                  # v not keys-contiguous
-    v_40 = tb.quantize.keys_contiguous(torch.randn(2, 40, 4, 128).to(f8))             # rows of 40 keys, padded to 48
+    v_40 = tb.quantize.keys_contiguous(torch.randn(2, 40, 4, 128).to(f8))        # rows of 40 keys, padded to 48
     assert v_40.stride() == (4 * 128 * 48, 1, 128 * 48, 48)
     assert gluon._gluon_ok(q[:, :40], q[:, :40], v_40, out[:, :40], _params(fp8=True))
     v_odd = torch.randn(2, 4, 128, 40).to(f8).permute(0, 3, 1, 2)             # a caller's rows of 40 bytes

@@ -4,7 +4,7 @@ fail when a kernel does not compile, has no matrix instructions, or (gfx942, def
 spills registers. The fp8 forward is compiled in each target's native format (gfx942:
 float8_e4m3fnuz, "*fp8e4b8"; sm90: float8_e4m3fn, "*fp8e4nv") and fails unless its matrix
 instructions are fp8 ones (v_mfma_*fp8* on gfx942, wgmma .e4m3 on sm90), not fp16 emulation.
-On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py; config "ws":
+On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py, dq_gluon.py; config "ws":
 warp-specialised; REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240
 per consumer thread; a spill anywhere shows as stack bytes, and fails the check; so does
 ptxas serialising a Gluon kernel's wgmmas, which its -v notes say and Triton does not).
@@ -105,7 +105,7 @@ def _flags(d: int, causal: bool) -> dict:
 def _switches(kernel: str, arch: str, d: int, fp8: bool, fn) -> dict:
     """The kernel's constexpr switches that fn (forward.py's or backward.py's kernel) takes. The
     others (GLUON and the switches of the Gluon kernels it picks: PINGPONG, PERSISTENT, HOST_DESC,
-    FROM_ZERO, ...) belong to forward_gluon.py / backward_gluon.py, compiled in gluon_kernels()
+    FROM_ZERO, ...) belong to forward_gluon.py / backward_gluon.py / dq_gluon.py, compiled in gluon_kernels()
     below; here forward.py and backward.py are compiled, as they still serve every call the Gluon
     kernels do not."""
     return {k: v for k, v in configs.switches(kernel, arch, d, fp8).items() if k in fn.arg_names}
@@ -146,7 +146,7 @@ def fp8_kernels(target: str, arch: str):
 
 def gluon_kernels():
     """(name, kernel, signature, constexprs, config) of the Gluon kernels (sm90: forward_gluon.py,
-    backward_gluon.py's dK/dV and dQ) with their default configs, bf16, d64/d128/d256, full/causal;
+    backward_gluon.py's dK/dV and dq_gluon.py's dQ) with their default configs, bf16, d64/d128/d256, full/causal;
     nothing
     when this Triton has no Gluon Hopper API."""
     import importlib

@@ -16,10 +16,9 @@ import os
 import torch
 
 from ...params import FP8_DTYPES, AttnParams
-from . import configs, launch_gluon, plans, quantize, tuning
+from . import configs, launch_gluon, plans, tuning
 from .host import _cdiv, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
-from .quantize import quantize_fp8  # noqa: F401  (the backend's API)
 
 NAME = "triton"
 MAX_HEAD_DIM = 256
@@ -29,6 +28,8 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 try:
     import triton
+    from . import quantize
+    from .quantize import quantize_fp8  # noqa: F401  (the backend's API)
     from .backward import bwd_dkdv_kernel, bwd_dq_kernel, bwd_preprocess, dq_from_acc
     from .forward import fwd_kernel
     _IMPORT_ERROR = ""

@@ -77,7 +77,7 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
         # slower (h200-20261201-fourteenth call 6, at d256; d160 and d192 checked for correctness only).
         return _cfg(GLUON_BLOCK_M, 128 if d <= 128 else 64, GLUON_WARPS, 2)
     if gluon and kernel == "bwd_dq":
-        # backward_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per
+        # dq_gluon.py's dQ: 128 queries fixed; S, dP, dS and dQ live at once, so 64 keys per
         # block at d128 (128 would need ~240 registers, all the consumers get).
         # 3-deep K/V rings: +3-9% over 2 at d128 (h200-20261130-bwd call 6). Head dims 129-256:
         # 32 keys (Q and dO 128 KB + 3-deep rings 96 KB of shared memory; dQ holds 128 registers;
@@ -350,7 +350,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     halves through a tile half as wide: fwd_gluon_out_cols).
     GLUON (bwd_dkdv): dK and dV by backward_gluon.py (sm90, head dims to 256, GQA where
     gqa_dkdv_gluon_wins and host-made descriptors can serve it); GLUON (bwd_dq): dQ by
-    backward_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
+    dq_gluon.py (sm90). On by default where `gluon_wins` (for the calls they serve).
     TMA_STORE (bwd_dq, with GLUON): dQ leaves through each warpgroup's rows of Q's tile (free
     once its multiplies are done) as a TMA store, not from the accumulator's registers.
     ONE_PASS (bwd_dkdv): dQ added inside the dK/dV kernel (never with deterministic=True): by
@@ -493,7 +493,7 @@ def fwd_gluon_out_cols(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool =
 
 
 def dq_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype) -> int:
-    """Shared memory (bytes) backward_gluon.py's dQ kernel allocates: Q and dO of its 128 queries,
+    """Shared memory (bytes) dq_gluon.py's dQ kernel allocates: Q and dO of its 128 queries,
     the K and V rings, and a little for its barriers."""
     d, elem = block_d(head_dim), torch.finfo(dtype).bits // 8
     return 2 * GLUON_BLOCK_M * d * elem + 2 * cfg["num_stages"] * cfg["BLOCK_N"] * d * elem + 1024

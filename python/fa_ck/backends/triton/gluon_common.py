@@ -1,5 +1,5 @@
 """Hopper (sm90) Gluon building blocks that the forward (forward_gluon.py) and the backward
-(backward_gluon.py) share: the wgmma accumulator's layout, a sequence's bounds, per-head TMA
+(backward_gluon.py's dK/dV, dq_gluon.py's dQ) share: the wgmma accumulator's layout, a sequence's bounds, per-head TMA
 descriptors, TMA copies into shared memory and the K / V rings a producer partition streams
 them through (full / empty mbarriers), and the TMA store of an output tile.
 """

@@ -1,5 +1,5 @@
-"""Launchers of the Gluon (Hopper, sm90) kernels: forward_gluon.py's forward and backward_gluon.py's
-dK/dV and dQ, with the host-made TMA descriptors and shared-memory layouts they take, and
+"""Launchers of the Gluon (Hopper, sm90) kernels: forward_gluon.py's forward, backward_gluon.py's
+dK/dV and dq_gluon.py's dQ, with the host-made TMA descriptors and shared-memory layouts they take, and
 _gluon_ok, which calls they serve. __init__.py picks them by config (GLUON); their launches go
 through plans._launch like every other.
 """
@@ -218,7 +218,7 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
 
 
 def _dq_gluon(q, k, v, do, lse, delta, dq, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal):
-    """Launch backward_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON); TMA_STORE:
+    """Launch dq_gluon.py's dQ kernel into dq (FA_CK_TRITON_CONFIG bwd_dq GLUON); TMA_STORE:
     dQ by TMA stores, where TMA can address dq."""
     _tma_allocator()
     bm, bn, bd = cfg["BLOCK_M"], cfg["BLOCK_N"], configs.block_d(d)

@@ -29,8 +29,6 @@ two launches, and no more even with the waits left out; not kept.
 The host side below makes what quantising writes (fp8_buffers) before a forward's plan key, so
 fp8 calls of 16-bit inputs replay, and hands the forward its fp8 inputs (fp8_inputs).
 """
-from __future__ import annotations
-
 import torch
 import triton
 import triton.language as tl

@@ -471,9 +471,7 @@ SCHEDULES = {"defaults": ({}, None),
              "persistent-3": ({"PERSISTENT": True, "TMA_STORE": False}, 3),
              "device-desc": ({"HOST_DESC": False, "PERSISTENT": False}, None),
              "device-desc-persistent-3": ({"HOST_DESC": False, "PERSISTENT": True}, 3),
-             "tma-store-persistent-3": ({"TMA_STORE": True, "PERSISTENT": True}, 3),
-             "late-wait": ({"LATE_WAIT": True}, None),
-             "late-wait-persistent-3": ({"LATE_WAIT": True, "PERSISTENT": True}, 3)}
+             "tma-store-persistent-3": ({"TMA_STORE": True, "PERSISTENT": True}, 3)}
 
 
 @pytest.fixture(params=list(SCHEDULES))

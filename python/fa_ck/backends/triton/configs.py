@@ -428,7 +428,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # 5.4 us per d256 tile, the TMA store's 1.1
         out["TMA_STORE"] = True
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
-        out["LATE_WAIT"] = False
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256
@@ -567,7 +566,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "P_REGS", "LATE_WAIT"),
+            "TMA_STORE", "RAW_MAX", "P_REGS"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

@@ -194,20 +194,6 @@ def _pv_wait(acc, p, dtype: gl.constexpr):
 
 
 @gluon.jit
-def _wait_after(l_i):
-    """l_i (the row sums, two rows per thread), and a wait for every wgmma issued that ptxas cannot
-    schedule before l_i is known. Gluon's wait comes after the softmax in the PTX, but ptxas hoists
-    the WARPGROUP.DEPBAR above the exponentials (it moves to right after the row max), so the PV
-    multiply never ran under them. In the join block of a branch on l_i (never taken: no sum has
-    all bits set), the wait cannot move above the sums, so neither above the exponentials."""
-    return gl.inline_asm_elementwise(
-        "{ .reg .pred rare; .reg .b32 both; and.b32 both, $2, $3; setp.eq.b32 rare, both, -1; "
-        "@rare bra RARE_${:uid}; bra.uni JOIN_${:uid}; RARE_${:uid}: membar.cta; "
-        "JOIN_${:uid}: wgmma.wait_group.sync.aligned 0; mov.b32 $0, $2; mov.b32 $1, $3; }",
-        "=r,=r,r,r", [l_i], dtype=gl.float32, is_pure=False, pack=2)
-
-
-@gluon.jit
 def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
           MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr):
@@ -352,7 +338,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
-            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_WAIT: gl.constexpr):
+            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -414,8 +400,6 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
                                         full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                         window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
                                         _mask_at(False, WHOLE, DIAG_FIRST))
-        if LATE_WAIT:
-            l_i = _wait_after(l_i)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -437,8 +421,7 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
               VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
-              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              LATE_WAIT: gl.constexpr):
+              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -504,7 +487,7 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
                                             sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS, LATE_WAIT)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -562,7 +545,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
                      RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-                     LATE_WAIT: gl.constexpr, num_warps: gl.constexpr):
+                     num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -653,10 +636,10 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
                          shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, LATE_WAIT)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_consumer, (q_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1), turn.index(0),
                          shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, LATE_WAIT)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 1], [240, 24])
@@ -666,13 +649,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
                          shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, LATE_WAIT)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_consumer, (q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1), turn.index(0),
                          shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, LATE_WAIT)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_consumer, (q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0), turn.index(1),
                          shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, LATE_WAIT)),
+                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 4, 1], [160, 160, 24])

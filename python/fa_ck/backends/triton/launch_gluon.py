@@ -107,8 +107,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(64, o_cols, out.dtype),
         RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
-        P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, LATE_WAIT=bool(cfg.get("LATE_WAIT")),
-        num_warps=cfg["num_warps"]))
+        P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

@@ -191,6 +191,23 @@ def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, 
     assert buffers[2].stride(1) == 1                                  # v keys-contiguous
 
 
+def test_quantize_without_q_copy():
+    """copy_q False (the Gluon fp8 forward's Q_CONVERT, which rounds q itself): q's amax bits and
+    descale as before, q8 not written; k8, v8 and their descales the same bytes."""
+    b, hq, hkv, d = 2, 4, 2, 24
+    q = rand(b, 37, hq, d, dtype=torch.bfloat16) * 5
+    k, v = rand(b, 50, hkv, d, dtype=torch.bfloat16), rand(b, 50, hkv, d, dtype=torch.bfloat16)
+    full, no_q = tq.fp8_buffers(q, k, v), tq.fp8_buffers(q, k, v)
+    tq.quantize(q, k, v, *full[:5])
+    no_q[0].view(torch.uint8).fill_(0x7f)                            # (a NaN byte in e4m3fn) poisoned
+    tq.quantize(q, k, v, *no_q[:5], copy_q=False)
+    assert (no_q[0].view(torch.uint8) == 0x7f).all()
+    for i in (1, 2, 3, 4):
+        assert torch.equal(full[i].view(torch.uint8) if i < 3 else full[i], no_q[i].view(torch.uint8) if i < 3 else no_q[i])
+    assert torch.equal(no_q[8], no_q[3][:b * hq].view(b, hq))
+    amax = q.float().abs().amax(dim=(1, 3))
+    assert torch.equal(no_q[8].view(torch.float32), amax)
+
 @pytest.mark.parametrize("sk", [70, 33, 16, 1])
 def test_quantize_v_in_the_gluon_forwards_key_order(sk):
     """For the Gluon fp8 forward's P in registers (P_REGS) v's keys are stored in

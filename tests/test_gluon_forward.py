@@ -717,6 +717,31 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(2, 1024, 1024, 4, 2, 128), (1, 333, 1001, 2, 1, 64), (2, 777, 1536, 4, 4, 96),
+                                   (1, 300, 300, 2, 1, 48), (1, 1, 512, 2, 1, 128)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("host_desc", [True, False])
+def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, causal, host_desc):
+    """Q_CONVERT (the default for 16-bit inputs) rounds q inside the kernel from its amax bits, as
+    quantize_kernel does: out and lse are bit for bit those of q8 written by the quantisation
+    launch, with Q as host-made descriptors or built on the device (as for varlen). q is spread so
+    that some of it rounds into e4m3's subnormals and one head is all zeros (its scale from 1e-12)."""
+    b, sq, sk, hq, hkv, d = shape
+    q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda") * torch.logspace(-3, 1, d, device="cuda")
+    q[:, :, -1] = 0
+    k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    results = []
+    for convert in (True, False):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"HOST_DESC": host_desc}, Q_CONVERT=convert))
+        results.append(fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton"))
+    assert [c["Q_CONVERT"] for _, c in launches] == [True, False]
+    assert all(c["HOST_DESC"] == host_desc for _, c in launches)
+    (out, lse), (out8, lse8) = results
+    assert torch.isfinite(out).all() and torch.equal(out, out8) and torch.equal(lse, lse8)
+
+@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("block_n,window", [(64, None), (128, (200, 37)), (64, (100, 0))])
 def test_gluon_fp8_p_in_registers_other_blocks_and_windows(monkeypatch, block_n, window):
     """P in registers at 64-key blocks (an autotune candidate) and under sliding windows (key

@@ -5,6 +5,7 @@ compared argument by argument with the slow path's, and calls that differ in wha
 decides from are shown to get their own."""
 import contextvars
 import dataclasses
+import json
 import importlib
 
 import pytest
@@ -160,7 +161,7 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
         """_forward's described launches, with this call's own buffers named (not only ordered)."""
         start, slow = len(gpu_path), len(gpu_path.slow)
         out, lse = tb.forward(q, k, v, p)
-        names = ("q8", "k8", "v8", "amax", "descale", "qd", "kd", "vd")
+        names = ("q8", "k8", "v8", "amax", "descale", "qd", "kd", "vd", "q_amax")
         known = dict(q=q, k=k, v=v, out=out, lse=lse, **dict(zip(names, made[-1])), **_placeholders())
         return _described(gpu_path[start:], known), len(gpu_path.slow) > slow
     first = _inputs(d=d)
@@ -210,6 +211,50 @@ def test_fp8_p_in_registers_only_where_fa_ck_quantises(gpu_path, monkeypatch, ca
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": true, "GLUON": false}}')
         tb.forward(q, k, v, p)                                     # (forward.py: nothing to refuse)
         assert gpu_path[-1][0].fn.__name__ == "fwd_kernel"
+
+
+
+@pytest.mark.parametrize("case", ["default", "off", "fp8-inputs", "forward.py"])
+def test_fp8_q_rounded_in_the_gluon_kernel_where_fa_ck_quantises(gpu_path, monkeypatch, case):
+    """Q_CONVERT (by default for 16-bit inputs in the Gluon fp8 forward): the quantisation launch
+    takes q's amax and descale but writes no q8 (COPY_Q off), and the kernel gets the 16-bit q
+    itself with q's amax bits (int32, the buffers' own view) for QD. Off, it gets q8 and q's
+    descales; for a caller's fp8 q there is nothing to convert (asking is an error naming it where
+    the Gluon kernel runs), and forward.py's kernel never gets it."""
+    f8 = torch.float8_e4m3fn
+    q, k, v = _inputs(d=64)
+    config = {"off": {"Q_CONVERT": False}, "forward.py": {"GLUON": False}}.get(case)
+    if config:
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": config}))
+    if case == "fp8-inputs":
+        q, k = q.to(f8), k.to(f8)
+        v = quantize.empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))
+    p = dataclasses.replace(_params(q, k, True), fp8=True)
+    made = []
+    real = quantize.fp8_buffers
+    monkeypatch.setattr(quantize, "fp8_buffers", lambda *a: made.append(real(*a)) or made[-1])
+    tb.forward(q, k, v, p)
+    launches = [e for e in gpu_path if e != "set_allocator"]
+    (_, _, args, consts), = [e for e in launches if e[0].fn.__name__ in ("fwd_gluon_kernel", "fwd_kernel")]
+    converting = case == "default"
+    if case == "forward.py":
+        assert "Q_CONVERT" not in consts and args[0] is made[0][0]
+    else:
+        assert consts["Q_CONVERT"] == converting
+        q_arg = args[0].base                       # (host-made descriptors)
+        assert q_arg is (q if case in ("default", "fp8-inputs") else made[0][0])
+        assert q_arg.dtype == (torch.bfloat16 if converting else f8)
+    if case != "fp8-inputs":
+        (buffers,) = made
+        qd = args[8 if case != "forward.py" else 9]
+        assert qd is (buffers[8] if converting else buffers[5])          # QD: q's amax bits, or descales
+        assert buffers[8].dtype == torch.int32 and buffers[8].shape == (q.shape[0], q.shape[2])
+        assert [c["COPY_Q"] for kernel, _, _, c in launches if kernel.fn.__name__ == "quantize_kernel"] == \
+            [not converting]
+    else:
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"Q_CONVERT": true}}')
+        with pytest.raises(ValueError, match="Q_CONVERT"):
+            tb.forward(q, k, v, p)
 
 
 BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)

@@ -204,6 +204,13 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             raise ValueError("FA_CK_TRITON_CONFIG['fwd']: P_REGS needs v's keys in the Gluon kernel's order, which "
                              "only fa_ck's own quantisation writes; fp8 inputs run with P staged (drop P_REGS)")
         sw["P_REGS"] = False                 # (P stays in registers for fp8 of 16-bit inputs in Gluon only)
+    if "Q_CONVERT" in sw and not p.fp8:
+        del sw["Q_CONVERT"]                  # (as P_REGS)
+    elif "Q_CONVERT" in sw and (fp8_inputs or not sw.get("GLUON")):
+        if fp8_inputs and sw.get("GLUON") and over_sw.get("Q_CONVERT"):
+            raise ValueError("FA_CK_TRITON_CONFIG['fwd']: Q_CONVERT rounds a 16-bit q inside the Gluon kernel; "
+                             "fp8 inputs have none (drop Q_CONVERT)")
+        sw["Q_CONVERT"] = False
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
@@ -398,7 +405,9 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
         fp8_inputs = q.dtype in FP8_DTYPES
         chosen = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible, fp8_inputs=fp8_inputs)
         p_regs = bool(chosen.get("P_REGS"))
-        q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs)
+        # Q_CONVERT: q stays 16-bit, the Gluon kernel rounds each tile of it (where TMA reads q as it is)
+        q_convert = bool(chosen.get("Q_CONVERT")) and _tma_ok(q)
+        q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert)
     else:
         tma_possible = _tma_ok(k, v)
         gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p)
@@ -409,6 +418,8 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
     def run(cfg):
         if p_regs != bool(cfg.get("P_REGS")):   # (autotune tunes tiles, not switches)
             raise AssertionError("fp8: v's keys were laid out for another kernel than the one configured")
+        if p.fp8 and q.dtype != k.dtype and not cfg.get("GLUON"):
+            raise AssertionError("fp8: q was left 16-bit for the Gluon kernel (Q_CONVERT), not this one")
         if cfg.get("GLUON"):
             return launch_gluon._forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, cfg, sq, sk, hq, hkv, b,
                                                d, scal, fp8["P_SCALE"])

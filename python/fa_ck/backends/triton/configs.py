@@ -428,6 +428,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         # 5.4 us per d256 tile, the TMA store's 1.1
         out["TMA_STORE"] = True
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
+        out["Q_CONVERT"] = True              # (fp8 of 16-bit inputs in the Gluon kernel only)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256
@@ -468,14 +469,14 @@ def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, windo
 
 
 def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
-    """Shared memory (bytes) forward_gluon.py allocates: Q, the K and V rings, P for fp8 (unless
-    P_REGS), out's staging tiles for TMA_STORE (fwd_gluon_out_cols), and a little for its barriers."""
+    """Shared memory (bytes) forward_gluon.py allocates: Q (fp8 with Q_CONVERT: and its 16-bit
+    tile), the K and V rings, P for fp8 (unless P_REGS), out's staging tiles for TMA_STORE (fwd_gluon_out_cols), and a little for its barriers."""
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     q_rows = 256 if bm == 192 else bm         # (192 queries: four 64-row tiles, shapes being powers of two)
     total = q_rows * d * elem + 2 * cfg["num_stages"] * bn * d * elem + \
-        (q_rows * bn if fp8 and not cfg.get("P_REGS") else 0)
+        (q_rows * bn if fp8 and not cfg.get("P_REGS") else 0) + (q_rows * d * 2 if fp8 and cfg.get("Q_CONVERT") else 0)
     if cfg.get("TMA_STORE"):
         total += bm * fwd_gluon_out_cols(head_dim, cfg, dtype, fp8, out_bytes) * (out_bytes or (4 if fp8 else elem))
     return total + 1024
@@ -566,7 +567,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "P_REGS"),
+            "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

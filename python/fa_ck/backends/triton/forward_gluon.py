@@ -37,6 +37,7 @@ _keys_for_registers); else it is staged through shared memory.
 """
 import math
 
+import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
@@ -134,6 +135,30 @@ def _fp8_operand(p):
         "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1; "
         "cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3; mov.b32 $0, {lo, hi}; }",
         "=r,r,r,r,r", [p], dtype=gl.int8, is_pure=True, pack=4).to(gl.float8e4nv, bitcast=True)
+
+
+@gluon.jit
+def _q_scales(QA, amax_slot):
+    """(scale, descale) of q's (batch, head) from its amax bits (quantize.amax_kernel's slot), with
+    quantize_kernel's arithmetic: e4m3fn's max / amax (a zero head: / 1e-12), then 1 / scale, both
+    IEEE divisions, so Q_CONVERT rounds exactly as quantize_kernel would."""
+    amax = gl.load(QA + amax_slot).to(gl.float32, bitcast=True)
+    scale = gl.div_rn(448.0, gl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
+    return scale, gl.div_rn(1.0, scale)
+
+
+@gluon.jit
+def _convert_q(q16_smem, q_smem, scale):
+    """Q_CONVERT: this warpgroup's 16-bit Q rows, times scale, clamped and rounded to e4m3fn into
+    q_smem, as quantize_kernel would have written them (so q needs no quantised copy in memory:
+    one read of q instead of two reads and a write)."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [gl.num_warps(), 1], [1, 0])
+    x = q16_smem.load(layout).to(gl.float32) * scale
+    x = gl.minimum(gl.maximum(x, -448.0, propagate_nan=tl.PropagateNan.ALL), 448.0,
+                   propagate_nan=tl.PropagateNan.ALL)
+    q_smem.store(x.to(q_smem.dtype))
+    fence_async_shared()                  # the generic-proxy stores before wgmma's async reads
+    _partition_barrier()                  # every row written before the warpgroup's first QK^T
 
 
 @gluon.jit
@@ -417,11 +442,12 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
 
 @gluon.jit
-def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr,
+def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr,
               VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
-              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr):
+              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
+              Q_CONVERT: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -430,7 +456,9 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
     for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
     host-made descriptor like Q's), waited for only before the next tile's out is written.
     shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple); q_full,
-    q_empty: the barriers of this warpgroup's Q rows (192 queries: its own; else the tile's)."""
+    q_empty: the barriers of this warpgroup's Q rows (192 queries: its own; else the tile's).
+    Q_CONVERT (fp8): Q arrives 16-bit in q16_smem and this warpgroup rounds its rows into q_smem
+    (_convert_q); QD then holds q's amax bits, not its descales (_q_scales)."""
     k_smem, v_smem, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, \
         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, \
         num_heads, group, head_dim, scale_log2, window_left, window_right = shared
@@ -461,10 +489,15 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
                 m0 = m0 + row0
                 b64 = b.to(gl.int64)
                 out_scale = 1.0
+                q_scale = 1.0                 # (Q_CONVERT's)
                 tile_scale_log2 = scale_log2
                 if FP8:     # descales folded as in forward.py
                     hk = (h // group).to(gl.int64)
-                    tile_scale_log2 = scale_log2 * gl.load(QD + b64 * stride_qdb + h) * gl.load(KD + b64 * stride_kdb + hk)
+                    if Q_CONVERT:
+                        q_scale, q_descale = _q_scales(QD, b64 * stride_qdb + h)
+                    else:
+                        q_descale = gl.load(QD + b64 * stride_qdb + h)
+                    tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
                     if RAW_MAX:     # fa_ck's own descales (host._raw_max), > 0; kept a normal float, as
                         # -inf times a product flushed to 0 would be NaN (the scores are ~0 then anyway)
                         tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
@@ -480,6 +513,8 @@ def _consumer(q_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shar
                         if not PINGPONG:      # (the turns are taken block by block by both warpgroups)
                             n_mine = n_wg
                     mbarrier.wait(q_full, n_q & 1)
+                    if Q_CONVERT:
+                        _convert_q(q16_smem, q_smem, q_scale)
                     first = it
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
@@ -545,7 +580,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
                      RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-                     num_warps: gl.constexpr):
+                     Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -566,27 +601,38 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     per block, or 64 without PINGPONG: configs.fwd_whole_blocks): each tile's blocks stream last
     to first. A warpgroup releases unread the leading block it cannot see (64-key blocks), then
     its first block read, the diagonal's, is the only masked one (FlashAttention-3's order), so
-    the loop compiles no masked softmax."""
+    the loop compiles no masked softmax. Q_CONVERT (FP8, 128 queries): Q is q's 16-bit tensor, QD
+    its amax bits (quantize.amax_kernel's, int32 (B, Hq)); each consumer rounds its rows into a
+    (128, BLOCK_D) e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
     gl.static_assert(not DIAG_FIRST or (BLOCK_M == 128 and (BLOCK_N == 128 or not PINGPONG) and EVEN_N and MASK_RIGHT
                                         and not MASK_LEFT and not FP8),
                      "DIAG_FIRST: causal, 16-bit, whole key blocks, 128 queries (64-key blocks: no PINGPONG)")
-    if HOST_DESC:
-        dtype: gl.constexpr = Q.dtype
+    gl.static_assert(not Q_CONVERT or (FP8 and BLOCK_M == 128), "Q_CONVERT: fp8, 128 queries")
+    if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
+        dtype: gl.constexpr = K.dtype
+        q_dtype: gl.constexpr = Q.dtype
     else:
-        dtype: gl.constexpr = Q.dtype.element_ty
+        dtype: gl.constexpr = K.dtype.element_ty
+        q_dtype: gl.constexpr = Q.dtype.element_ty
     if CONSUMERS == 3:      # one (64, BLOCK_D) tile per warpgroup (and one unused: shapes are powers of two)
         q_smem = gl.allocate_shared_memory(dtype, [4, HALF, BLOCK_D], SMEM_Q)
         q_smem0 = q_smem.index(0)
         q_smem1 = q_smem.index(1)
         q_smem2 = q_smem.index(2)
     else:
-        q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
+        q_smem = gl.allocate_shared_memory(q_dtype, [BLOCK_M, BLOCK_D], SMEM_Q)
         q_smem0 = q_smem.slice(0, HALF)
         q_smem1 = q_smem.slice(HALF, HALF)
         q_smem2 = q_smem0                    # (unused)
+    q16_smem0 = q_smem0                      # Q_CONVERT: Q as loaded (16-bit); the multiplies' Q below
+    q16_smem1 = q_smem1
+    if Q_CONVERT:
+        q8_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_D], SMEM_Q8)
+        q_smem0 = q8_smem.slice(0, HALF)
+        q_smem1 = q8_smem.slice(HALF, HALF)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     if FP8:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_D, BLOCK_N], SMEM_V)
@@ -634,12 +680,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
              window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty)
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
-                         shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
-            (_consumer, (q_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1), turn.index(0),
-                         shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
+            (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
+                         turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT)),
+            (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
+                         turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 1], [240, 24])
@@ -647,15 +693,15 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for
         # the two worker consumers and 24 for the producer leave the first consumer 168
         gl.warp_specialize([
-            (_consumer, (q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0), turn.index(1),
-                         shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
-            (_consumer, (q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1), turn.index(0),
-                         shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
-            (_consumer, (q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0), turn.index(1),
-                         shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8, TMA_STORE,
-                         RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST)),
+            (_consumer, (q_smem0, q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
+                         turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False)),
+            (_consumer, (q_smem1, q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1),
+                         turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False)),
+            (_consumer, (q_smem2, q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0),
+                         turn.index(1), shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE,
+                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 4, 1], [160, 160, 24])

@@ -64,14 +64,17 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
                    p_scale):
     """Launch forward_gluon.py into out and lse. q, k and v go as TMA descriptors made here
     (HOST_DESC), or for varlen (and on request) as pointers, the kernel building each tile's
-    descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales."""
+    descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales;
+    or q still 16-bit (Q_CONVERT: the kernel rounds it) and qd its amax bits (int32)."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    q_convert = p.fp8 and q.dtype != k.dtype
+    cfg = dict(cfg, Q_CONVERT=q_convert)      # (what the shared memory holds)
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
     host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and _host_desc_ok(q, k, v)
     # (float32 out, fp8 inputs' option, keeps plain stores: its TMA store has not run on a GPU)
     tma_store = host_desc and bool(cfg.get("TMA_STORE")) and out.element_size() == 2 and \
-        configs.fwd_gluon_smem(d, cfg, q.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
-    o_cols = configs.fwd_gluon_out_cols(d, cfg, q.dtype, p.fp8, out.element_size())
+        configs.fwd_gluon_smem(d, cfg, k.dtype, p.fp8, out.element_size()) <= configs.SMEM_BYTES_SM90
+    o_cols = configs.fwd_gluon_out_cols(d, cfg, k.dtype, p.fp8, out.element_size())
     o_arg = _desc4(out, 64, o_cols) if tma_store else out     # (unused without TMA_STORE)
     q_rows = 64 if bm == 192 else bm      # Q's TMA box: 192 queries load as three (forward_gluon._copy_q)
     p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (__init__ decides: v's keys then in key_position's order)
@@ -101,13 +104,14 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         scal["window_left"], scal["window_right"]), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
-        SMEM_Q=_smem_layout(q_rows, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, q.dtype),
-        SMEM_V=_smem_layout(bd, bn, q.dtype) if p.fp8 else _smem_layout(bn, bd, q.dtype),
-        SMEM_P=_smem_layout(64, bn, q.dtype),
+        SMEM_Q=_smem_layout(q_rows, bd, q.dtype), SMEM_KV=_smem_layout(bn, bd, k.dtype),
+        SMEM_V=_smem_layout(bd, bn, k.dtype) if p.fp8 else _smem_layout(bn, bd, k.dtype),
+        SMEM_P=_smem_layout(64, bn, k.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(64, o_cols, out.dtype),
         RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
-        P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, num_warps=cfg["num_warps"]))
+        P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, Q_CONVERT=q_convert,
+        SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

@@ -120,11 +120,11 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
                     stride_k8b, stride_k8s, stride_k8h, stride_k8d, stride_v8b, stride_v8s, stride_v8h, stride_v8d,
                     seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v, fp8_max,
                     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr,
-                    PERMUTE_V: tl.constexpr = False):
+                    PERMUTE_V: tl.constexpr = False, COPY_Q: tl.constexpr = True):
     pid_s = tl.program_id(0)
     b = tl.program_id(2)
     t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
-    if (pid_s > 0) & (pid_s * BLOCK_S >= tl.where(t == 0, seqlen_q, seqlen_k)):
+    if (pid_s > 0) & ((pid_s * BLOCK_S >= tl.where(t == 0, seqlen_q, seqlen_k)) | ((t == 0) & (not COPY_Q))):
         return                       # (program 0 of each head stays: it writes the descale)
     amax = tl.load(AMAX_BITS + slot).to(tl.float32, bitcast=True)
     # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
@@ -133,13 +133,13 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
         tl.store(DESCALE + slot, tl.math.div_rn(1.0, scale))
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, BLOCK_D)
-    if t == 0:
+    if (t == 0) & COPY_Q:
         _quantize_tile(Q, Q8, scale, b, h, stride_qb, stride_qs, stride_qh, stride_q8b, stride_q8s, stride_q8h,
                        stride_q8d, seqlen_q, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
     elif t == 1:
         _quantize_tile(K, K8, scale, b, h, stride_kb, stride_ks, stride_kh, stride_k8b, stride_k8s, stride_k8h,
                        stride_k8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
-    else:
+    elif t == 2:
         _quantize_tile(V, V8, scale, b, h, stride_vb, stride_vs, stride_vh, stride_v8b, stride_v8s, stride_v8h,
                        stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN, PERMUTE_V)
 
@@ -158,12 +158,13 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     return x8, descale.view(b, h)
 
 
-def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False):
+def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, copy_q: bool = True):
     """q, k, v (k and v None: q alone) quantised into q8, k8, v8 (any layout; fp8) in two launches
     (the amax, then the scaled, rounded copy); amax_bits (int32 zeros) and descale (float32) hold
     q's (batch, head) slots, then k's and v's, each from the next multiple of 4 (see fp8_buffers).
     permute_v: v8 (keys-contiguous, from empty_bshd) written in key_position's order, its padding
-    too (PERMUTE_V)."""
+    too (PERMUTE_V). copy_q False: q's amax and descale only, q8 not written (the Gluon fp8
+    forward's Q_CONVERT rounds q itself, from its amax bits, as quantize_kernel would)."""
     alone = k is None
     if alone:
         k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)
@@ -188,8 +189,8 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False):
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
     _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
                                     *outs[2].stride(), *sizes, torch.finfo(dtype).max),
-            dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v))
-    for x8 in {id(t): t for t in (q8, k8, v8)}.values() if temps else ():
+            dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v, COPY_Q=copy_q))
+    for x8 in {id(t): t for t in (q8, k8, v8) if copy_q or t is not q8}.values() if temps else ():
         padded.get(id(x8), x8).copy_(temps[id(x8)])
 
 
@@ -204,14 +205,16 @@ def fp8_slots(b: int, hq: int, hkv: int) -> tuple:
 def fp8_buffers(q, k, v) -> tuple:
     """What quantising q, k and v writes, made before the forward's plan key (they are slots of its
     replay plan): q8, k8, v8 (v keys-contiguous), the amax bits (int32 zeros) and descales of all
-    three, and the descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads."""
+    three, the descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads,
+    and q's amax bits as (B, Hq) (the Gluon kernel's, where it rounds q itself: Q_CONVERT)."""
     dtype = configs.fp8_dtype(q.device)
     b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
     *starts, n = fp8_slots(b, hq, hkv)
     descale = torch.empty(n, dtype=torch.float32, device=q.device)
+    amax_bits = torch.zeros(n, dtype=torch.int32, device=q.device)
     return (empty_bshd(q.shape, dtype, q.device, False), empty_bshd(k.shape, dtype, k.device, False),
-            empty_bshd(v.shape, dtype, v.device, True), torch.zeros(n, dtype=torch.int32, device=q.device), descale,
-            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))))
+            empty_bshd(v.shape, dtype, v.device, True), amax_bits, descale,
+            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))), amax_bits[:b * hq].view(b, hq))
 
 
 def empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
@@ -237,10 +240,11 @@ def padded_keys(v8: torch.Tensor) -> torch.Tensor:
     return v8.as_strided((b, _keys_padded(s), h, d), v8.stride())
 
 
-def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool):
+def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool = False):
     """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
     contiguous) with their descales (ones where none came), or 16-bit ones quantised into buffers
-    (fp8_buffers), permute_v: v8 in key_position's order (P_REGS)."""
+    (fp8_buffers), permute_v: v8 in key_position's order (P_REGS); convert_q (the Gluon kernel's
+    Q_CONVERT): q itself and its amax bits in place of q8 and q's descales, q8 left unwritten."""
     if q.dtype in FP8_DTYPES:
         b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
         ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
@@ -248,6 +252,6 @@ def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool):
         kd = p.k_descale if p.k_descale is not None else ones(hkv)
         vd = p.v_descale if p.v_descale is not None else ones(hkv)
         return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous()
-    q8, k8, v8, amax_bits, descale, qd, kd, vd = buffers
-    quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v)
-    return q8, k8, v8, qd, kd, vd
+    q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax = buffers
+    quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v, copy_q=not convert_q)
+    return (q, k8, v8, q_amax, kd, vd) if convert_q else (q8, k8, v8, qd, kd, vd)

@@ -727,7 +727,7 @@ def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, cau
     launch, with Q as host-made descriptors or built on the device (as for varlen). q is spread so
     that some of it rounds into e4m3's subnormals and one head is all zeros (its scale from 1e-12)."""
     b, sq, sk, hq, hkv, d = shape
-    q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda") * torch.logspace(-3, 1, d, device="cuda")
+    q = (torch.randn(b, sq, hq, d, device="cuda") * torch.logspace(-3, 1, d, device="cuda")).to(torch.bfloat16)
     q[:, :, -1] = 0
     k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)

@@ -400,7 +400,11 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     staged through shared memory (a caller's fp8 v, read as it comes: asking P_REGS there is an
     error where the Gluon kernel would run). The loop's SASS at d128
     -17 %; on the H200 (h200-20261201-seventeenth calls 2-3, same runs) +1-2 % at S4k-16k, S1k
-    +3 % full and +23 % causal."""
+    +3 % full and +23 % causal.
+    Q_CONVERT (fwd, GLUON, fp8 of 16-bit inputs whose q TMA can read: __init__ decides): the
+    kernel rounds q itself from q's amax bits, bit for bit as quantize_kernel, which then writes
+    no q8. On the H200 (h200-20261203-late-wait call 2, 5 rounds, same run) d128 +0.5 to +3.0 %
+    at S1k-16k (S1k full 0.75 -> 0.78x of cuDNN, S16k full 1.33 -> 1.35x)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":

@@ -33,7 +33,12 @@ scale, P in [0, P_SCALE] rounded to fp8, out times v's descale), P_SCALE folded 
 exponential (the row sum carries it too, so out needs no division by it). fp8 wgmma reads both
 operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) tiles
 (V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see
-_keys_for_registers); else it is staged through shared memory.
+_keys_for_registers); else it is staged through shared memory. Q_CONVERT: q arrives 16-bit and
+each consumer rounds its rows to e4m3 itself (_convert_q), as the quantisation launch would have.
+
+The PV wait: ptxas places it right after the row max, above the exponentials, though the PTX has
+it after them. Forced below them (the wait in the join block of a branch on the row sums) the
+forward ran 2-4 % slower, fp8 and bf16 (bench/results/h200-20261203-late-wait call 1).
 """
 import math
 

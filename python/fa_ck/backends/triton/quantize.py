@@ -21,6 +21,9 @@ start_v, each (B, H) in row-major order.
 
 PERMUTE_V (the Gluon fp8 forward's P_REGS): v's key s is stored at key_position(s), and each row
 of keys is written to a multiple of 16, zeros past the last key (the forward reads whole groups).
+COPY_Q off (the Gluon fp8 forward's Q_CONVERT): q's amax and descale only, no q8: that kernel
+rounds each tile of q itself from q's amax bits, with this kernel's arithmetic (forward_gluon.
+_q_scales, _convert_q), so q is read once, not twice and written (h200-20261203-late-wait call 2).
 
 One launch for both passes, each quantising item waiting on its (batch, head)'s amax items, was
 measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU time than these

@@ -1,4 +1,4 @@
-# Device call 2 of this folder (nvidia-h200), 2026-12-03 (third session), NOT RUN (the device budget was spent; ready for the next session): GQA under a causal mask, where fwd+bwd
+# Device call 2 of this folder (nvidia-h200), 2026-12-03 (third session), run in the fourth session (its device budget was spent in the third; output in call2/): GQA under a causal mask, where fwd+bwd
 # lags (call 1: d64 0.89x, d128 0.95x at S4k). The dK/dV kernel's switches on those points (fa_ck's default
 # there: one pass, persistent, units from the counter): two passes (the Gluon dQ kernel), one program per unit,
 # round-robin units, dK / dV by TMA stores.

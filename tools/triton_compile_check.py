@@ -178,7 +178,8 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
-                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"],
+                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False,
+                          SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, torch.float8_e4m3fn),
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -214,20 +215,27 @@ def gluon_kernels():
             varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, **whole(varlen=True))
             yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, varlen, pointers), \
                 varlen, cfg
-            # fp8 (e4m3fn, keys-contiguous v), same kernel body
+            # fp8 (e4m3fn, keys-contiguous v), same kernel body; as launched on fa_ck's own quantisation:
+            # q still bf16, rounded in the kernel from its amax bits (Q_CONVERT)
             f8 = torch.float8_e4m3fn
-            consts = dict(consts, SMEM_Q=gluon._smem_layout(bm, bd, f8), SMEM_KV=gluon._smem_layout(bn, bd, f8),
+            consts = dict(consts, SMEM_KV=gluon._smem_layout(bn, bd, f8),
                           SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
-                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True, **whole(fp8=True))   # as launched on fa_ck's own descales
-            yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
-                pointers, **_descs(f8, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
+                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True, Q_CONVERT=True, **whole(fp8=True))
+            q16 = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), QD="*i32")
+            yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, {
+                **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if consts["TMA_STORE"] else {})}), consts, cfg
             # P staged through shared memory (P_REGS off), and v's descriptors built on the device
             staged = dict(consts, P_REGS=False)
-            yield f"fwd gluon staged-p fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, staged, dict(
-                pointers, **_descs(f8, bm, bn, bd), **(out_desc if staged["TMA_STORE"] else {}))), staged, cfg
+            yield f"fwd gluon staged-p fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, staged, {
+                **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if staged["TMA_STORE"] else {})}), staged, cfg
             device = dict(consts, HOST_DESC=False, TMA_STORE=False)
             yield f"fwd gluon device-desc fp8e4nv d{d} {mode}", fwd_gluon_kernel, \
-                _gluon_sig(fwd_gluon_kernel, device, dict(pointers, Q="*fp8e4nv", K="*fp8e4nv", V="*fp8e4nv")), device, cfg
+                _gluon_sig(fwd_gluon_kernel, device, dict(pointers, Q="*bf16", QD="*i32", K="*fp8e4nv", V="*fp8e4nv")), \
+                device, cfg
+            # a caller's fp8 q, k, v with their descales: Q read as it comes, P staged
+            inputs = dict(staged, Q_CONVERT=False, SMEM_Q=gluon._smem_layout(bm, bd, f8))
+            yield f"fwd gluon fp8-inputs fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, inputs, dict(
+                pointers, **_descs(f8, bm, bn, bd), **(out_desc if inputs["TMA_STORE"] else {}))), inputs, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)
             consts = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=1, PERSISTENT=False,
                           DYNAMIC=False, GROUP=1, **masks,
@@ -436,13 +444,13 @@ def quantize_kernels(target: str):
     sig = {n: "i32" for n in quantize_kernel.arg_names}
     sig.update(Q="*bf16", K="*bf16", V="*bf16", Q8="*" + ty, K8="*" + ty, V8="*" + ty, AMAX_BITS="*i32",
                DESCALE="*fp32", fp8_max="fp32")
-    consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0, stride_q8d=1, stride_k8d=1, PERMUTE_V=False)
+    consts = dict(BLOCK_S=64, BLOCK_D=128, ROUND_EMIN=0, stride_q8d=1, stride_k8d=1, PERMUTE_V=False, COPY_Q=True)
     for c in consts:
         sig[c] = "constexpr"
     yield f"quantize bf16->{ty} d128 (q, k, v)", quantize_kernel, sig, consts
-    if target == "sm90":     # v's keys in the Gluon fp8 forward's order (its P_REGS)
-        yield f"quantize bf16->{ty} d128 (q, k, v; v's keys reordered)", quantize_kernel, sig, \
-            dict(consts, PERMUTE_V=True)
+    if target == "sm90":     # for the Gluon fp8 forward: v's keys in its order (P_REGS), no q8 (Q_CONVERT)
+        yield f"quantize bf16->{ty} d128 (k, v; v's keys reordered)", quantize_kernel, sig, \
+            dict(consts, PERMUTE_V=True, COPY_Q=False)
 
 
 def _compile(failures: list, target: str, name: str, fn, sig: dict, consts: dict, num_warps: int, num_stages: int,
@@ -526,7 +534,8 @@ def main(argv=None) -> int:
                 f8 = consts["FP8"]
                 est = "fwd_gluon_smem", configs.fwd_gluon_smem(
                     consts["BLOCK_D"], dict(BLOCK_M=consts["BLOCK_M"], BLOCK_N=consts["BLOCK_N"], num_stages=consts["NUM_BUF"],
-                                            TMA_STORE=consts["TMA_STORE"], P_REGS=consts["P_REGS"]),
+                                            TMA_STORE=consts["TMA_STORE"], P_REGS=consts["P_REGS"],
+                                            Q_CONVERT=consts["Q_CONVERT"]),
                     torch.float8_e4m3fn if f8 else torch.bfloat16, f8, 2)
             if est and not st.get("lds", 0) <= est[1] <= st.get("lds", 0) + 1024:   # never below, barriers above
                 failures.append(f"{target} {name}: configs.{est[0]} says {est[1]} bytes, the kernel has "

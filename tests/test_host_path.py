@@ -213,14 +213,14 @@ def test_fp8_p_in_registers_only_where_fa_ck_quantises(gpu_path, monkeypatch, ca
         assert gpu_path[-1][0].fn.__name__ == "fwd_kernel"
 
 
-
-@pytest.mark.parametrize("case", ["default", "off", "fp8-inputs", "forward.py"])
+@pytest.mark.parametrize("case", ["default", "off", "misaligned", "fp8-inputs", "forward.py"])
 def test_fp8_q_rounded_in_the_gluon_kernel_where_fa_ck_quantises(gpu_path, monkeypatch, case):
     """Q_CONVERT (by default for 16-bit inputs in the Gluon fp8 forward): the quantisation launch
     takes q's amax and descale but writes no q8 (COPY_Q off), and the kernel gets the 16-bit q
     itself with q's amax bits (int32, the buffers' own view) for QD. Off, it gets q8 and q's
-    descales; for a caller's fp8 q there is nothing to convert (asking is an error naming it where
-    the Gluon kernel runs), and forward.py's kernel never gets it."""
+    descales, as where TMA cannot read q as it is (misaligned); for a caller's fp8 q there is nothing
+    to convert (asking is an error naming it where the Gluon kernel runs, not where forward.py's
+    does), and forward.py's kernel never gets it."""
     f8 = torch.float8_e4m3fn
     q, k, v = _inputs(d=64)
     config = {"off": {"Q_CONVERT": False}, "forward.py": {"GLUON": False}}.get(case)
@@ -229,6 +229,8 @@ def test_fp8_q_rounded_in_the_gluon_kernel_where_fa_ck_quantises(gpu_path, monke
     if case == "fp8-inputs":
         q, k = q.to(f8), k.to(f8)
         v = quantize.empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))
+    if case == "misaligned":        # one element past a 16-byte boundary
+        q = torch.empty(q.numel() + 1, dtype=q.dtype)[1:].view(q.shape).copy_(q)
     p = dataclasses.replace(_params(q, k, True), fp8=True)
     made = []
     real = quantize.fp8_buffers
@@ -255,6 +257,9 @@ def test_fp8_q_rounded_in_the_gluon_kernel_where_fa_ck_quantises(gpu_path, monke
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"Q_CONVERT": true}}')
         with pytest.raises(ValueError, match="Q_CONVERT"):
             tb.forward(q, k, v, p)
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"Q_CONVERT": true, "GLUON": false}}')
+        tb.forward(q, k, v, p)                                     # (forward.py: nothing to refuse)
+        assert gpu_path[-1][0].fn.__name__ == "fwd_kernel"
 
 
 BACKWARDS = {   # (inputs, causal, FA_CK_TRITON_CONFIG)

@@ -179,7 +179,7 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
                           BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False,
-                          SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, torch.float8_e4m3fn),
+                          SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -220,7 +220,8 @@ def gluon_kernels():
             f8 = torch.float8_e4m3fn
             consts = dict(consts, SMEM_KV=gluon._smem_layout(bn, bd, f8),
                           SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
-                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True, Q_CONVERT=True, **whole(fp8=True))
+                          P_SCALE=448.0, RAW_MAX=True, P_REGS=True, Q_CONVERT=True,
+                          SMEM_Q8=gluon._smem_layout(bm, bd, f8), **whole(fp8=True))
             q16 = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), QD="*i32")
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if consts["TMA_STORE"] else {})}), consts, cfg

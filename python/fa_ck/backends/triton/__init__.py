@@ -153,7 +153,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     """The kernel's switches (defaults, then FA_CK_TRITON_CONFIG; TMA only where `tma_possible`,
     a Gluon kernel only where `gluon_possible`, no one pass for deterministic calls; group: q
     heads per kv head, which the Gluon dK/dV kernel's default depends on; fp8_inputs: the
-    caller's fp8, read as it comes, so no P_REGS), then
+    caller's fp8, read as it comes, so no P_REGS and no Q_CONVERT), then
     tiles: the heuristic for those switches, or autotuned when switched on, with any
     FA_CK_TRITON_CONFIG tiles on top.
     Without autotune the answer is remembered per everything it reads: working it out took
@@ -333,7 +333,8 @@ def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype
         tile = "BLOCK_M" if kernel == "bwd_dkdv" else "BLOCK_N"
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {what} needs {tiles} bytes of shared memory with {tile} "
                          f"{cfg[tile]} and num_stages {cfg['num_stages']} at head dim {head_dim} (sm90 has "
-                         f"{configs.SMEM_BYTES_SM90}); use fewer stages or smaller tiles")
+                         f"{configs.SMEM_BYTES_SM90}); use fewer stages or smaller tiles"
+                         + (" (or Q_CONVERT false: its 16-bit Q tile)" if kernel == "fwd" and cfg.get("Q_CONVERT") else ""))
 
 
 def _launch_cfg(cfg: dict) -> dict:

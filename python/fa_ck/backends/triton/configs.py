@@ -480,7 +480,8 @@ def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = Fal
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     q_rows = 256 if bm == 192 else bm         # (192 queries: four 64-row tiles, shapes being powers of two)
     total = q_rows * d * elem + 2 * cfg["num_stages"] * bn * d * elem + \
-        (q_rows * bn if fp8 and not cfg.get("P_REGS") else 0) + (q_rows * d * 2 if fp8 and cfg.get("Q_CONVERT") else 0)
+        (q_rows * bn if fp8 and not cfg.get("P_REGS") else 0) + \
+        (q_rows * d * 2 if fp8 and cfg.get("Q_CONVERT") else 0)
     if cfg.get("TMA_STORE"):
         total += bm * fwd_gluon_out_cols(head_dim, cfg, dtype, fp8, out_bytes) * (out_bytes or (4 if fp8 else elem))
     return total + 1024

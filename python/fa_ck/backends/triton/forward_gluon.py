@@ -143,23 +143,23 @@ def _fp8_operand(p):
 
 
 @gluon.jit
-def _q_scales(QA, amax_slot):
+def _q_scales(QA, amax_slot, FP8_MAX: gl.constexpr):
     """(scale, descale) of q's (batch, head) from its amax bits (quantize.amax_kernel's slot), with
-    quantize_kernel's arithmetic: e4m3fn's max / amax (a zero head: / 1e-12), then 1 / scale, both
-    IEEE divisions, so Q_CONVERT rounds exactly as quantize_kernel would."""
+    quantize_kernel's arithmetic: the format's max / amax (a zero head: / 1e-12), then 1 / scale,
+    both IEEE divisions, so Q_CONVERT rounds exactly as quantize_kernel would."""
     amax = gl.load(QA + amax_slot).to(gl.float32, bitcast=True)
-    scale = gl.div_rn(448.0, gl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
+    scale = gl.div_rn(FP8_MAX, gl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
     return scale, gl.div_rn(1.0, scale)
 
 
 @gluon.jit
-def _convert_q(q16_smem, q_smem, scale):
+def _convert_q(q16_smem, q_smem, scale, FP8_MAX: gl.constexpr):
     """Q_CONVERT: this warpgroup's 16-bit Q rows, times scale, clamped and rounded to e4m3fn into
     q_smem, as quantize_kernel would have written them (so q needs no quantised copy in memory:
     one read of q instead of two reads and a write)."""
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [gl.num_warps(), 1], [1, 0])
     x = q16_smem.load(layout).to(gl.float32) * scale
-    x = gl.minimum(gl.maximum(x, -448.0, propagate_nan=tl.PropagateNan.ALL), 448.0,
+    x = gl.minimum(gl.maximum(x, -FP8_MAX, propagate_nan=tl.PropagateNan.ALL), FP8_MAX,
                    propagate_nan=tl.PropagateNan.ALL)
     q_smem.store(x.to(q_smem.dtype))
     fence_async_shared()                  # the generic-proxy stores before wgmma's async reads
@@ -499,7 +499,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                 if FP8:     # descales folded as in forward.py
                     hk = (h // group).to(gl.int64)
                     if Q_CONVERT:
-                        q_scale, q_descale = _q_scales(QD, b64 * stride_qdb + h)
+                        q_scale, q_descale = _q_scales(QD, b64 * stride_qdb + h, P_SCALE)   # (e4m3fn's max)
                     else:
                         q_descale = gl.load(QD + b64 * stride_qdb + h)
                     tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
@@ -519,7 +519,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                             n_mine = n_wg
                     mbarrier.wait(q_full, n_q & 1)
                     if Q_CONVERT:
-                        _convert_q(q16_smem, q_smem, q_scale)
+                        _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
                     first = it
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)

@@ -68,6 +68,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     or q still 16-bit (Q_CONVERT: the kernel rounds it) and qd its amax bits (int32)."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     q_convert = p.fp8 and q.dtype != k.dtype
+    if p.fp8 and q_convert != (qd.dtype == torch.int32):
+        raise AssertionError("_forward_gluon: qd must be q's int32 amax bits exactly when q is 16-bit (Q_CONVERT)")
     cfg = dict(cfg, Q_CONVERT=q_convert)      # (what the shared memory holds)
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
     host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and _host_desc_ok(q, k, v)

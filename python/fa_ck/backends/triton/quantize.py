@@ -23,7 +23,8 @@ PERMUTE_V (the Gluon fp8 forward's P_REGS): v's key s is stored at key_position(
 of keys is written to a multiple of 16, zeros past the last key (the forward reads whole groups).
 COPY_Q off (the Gluon fp8 forward's Q_CONVERT): q's amax and descale only, no q8: that kernel
 rounds each tile of q itself from q's amax bits, with this kernel's arithmetic (forward_gluon.
-_q_scales, _convert_q), so q is read once, not twice and written (h200-20261203-late-wait call 2).
+_q_scales, _convert_q), so besides the amax pass q is read once, not read and written
+(h200-20261203-late-wait call 2).
 
 One launch for both passes, each quantising item waiting on its (batch, head)'s amax items, was
 measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU time than these
@@ -180,8 +181,8 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     # replays only its slots, and the interpreter's stand-in covers the padding)
     padded = {id(v8): padded_keys(v8)} if permute_v else {}
     temps = {id(t): torch.empty_strided(padded.get(id(t), t).shape, t.stride(), dtype=torch.float32, device=t.device)
-             for t in (q8, k8, v8)} if configs.INTERPRET else {}
-    outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))
+             for t in (q8, k8, v8) if copy_q or t is not q8} if configs.INTERPRET else {}
+    outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))      # (q8 itself, unwritten, without copy_q)
     block_s = 16 if configs.INTERPRET else 64
     grid = (_cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
     sizes = (sq, sk, d, hq, hkv, *fp8_slots(b, hq, hkv)[1:3])
@@ -193,7 +194,7 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
                                     *outs[2].stride(), *sizes, torch.finfo(dtype).max),
             dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v, COPY_Q=copy_q))
-    for x8 in {id(t): t for t in (q8, k8, v8) if copy_q or t is not q8}.values() if temps else ():
+    for x8 in {id(t): t for t in (q8, k8, v8) if id(t) in temps}.values():
         padded.get(id(x8), x8).copy_(temps[id(x8)])
 
 
@@ -217,7 +218,8 @@ def fp8_buffers(q, k, v) -> tuple:
     amax_bits = torch.zeros(n, dtype=torch.int32, device=q.device)
     return (empty_bshd(q.shape, dtype, q.device, False), empty_bshd(k.shape, dtype, k.device, False),
             empty_bshd(v.shape, dtype, v.device, True), amax_bits, descale,
-            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))), amax_bits[:b * hq].view(b, hq))
+            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))),
+            amax_bits[:b * hq].view(b, hq))
 
 
 def empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:

@@ -474,7 +474,8 @@ def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, windo
 
 def fwd_gluon_smem(head_dim: int, cfg: dict, dtype: torch.dtype, fp8: bool = False, out_bytes: int = 0) -> int:
     """Shared memory (bytes) forward_gluon.py allocates: Q (fp8 with Q_CONVERT: and its 16-bit
-    tile), the K and V rings, P for fp8 (unless P_REGS), out's staging tiles for TMA_STORE (fwd_gluon_out_cols), and a little for its barriers."""
+    tile), the K and V rings, P for fp8 (unless P_REGS), out's staging tiles for TMA_STORE
+    (fwd_gluon_out_cols), and a little for its barriers."""
     d = fp8_block_d(head_dim) if fp8 else block_d(head_dim)
     elem = 1 if fp8 else torch.finfo(dtype).bits // 8
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]

@@ -58,6 +58,6 @@ for b, s in ((16, 1024), (4, 4096), (1, 16384)):
     med = {c: {n: statistics.median(t) for n, t in got[c].items()} for c in got}
     fmt = lambda m: " + ".join(f"{m[n]:.1f}" for n in sorted(m)) + f" = {sum(m.values()):.1f}"  # noqa: E731
     say(f"| B{b} S{s} | {same} | {fmt(med[True])} | {fmt(med[False])} | "
-        f"{sum(med[False].values()) / sum(med[True].values()):.3f} |")
+        f"{sum(med[False].values()) / max(sum(med[True].values()), 1e-9):.3f} |")
 say(f"(kernels, in order: {', '.join(sorted(med[True]))}; the int32 zeros' fill left out)")
 open(f"{OUT}/quant_time.md", "w").write("\n".join(lines) + "\n")

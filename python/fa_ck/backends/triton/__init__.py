@@ -197,20 +197,18 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window, group))
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
-    if "P_REGS" in sw and not p.fp8:
-        del sw["P_REGS"]                     # (fp8 only: not in a 16-bit call's config, nor its autotune key)
-    elif "P_REGS" in sw and (fp8_inputs or not sw.get("GLUON")):
-        if fp8_inputs and sw.get("GLUON") and over_sw.get("P_REGS"):
-            raise ValueError("FA_CK_TRITON_CONFIG['fwd']: P_REGS needs v's keys in the Gluon kernel's order, which "
-                             "only fa_ck's own quantisation writes; fp8 inputs run with P staged (drop P_REGS)")
-        sw["P_REGS"] = False                 # (P stays in registers for fp8 of 16-bit inputs in Gluon only)
-    if "Q_CONVERT" in sw and not p.fp8:
-        del sw["Q_CONVERT"]                  # (as P_REGS)
-    elif "Q_CONVERT" in sw and (fp8_inputs or not sw.get("GLUON")):
-        if fp8_inputs and sw.get("GLUON") and over_sw.get("Q_CONVERT"):
-            raise ValueError("FA_CK_TRITON_CONFIG['fwd']: Q_CONVERT rounds a 16-bit q inside the Gluon kernel; "
-                             "fp8 inputs have none (drop Q_CONVERT)")
-        sw["Q_CONVERT"] = False
+    # The switches for fp8 of 16-bit inputs in the Gluon kernel only (P in registers, q rounded in
+    # the kernel): not in a 16-bit call's config, nor its autotune key; off for a caller's fp8 or
+    # forward.py's kernel, and an error where asked for a caller's fp8 in the Gluon kernel.
+    for name, why in (("P_REGS", "needs v's keys in the Gluon kernel's order, which only fa_ck's own "
+                                 "quantisation writes; fp8 inputs run with P staged"),
+                      ("Q_CONVERT", "rounds a 16-bit q inside the Gluon kernel; fp8 inputs have none")):
+        if name in sw and not p.fp8:
+            del sw[name]
+        elif name in sw and (fp8_inputs or not sw.get("GLUON")):
+            if fp8_inputs and sw.get("GLUON") and over_sw.get(name):
+                raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: {name} {why} (drop {name})")
+            sw[name] = False
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:

@@ -193,20 +193,26 @@ def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, 
 
 def test_quantize_without_q_copy():
     """copy_q False (the Gluon fp8 forward's Q_CONVERT, which rounds q itself): q's amax bits and
-    descale as before, q8 not written; k8, v8 and their descales the same bytes."""
+    descale as before, q8 not written, or not even made (fp8_buffers' with_q8 False, as the
+    forward makes them); k8, v8 and their descales the same bytes."""
     b, hq, hkv, d = 2, 4, 2, 24
     q = rand(b, 37, hq, d, dtype=torch.bfloat16) * 5
     k, v = rand(b, 50, hkv, d, dtype=torch.bfloat16), rand(b, 50, hkv, d, dtype=torch.bfloat16)
-    full, no_q = tq.fp8_buffers(q, k, v), tq.fp8_buffers(q, k, v)
+    full, no_q, none = tq.fp8_buffers(q, k, v), tq.fp8_buffers(q, k, v), tq.fp8_buffers(q, k, v, with_q8=False)
+    assert none[0] is None and tq.add_q8(none, q)[0].shape == q.shape
     tq.quantize(q, k, v, *full[:5])
     no_q[0].view(torch.uint8).fill_(0x7f)                            # (a NaN byte in e4m3fn) poisoned
     tq.quantize(q, k, v, *no_q[:5], copy_q=False)
+    tq.quantize(q, k, v, *none[:5], copy_q=False)
     assert (no_q[0].view(torch.uint8) == 0x7f).all()
-    for i in (1, 2):
-        assert torch.equal(full[i].view(torch.uint8), no_q[i].view(torch.uint8))
-    assert torch.equal(full[3], no_q[3]) and torch.equal(full[4], no_q[4])
     amax = q.float().abs().amax(dim=(1, 3))
-    assert torch.equal(no_q[8].view(torch.float32), amax)
+    for got in (no_q, none):
+        for i in (1, 2):
+            assert torch.equal(full[i].view(torch.uint8), got[i].view(torch.uint8))
+        assert torch.equal(full[3], got[3]) and torch.equal(full[4], got[4])
+        assert torch.equal(got[8].view(torch.float32), amax)
+    with pytest.raises(AssertionError, match="copy_q"):
+        tq.quantize(q, k, v, *tq.fp8_buffers(q, k, v, with_q8=False)[:5])
 
 @pytest.mark.parametrize("sk", [70, 33, 16, 1])
 def test_quantize_v_in_the_gluon_forwards_key_order(sk):

@@ -720,11 +720,13 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
 @pytest.mark.parametrize("shape", [(2, 1024, 1024, 4, 2, 128), (1, 333, 1001, 2, 1, 64), (2, 777, 1536, 4, 4, 96),
                                    (1, 300, 300, 2, 1, 48), (1, 1, 512, 2, 1, 128)])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("host_desc", [True, False])
-def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, causal, host_desc):
+@pytest.mark.parametrize("schedule", ["defaults", "device-desc", "persistent-3", "device-desc-persistent-3"],
+                         indirect=True)
+def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, causal, schedule):
     """Q_CONVERT (the default for 16-bit inputs) rounds q inside the kernel from its amax bits, as
     quantize_kernel does: out and lse are bit for bit those of q8 written by the quantisation
-    launch, with Q as host-made descriptors or built on the device (as for varlen). q is spread so
+    launch, with Q as host-made descriptors or built on the device (as for varlen), a program per
+    tile or three programs that each convert many tiles' Q into the same buffers. q is spread so
     that some of it rounds into e4m3's subnormals and one head is all zeros (its scale from 1e-12)."""
     b, sq, sk, hq, hkv, d = shape
     q = (torch.randn(b, sq, hq, d, device="cuda") * torch.logspace(-3, 1, d, device="cuda")).to(torch.bfloat16)
@@ -733,12 +735,40 @@ def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, cau
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     results = []
     for convert in (True, False):
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask({"HOST_DESC": host_desc}, Q_CONVERT=convert))
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, Q_CONVERT=convert))
         results.append(fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton"))
     assert [c["Q_CONVERT"] for _, c in launches] == [True, False]
-    assert all(c["HOST_DESC"] == host_desc for _, c in launches)
+    assert all(c["HOST_DESC"] == schedule.get("HOST_DESC", True) for _, c in launches)
+    assert all(c["PERSISTENT"] == schedule.get("PERSISTENT", c["PERSISTENT"]) for _, c in launches)
     (out, lse), (out8, lse8) = results
     assert torch.isfinite(out).all() and torch.equal(out, out8) and torch.equal(lse, lse8)
+
+
+@gpu
+@pytest.mark.gpu
+def test_gluon_fp8_forward_makes_no_q8_where_it_rounds_q(monkeypatch):
+    """Q_CONVERT: an fp8 forward of 16-bit inputs allocates out, lse, k8, v8 and the scales, but no
+    fp8 copy of q (q.numel() bytes more at its peak), on its slow path and on a replay; with
+    Q_CONVERT off it makes q8 on both."""
+    b, s, h, d = 4, 4096, 8, 128
+    q, k, v = (torch.randn(b, s, h, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    without_q8 = 2 * q.numel() + 4 * b * h * s + k.numel() + v.numel()      # out, lse, k8, v8 (whole key groups)
+    slack = 4 << 20                                                          # the scales, allocator rounding
+    monkeypatch.setenv("FA_CK_POISON", "0")      # (poisoned outputs have guards and are cloned)
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    for convert in (True, False):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"Q_CONVERT": convert}}))
+        for _ in range(2):                                                   # the slow path, then a replay
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            out = fa_ck.flash_attn_fp8_func(q, k, v, backend="triton")
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - base
+            del out
+            least = without_q8 + (0 if convert else q.numel())
+            assert least <= peak <= least + slack, (convert, peak, least)
+    assert [c["Q_CONVERT"] for _, c in launches] == [True, True, False, False]
 
 @gpu
 @pytest.mark.gpu

@@ -110,6 +110,24 @@ def _backward(log, q, k, v, p):
     return _described(log[start:], known), len(log.slow) > slow
 
 
+def _record_buffers(monkeypatch) -> list:
+    """Each fp8 forward's quantisation buffers as its kernels get them: quantize.fp8_buffers'
+    tuple, with q8 in place once quantize.add_q8 makes it (None where the kernel reads no q8)."""
+    made = []
+    real_buffers, real_add = quantize.fp8_buffers, quantize.add_q8
+
+    def buffers(*args, **kwargs):
+        made.append(real_buffers(*args, **kwargs))
+        return made[-1]
+
+    def add_q8(buffers, q):
+        made[-1] = real_add(buffers, q)
+        return made[-1]
+    monkeypatch.setattr(quantize, "fp8_buffers", buffers)
+    monkeypatch.setattr(quantize, "add_q8", add_q8)
+    return made
+
+
 def _kernels(described):
     return [e if e == "set_allocator" else e[0].fn.__name__ for e in described]
 
@@ -146,7 +164,7 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
     """fp8 of 16-bit inputs: quantising (the amax, then the scaled copy, of q, k and v: one launch
     each) and the fp8 forward replay on the call's own buffers, and each call's amax buffer is
     zeros when its amax kernel runs (it folds maxima in with atomics)."""
-    amax_zero, made = [], []
+    amax_zero = []
 
     def launch(kernel, grid, args, constexprs):
         if kernel.fn.__name__ == "amax_kernel":
@@ -154,8 +172,7 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
             args[3].fill_(7)                                       # as the kernel's maxima would
         gpu_path.append((kernel, grid, args, constexprs))
     monkeypatch.setattr(plans, "launch", launch)
-    real = quantize.fp8_buffers
-    monkeypatch.setattr(quantize, "fp8_buffers", lambda *a: made.append(real(*a)) or made[-1])
+    made = _record_buffers(monkeypatch)
 
     def forward(q, k, v, p):
         """_forward's described launches, with this call's own buffers named (not only ordered)."""
@@ -177,6 +194,8 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
     assert [k for k in _kernels(slow) if k != "set_allocator"] == ["amax_kernel", "quantize_kernel",
                                                                   "fwd_gluon_kernel" if gluon_serves else "fwd_kernel"]
     assert amax_zero == [True] * 2
+    # no q8 made where the Gluon kernel rounds q itself (Q_CONVERT), the slow path or a replay
+    assert [buffers[0] is None for buffers in made] == [gluon_serves] * 2
 
 
 @pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs"])
@@ -232,9 +251,7 @@ def test_fp8_q_rounded_in_the_gluon_kernel_where_fa_ck_quantises(gpu_path, monke
     if case == "misaligned":        # one element past a 16-byte boundary
         q = torch.empty(q.numel() + 1, dtype=q.dtype)[1:].view(q.shape).copy_(q)
     p = dataclasses.replace(_params(q, k, True), fp8=True)
-    made = []
-    real = quantize.fp8_buffers
-    monkeypatch.setattr(quantize, "fp8_buffers", lambda *a: made.append(real(*a)) or made[-1])
+    made = _record_buffers(monkeypatch)
     tb.forward(q, k, v, p)
     launches = [e for e in gpu_path if e != "set_allocator"]
     (_, _, args, consts), = [e for e in launches if e[0].fn.__name__ in ("fwd_gluon_kernel", "fwd_kernel")]
@@ -251,6 +268,15 @@ def test_fp8_q_rounded_in_the_gluon_kernel_where_fa_ck_quantises(gpu_path, monke
         qd = args[8 if case != "forward.py" else 9]
         assert qd is (buffers[8] if converting else buffers[5])          # QD: q's amax bits, or descales
         assert buffers[8].dtype == torch.int32 and buffers[8].shape == (q.shape[0], q.shape[2])
+        assert (buffers[0] is None) == converting                   # no q8 made where none is read
+        if case in ("default", "misaligned"):      # autotune's key names Q_CONVERT as launched
+            keys = []
+            monkeypatch.setattr(tb.tuning, "pick", lambda key, cands, bench, default, *a, **kw:
+                                keys.append(key) or default)
+            monkeypatch.setenv("FA_CK_AUTOTUNE", "1")
+            tb.forward(q, k, v, p)
+            (key,) = [key for key in keys if key.kernel == "fwd"]
+            assert ("Q_CONVERT=1" in key.features) == converting and ("Q_CONVERT=0" in key.features) != converting
         assert [c["COPY_Q"] for kernel, _, _, c in launches if kernel.fn.__name__ == "quantize_kernel"] == \
             [not converting]
     else:

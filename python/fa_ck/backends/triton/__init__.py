@@ -209,6 +209,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             if fp8_inputs and sw.get("GLUON") and over_sw.get(name):
                 raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: {name} {why} (drop {name})")
             sw[name] = False
+        elif name == "Q_CONVERT" and name in sw and q.dtype in FP8_DTYPES:
+            sw[name] = False                 # handed q8 (TMA cannot read q as it is): as launched, autotune's key too
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
@@ -357,55 +359,68 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         return _backward(do, q, k, v, out, lse, p, dlse)
 
 
+_Q8_SLOT = 5                 # q8's place among a forward's slots: (q, k, v, out, lse, *quantize.fp8_buffers)
+
+
 def _forward(q, k, v, p: AttnParams):
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
-    # fp8 of 16-bit inputs: the quantised q, k, v and their scales are made here, before the plan
-    # key, so that such calls replay too (their slow path cost ~0.8 ms of host time per call on the
-    # H200: more than the kernels below 4k keys)
-    buffers = quantize.fp8_buffers(q, k, v) if p.fp8 and q.dtype not in FP8_DTYPES else ()
     out_dtype = (p.out_dtype or torch.bfloat16) if q.dtype in FP8_DTYPES else q.dtype
     poison = _poisoning()
     out = _empty(q.shape, out_dtype, q.device, poison)
     lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device, poison)
-    slots = (q, k, v, out, lse, *buffers)
-    key = plans._plan_key("fwd", p, poison, slots[:3], slots[3:])
+    # (the key leaves out fp8's buffers: fresh allocations, and views of them at 16-byte offsets)
+    key = plans._plan_key("fwd", p, poison, (q, k, v), (out, lse))
     plan = plans._PLANS.get(key)
     if plan is not None:
-        plan.replay(slots)
+        # fp8 of 16-bit inputs: the quantised k, v (q where the kernel reads q8) and their scales are
+        # made per call and are slots of the plan, so that such calls replay too (their slow path
+        # cost ~0.8 ms of host time per call on the H200: more than the kernels below 4k keys)
+        quantises = p.fp8 and q.dtype not in FP8_DTYPES
+        buffers = quantize.fp8_buffers(q, k, v, _Q8_SLOT in plan.slots_read) if quantises else ()
+        plan.replay((q, k, v, out, lse, *buffers))
     else:
         with plans._Recording(key) as rec:
-            _launch_forward(q, k, v, out, lse, p, buffers)
-            rec.save(slots)
+            buffers = _launch_forward(q, k, v, out, lse, p)
+            rec.save((q, k, v, out, lse, *buffers))
     if _canaries:
         _check_canaries("forward")
         out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
     return out, lse
 
 
-def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
-    """The forward's slow path: quantises (fp8 of 16-bit inputs: into buffers, from quantize.fp8_buffers),
-    works out the kernel, its config and its arguments, and launches it."""
+def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
+    """The forward's slow path: quantises (fp8 of 16-bit inputs), works out the kernel, its config
+    and its arguments, and launches it. Returns what quantising wrote (quantize.fp8_buffers; q8
+    None where the kernel rounds q itself), or () where nothing was quantised."""
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     qd = kd = vd = _placeholders(q.device)[1]              # no descales (an empty float32 stand-in)
     fp8 = dict(FP8=False, P_SCALE=1.0)
     p_regs = fp8_inputs = False
+    buffers = ()
     if p.fp8:
         # which kernel runs depends on the fp8 tensors it reads, which exist (fa_ck's buffers) before
         # they are written: the Gluon kernel keeps P in registers (P_REGS) where fa_ck quantises,
         # writing v's keys in that kernel's order; a caller's fp8 v is read as it comes, P staged
-        if q.dtype in FP8_DTYPES:
+        fp8_inputs = q.dtype in FP8_DTYPES
+        if fp8_inputs:
             v = quantize.keys_contiguous(v)
             fp8_q, fp8_k, fp8_v = q, k, v
         else:
-            fp8_q, fp8_k, fp8_v = buffers[:3]
+            # q8 is made below only where the kernel reads it; until then k8 stands in for it: a
+            # fresh contiguous tensor of the same fp8 type and head dim, so TMA reads the one exactly
+            # where it reads the other (16-byte rows, base and strides)
+            buffers = quantize.fp8_buffers(q, k, v, with_q8=False)
+            fp8_q, fp8_k, fp8_v = buffers[1], buffers[1], buffers[2]
         fp8 = dict(FP8=True, P_SCALE=float(torch.finfo(fp8_v.dtype).max))
         tma_possible = _tma_ok(fp8_k, fp8_v, keys_contiguous=fp8_v)
         gluon_possible = launch_gluon._gluon_ok(fp8_q, fp8_k, fp8_v, out, p)
-        fp8_inputs = q.dtype in FP8_DTYPES
-        chosen = _config("fwd", fp8_q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible, fp8_inputs=fp8_inputs)
+        # (q for its shape and device; the config's switches follow p.fp8, not q's type)
+        chosen = _config("fwd", q, d, p, sq, sk, tma_possible, gluon_possible=gluon_possible, fp8_inputs=fp8_inputs)
         p_regs = bool(chosen.get("P_REGS"))
         # Q_CONVERT: q stays 16-bit, the Gluon kernel rounds each tile of it (where TMA reads q as it is)
         q_convert = bool(chosen.get("Q_CONVERT")) and _tma_ok(q)
+        if not (fp8_inputs or q_convert):
+            buffers = quantize.add_q8(buffers, q)
         q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert)
     else:
         tma_possible = _tma_ok(k, v)
@@ -439,6 +454,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams, buffers: tuple = ()):
 
     run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible,
                 fp8_inputs=fp8_inputs))
+    return buffers
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

@@ -137,7 +137,8 @@ class _Plan:
     one_pass: the backward's dK/dV kernel added dQ into an fp32 buffer (the last slot), which
     the caller makes (__init__._backward: the slow path's from _dq_accumulator, a replay's carved
     from its temporaries; the replayed bwd_preprocess zeroes it) and a replayed dq_from_acc
-    scales into dq."""
+    scales into dq. slots_read: the slots its launches take (a replay makes only those of a
+    call's optional buffers: the fp8 forward's q8)."""
 
     def __init__(self, steps: list, one_pass: bool):
         self.steps, self.one_pass = steps, one_pass
@@ -147,6 +148,7 @@ class _Plan:
         # straight to the driver (driver_launch: None not tried yet, False not possible)
         self.compiled = [None] * len(steps)
         self.direct = [None] * len(steps)
+        self.slots_read = {slot for step in steps if step is not _SET_TMA_ALLOCATOR for _, slot, _ in step[3]}
 
     @classmethod
     def make(cls, steps: list, slots, one_pass: bool):

@@ -167,8 +167,9 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     (the amax, then the scaled, rounded copy); amax_bits (int32 zeros) and descale (float32) hold
     q's (batch, head) slots, then k's and v's, each from the next multiple of 4 (see fp8_buffers).
     permute_v: v8 (keys-contiguous, from empty_bshd) written in key_position's order, its padding
-    too (PERMUTE_V). copy_q False: q's amax and descale only, q8 not written (the Gluon fp8
-    forward's Q_CONVERT rounds q itself, from its amax bits, as quantize_kernel would)."""
+    too (PERMUTE_V). copy_q False: q's amax and descale only, q8 not written and may be None (the
+    Gluon fp8 forward's Q_CONVERT rounds q itself, from its amax bits, as quantize_kernel would)."""
+    assert q8 is not None or not copy_q, "quantize: q8 None needs copy_q False"
     alone = k is None
     if alone:
         k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)
@@ -183,13 +184,15 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     temps = {id(t): torch.empty_strided(padded.get(id(t), t).shape, t.stride(), dtype=torch.float32, device=t.device)
              for t in (q8, k8, v8) if copy_q or t is not q8} if configs.INTERPRET else {}
     outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))      # (q8 itself, unwritten, without copy_q)
+    if q8 is None:           # (none made: without copy_q nothing dereferences it, k8 stands in for it)
+        outs = (outs[1], *outs[1:])
     block_s = 16 if configs.INTERPRET else 64
     grid = (_cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
     sizes = (sq, sk, d, hq, hkv, *fp8_slots(b, hq, hkv)[1:3])
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
     consts = dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d))
     _launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
-    dtype = q8.dtype
+    dtype = k8.dtype                                          # (q8's too: one fp8 type)
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
     _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
                                     *outs[2].stride(), *sizes, torch.finfo(dtype).max),
@@ -206,20 +209,27 @@ def fp8_slots(b: int, hq: int, hkv: int) -> tuple:
     return 0, pad_q, pad_q + pad_kv, pad_q + 2 * pad_kv
 
 
-def fp8_buffers(q, k, v) -> tuple:
-    """What quantising q, k and v writes, made before the forward's plan key (they are slots of its
-    replay plan): q8, k8, v8 (v keys-contiguous), the amax bits (int32 zeros) and descales of all
-    three, the descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads,
-    and q's amax bits as (B, Hq) (the Gluon kernel's, where it rounds q itself: Q_CONVERT)."""
+def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
+    """What quantising q, k and v writes (the slots of the forward's replay plan after its outputs):
+    q8, k8, v8 (v keys-contiguous), the amax bits (int32 zeros) and descales of all three, the
+    descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads, and q's
+    amax bits as (B, Hq) (the Gluon kernel's, where it rounds q itself: Q_CONVERT). with_q8 False:
+    q8 is None (Q_CONVERT: nothing writes or reads it, so the forward's peak memory has no copy of
+    q in fp8; add_q8 makes it where the kernel turns out to need it)."""
     dtype = configs.fp8_dtype(q.device)
     b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
     *starts, n = fp8_slots(b, hq, hkv)
     descale = torch.empty(n, dtype=torch.float32, device=q.device)
     amax_bits = torch.zeros(n, dtype=torch.int32, device=q.device)
-    return (empty_bshd(q.shape, dtype, q.device, False), empty_bshd(k.shape, dtype, k.device, False),
-            empty_bshd(v.shape, dtype, v.device, True), amax_bits, descale,
-            *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))),
-            amax_bits[:b * hq].view(b, hq))
+    buffers = (None, empty_bshd(k.shape, dtype, k.device, False), empty_bshd(v.shape, dtype, v.device, True),
+               amax_bits, descale, *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))),
+               amax_bits[:b * hq].view(b, hq))
+    return add_q8(buffers, q) if with_q8 else buffers
+
+
+def add_q8(buffers: tuple, q) -> tuple:
+    """fp8_buffers' tuple with q8 made (a fresh contiguous tensor of k8's fp8 type)."""
+    return (empty_bshd(q.shape, buffers[1].dtype, q.device, False), *buffers[1:])
 
 
 def empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:

@@ -170,6 +170,51 @@ def test_persistent_dkdv_launch(monkeypatch, head_dim, asked, units_per_head, sm
     assert consts["DYNAMIC"] == (persistent and bool(asked.get("DYNAMIC")) and cfg["ONE_PASS"])
 
 
+@pytest.mark.parametrize("n_kb,heads,tail", [(8, 6, 2), (32, 16, 9), (3, 5, 5), (4, 3, 0), (1, 4, 3)])
+def test_dkdv_units_of_the_last_heads_go_heaviest_first(n_kb, heads, tail):
+    """backward_gluon._dealt (its own code, run on ints): the counter's hand-outs deal every unit
+    once (unit = head * n_kb + key block, _dkdv_tile's numbering); head by head up to the tail's
+    first head, then key block by key block across the last `tail` heads, so under a causal mask
+    (key block 0 the longest) the tail's units come heaviest first; past the last unit, the
+    number itself (the consumers' stop)."""
+    dealt = importlib.import_module("fa_ck.backends.triton.backward_gluon")._dealt.fn
+    n_units = n_kb * heads
+    got = [divmod(dealt(u, n_units, n_kb, tail), n_kb) for u in range(n_units)]
+    assert sorted(got) == [(h, kb) for h in range(heads) for kb in range(n_kb)]
+    first = (heads - tail) * n_kb
+    assert got[:first] == [(h, kb) for h in range(heads - tail) for kb in range(n_kb)]
+    assert got[first:] == [(h, kb) for kb in range(n_kb) for h in range(heads - tail, heads)]
+    assert [dealt(u, n_units, n_kb, tail) for u in (n_units, n_units + 5)] == [n_units, n_units + 5]
+
+
+@pytest.mark.parametrize("asked, causal, sms, want", [
+    ({"DYNAMIC": True}, True, 8, 2),            # 16 units past the 2 x 8 SMs' worth: the last 2 of 4 heads
+    ({"DYNAMIC": True}, True, 4, 1),
+    ({"DYNAMIC": True}, True, 16, 4),           # every head
+    ({"PERSISTENT": False}, True, 8, 0),        # a program per unit: no counter to deal them
+    ({"DYNAMIC": True}, False, 8, 0),           # no causal mask: units weigh alike
+    ({"DYNAMIC": True, "TAIL_LPT": False}, True, 8, 0),
+    ({"DYNAMIC": True, "ONE_PASS": False}, True, 8, 0),   # round-robin programs: units fixed in advance
+])
+def test_dkdv_lpt_tail_launch(monkeypatch, asked, causal, sms, want):
+    """_dkdv_gluon hands the kernel the tail (TAIL_LPT, launch_gluon._lpt_tail_heads): the last
+    heads holding 2 x SMs units (key blocks x heads), on causal calls whose units the counter
+    deals (DYNAMIC)."""
+    launched = []
+    monkeypatch.setattr(gluon, "_launch", lambda kernel, grid, args, consts: launched.append(args))
+    monkeypatch.setattr(gluon, "_sm_count", lambda device: sms)
+    b, h, s, d = 2, 2, 128 * 8, 64
+    q, k, v, do = (torch.randn(b, s, h, d, dtype=torch.bfloat16) for _ in range(4))
+    cfg = {**configs.default("bwd_dkdv", "cuda:sm90", d, torch.bfloat16, gluon=True), "ONE_PASS": True,
+           "HOST_DESC": True, "PERSISTENT": True, "TAIL_LPT": True, **asked}
+    scal = dict(scale_log2=0.1, window_left=-1, window_right=0 if causal else -1)
+    gluon._dkdv_gluon(q, k, v, do, torch.zeros(b, h, s), torch.zeros(b, h, s), torch.empty_like(k),
+                      torch.empty_like(v), tb._dq_accumulator(q), None, None,
+                      AttnParams(scale=0.1, causal=causal, window_right=0 if causal else -1), cfg, s, s, h, b, d, scal)
+    (args,), = [launched]
+    assert args[-1] == want                                     # tail_heads
+
+
 def test_dynamic_dkdv_launch_refuses_a_buffer_without_its_counter(monkeypatch):
     """DYNAMIC's counter lies past dq_acc's elements: a plain zeros buffer (no room past its end)
     is refused before a launch, not handed to an atomic past its end."""
@@ -551,6 +596,27 @@ def test_gluon_dkdv_counter_by_default_on_causal_d128_from_2k_keys(monkeypatch, 
     launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
     check(1, sq, sk, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     assert launches and all(c["DYNAMIC"] and c["PERSISTENT"] and grid[0] == 4 for grid, c in launches)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("sms", [12, 5, 132])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_gluon_dkdv_last_heads_heaviest_first(monkeypatch, sms, head_dim):
+    """TAIL_LPT (the default on DYNAMIC's causal calls): the counter deals the last heads' units key
+    block by key block across them; GQA (2 q heads per kv head, 8 (batch, kv head) pairs of 8 key
+    blocks) on a GPU seen as 12, 5 or 132 SMs: the last 3, 2 or all 8 pairs; the gradients
+    against the float64 reference."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"GLUON": True, "ONE_PASS": True,
+                                                                        "PERSISTENT": True, "DYNAMIC": True}}))
+    monkeypatch.setattr(gluon, "_sm_count", lambda device: sms)
+    tails = []
+    real = gluon._lpt_tail_heads
+    monkeypatch.setattr(gluon, "_lpt_tail_heads", lambda *a: tails.append(real(*a)) or tails[-1])
+    launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
+    check(2, 1024, 1024, 8, 4, head_dim, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
+    assert launches and all(c["DYNAMIC"] for _, c in launches) == (sms < 64)   # (64 units: more than SMs)
+    assert tails == ([{12: 3, 5: 2}[sms]] if sms < 64 else [])
 
 
 @gpu

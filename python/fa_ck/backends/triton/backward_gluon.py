@@ -86,24 +86,26 @@ def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, 
 
 @gluon.jit
 def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
-                  unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left,
-                  window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                  unit_smem, counter, u0, n_units, n_kb, num_heads, tail_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+                  window_left, window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                   HOST_DESC: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
     """One warp: per work unit, its K and V into buffer t % NUM_KV once both consumers are done
     with unit t - NUM_KV's (kv_empty), then Q_j and dO_j (j counts steps across units) into
     buffer j % NUM_BUF once the consumers freed it: a persistent program loads the next unit's
     tiles under this one's last steps and epilogue. PERSISTENT: units u0, u0 + num_programs, ...;
     DYNAMIC: u0, then each from the counter, published to the consumers in unit_smem (a number
-    past the last unit, once no unit is left, stops them). HOST_DESC: the descriptors are
-    host-made 4-D ones over (batch, heads, rows, head_dim)."""
+    past the last unit, once no unit is left, stops them), the last tail_heads heads' units dealt
+    heaviest first (_dealt). HOST_DESC: the descriptors are host-made 4-D ones over (batch,
+    heads, rows, head_dim)."""
     if DYNAMIC:
         j = 0
         t = 0
         u = u0
         while u < n_units:
             j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
-                              q_full, q_empty, unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
+                              q_full, q_empty, unit_smem, _dealt(u, n_units, n_kb, tail_heads), j, t, n_kb, num_heads,
+                              CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, VARLEN, MASK_LEFT,
+                              MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
             # the next unit, asked for once this one's loads are all issued: the atomic's round
             # trip (the warp waits for it) falls where it would wait for the consumers anyway
             u = gl.num_programs(0) + gl.atomic_add(counter, 1)
@@ -125,6 +127,24 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                       q_empty, unit_smem, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
                       window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
+
+
+@gluon.jit
+def _dealt(u, n_units, n_kb, tail_heads):
+    """The unit (_dkdv_tile's number) that DYNAMIC's u-th hand-out deals: u itself, head by head
+    (a head's key blocks together share its Q and dO in L2; longest causal blocks first across
+    all heads lost 7-18 % fwd+bwd, h200-20261130-tenth call 5), but key block by key block across
+    the last tail_heads heads (launch_gluon._lpt_tail_heads), so under a causal mask the last units
+    dealt are the lightest. Head by head, the last units held a head's first key blocks, the
+    longest, which GQA makes GROUP times longer: the SMs sat idle 22 % of the dK/dV kernel at d128
+    S4k with 4 q heads per kv head, 7 % without GQA (Nsight Compute, h200-20261203-no-q8 call 1).
+    (Plain arithmetic: tests run it on ints.)"""
+    first = n_units - tail_heads * n_kb
+    if (u >= first) & (u < n_units):
+        i = u - first
+        tail = tail_heads + (tail_heads == 0)      # (never 0 here; the division is compiled either way)
+        u = first + (i % tail) * n_kb + i // tail
+    return u
 
 
 @gluon.jit
@@ -573,7 +593,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
                           stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
                           stride_dqb, stride_dqs, stride_dqh,
                           stride_lb, stride_lh, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                          window_left, window_right, num_heads, batch,
+                          window_left, window_right, num_heads, batch, tail_heads,
                           BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, NUM_KV: gl.constexpr,
                           VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
@@ -590,6 +610,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     GROUP: q heads per kv head (GQA, HOST_DESC only: Q, dO, dQ's descriptors span the q heads,
     K, V, DK, DV the kv heads); a unit walks its kv head's q heads one after another.
+    tail_heads (DYNAMIC): the last heads whose units are dealt heaviest first (_dealt); 0: none.
     LSE_PREP: LSE holds lse / scale, +inf for empty rows (bwd_preprocess), not lse.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
@@ -691,9 +712,9 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
         (_bwd_consumer, (o_smem1, shared, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC,
                          LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
         (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
-                         q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                         window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT, DYNAMIC,
-                         GROUP)),
+                         q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, tail_heads, CU_Q, CU_K, seqlen_q,
+                         seqlen_k, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT,
+                         DYNAMIC, GROUP)),
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(ds_full)

@@ -385,7 +385,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     dkdv_dynamic_wins. TMA_STORE (bwd_dkdv, with GLUON and host-made descriptors, up to d128,
     where shared memory holds two 64-row staging tiles beside the rest): dK and dV leave through
     shared memory as TMA stores, not from the accumulators' registers; by default where
-    dkdv_tma_store_wins.
+    dkdv_tma_store_wins. TAIL_LPT (bwd_dkdv, with DYNAMIC, causal calls): the counter deals the
+    last heads' units heaviest first across those heads, not head by head
+    (launch_gluon._lpt_tail_heads).
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
@@ -448,6 +450,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["TMA_STORE"] = True              # where dkdv_tma_store_wins; the launcher: up to d128, where it fits
         out["PERSISTENT"] = False            # where dkdv_persistent_wins; _work_out_config decides
         out["DYNAMIC"] = False               # where dkdv_dynamic_wins; _work_out_config decides
+        out["TAIL_LPT"] = True               # DYNAMIC's causal calls (launch_gluon._lpt_tail_heads)
     return out
 
 

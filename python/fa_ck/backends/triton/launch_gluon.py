@@ -166,6 +166,21 @@ def _coprime_programs(units: int, per_head: int, sm_count: int) -> int:
     return programs
 
 
+def _lpt_tail_heads(cfg, p: AttnParams, heads: int, key_blocks: int, sm_count: int) -> int:
+    """TAIL_LPT (the dK/dV kernel's DYNAMIC units, causal calls): how many of the last (batch, kv
+    head) pairs deal their units key block by key block across them, heaviest first
+    (backward_gluon._dealt): those holding the last 2 x sm_count units, about the last two waves,
+    so that the programs end together. A simulation of the counter's hand-out with the causal
+    units' weights (h200-20261203-no-q8/tail_sim.py) had the SMs busy 78 % -> 93 % of the
+    kernel's time at d128 S4k GQA 4, 88 % -> 97 % at d64, 94 % -> 99 % without GQA; head by head
+    Nsight Compute measured 78 %, 87 % and 93 % (call 1). Not without a causal mask, whose units
+    weigh alike."""
+    causal = p.window_right == 0 and p.window_left < 0
+    if not cfg.get("TAIL_LPT") or not causal:
+        return 0
+    return min(heads, _cdiv(2 * sm_count, key_blocks))
+
+
 def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, cfg, sq, sk, hkv, b, d, scal):
     """Launch backward_gluon.py into dk and dv, and with ONE_PASS dQ / scale into dq_acc (fp32 zeros).
     LSE_PREP: `lse` is bwd_preprocess's lse / scale (+inf for empty rows), not lse.
@@ -204,12 +219,13 @@ def _dkdv_gluon(q, k, v, do, lse, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnPara
     if dynamic and dq_acc.untyped_storage().nbytes() < (dq_acc.storage_offset() + dq_acc.numel() + 1) * 4:
         raise ValueError("DYNAMIC needs dq_acc from _dq_accumulator: its counter lies past the buffer's elements")
     grid = sms if dynamic else _coprime_programs(units, _cdiv(sk, bn), sms) if persistent else units
+    tail = _lpt_tail_heads(cfg, p, b * hkv, _cdiv(sk, bn), sms) if dynamic else 0
     _launch(bwd_dkdv_gluon_kernel, (grid, 1, 1), (
         *args, lse, delta, dk, dv, dk_arg, dv_arg, dq_arg, dq_acc, dq_acc.numel() if dynamic else 0, cu_q, cu_k,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), *_strides(do, p.varlen),
         *_strides(dk, p.varlen), *_strides(dv, p.varlen), *(_strides(dq_acc, p.varlen) if one_pass else (0, 0, 0)),
         *_lse_strides(lse, p.varlen), sq, sk, d,
-        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"], hkv, b), dict(
+        p.scale, scal["scale_log2"], scal["window_left"], scal["window_right"], hkv, b, tail), dict(
         BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg["num_stages"], NUM_KV=num_kv, VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=_smem_layout(bn, bd, q.dtype), SMEM_Q=_smem_layout(bm, bd, q.dtype),

@@ -249,6 +249,18 @@ def test_config_override_is_validated(monkeypatch):
     assert configs.overrides("bwd_dq") == {"BLOCK_N": 64} and configs.overrides("fwd") == {}
 
 
+@pytest.mark.parametrize("arch", ["cuda:sm90", "cuda:sm80", "hip:gfx942", "interpreter"])
+@pytest.mark.parametrize("kernel", sorted(configs.OVERRIDABLE))
+@pytest.mark.parametrize("fp8", [False, True])
+def test_every_default_switch_can_be_overridden(monkeypatch, arch, kernel, fp8):
+    """Each switch configs.switches sets by default can be set through FA_CK_TRITON_CONFIG (as
+    bench/kernels.py --variant does to measure it), to the opposite of its default."""
+    import json
+    for name, value in configs.switches(kernel, arch, 128, fp8).items():
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({kernel: {name: not value}}))
+        assert configs.overrides(kernel) == {name: not value}
+
+
 @pytest.mark.parametrize("override,match", [('{"fwd": {"num_stages": 2}}', "on by default"),
                                             ('{"bwd_dkdv": {"TMA": true, "num_stages": 2}}', "TMA \\(on for")])
 def test_tma_with_two_stages_is_refused_before_any_launch(monkeypatch, override, match):

@@ -387,7 +387,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     shared memory as TMA stores, not from the accumulators' registers; by default where
     dkdv_tma_store_wins. TAIL_LPT (bwd_dkdv, with DYNAMIC, causal calls): the counter deals the
     last heads' units heaviest first across those heads, not head by head
-    (launch_gluon._lpt_tail_heads).
+    (launch_gluon._lpt_tail_heads). On the H200 (h200-20261203-no-q8 call 3, same run) causal
+    fwd+bwd with GQA 4 at S2k-8k +6-8 % (d128 0.92-0.95x -> 0.99-1.01x of cuDNN, d64 0.89-0.90x
+    -> 0.95-0.97x), without GQA at S4k +2-3 % (d128 0.98x -> 1.02x).
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
     no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction

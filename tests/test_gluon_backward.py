@@ -89,7 +89,7 @@ def test_dkdv_persistent_schedule(monkeypatch):
     with deterministic=True: the counter lives in ONE_PASS's dQ buffer, and only up to 1024 keys);
     over d64 round-robin up to 1024 keys, one program per unit from there, but causal d65-128 calls
     from 2k keys take units from the counter (h200-20261202-kvregs call 9, h200-20261203-threshold
-    call 1); each when asked."""
+    call 1), with GQA from 1k keys (h200-20261203-no-q8 calls 4-5); each when asked."""
     for d in (32, 64):
         for sk in (1024, 16384):
             cfg = _config(monkeypatch, head_dim=d, seqlen=sk, causal=True, window_right=0)
@@ -104,6 +104,10 @@ def test_dkdv_persistent_schedule(monkeypatch):
         assert not _config(monkeypatch, head_dim=d, seqlen=2048)["PERSISTENT"]
         assert not _config(monkeypatch, head_dim=d, seqlen=4096)["PERSISTENT"]
         assert not _config(monkeypatch, head_dim=d, seqlen=2047, causal=True, window_right=0)["PERSISTENT"]
+        for group, sk, dynamic in ((2, 1024, True), (4, 2047, True), (4, 1023, False), (4, 512, False)):
+            cfg = _config(monkeypatch, head_dim=d, seqlen=sk, causal=True, window_right=0, group=group)
+            assert cfg["DYNAMIC"] == dynamic and cfg["PERSISTENT"] == (dynamic or sk <= 1024)
+        assert not _config(monkeypatch, head_dim=d, seqlen=1024, group=4)["DYNAMIC"]      # (full: level, call 5)
         for sk in (2048, 4096):
             cfg = _config(monkeypatch, head_dim=d, seqlen=sk, causal=True, window_right=0)
             assert cfg["PERSISTENT"] and cfg["DYNAMIC"] and cfg["ONE_PASS"] and cfg["HOST_DESC"]
@@ -586,15 +590,15 @@ def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window, head_dim):
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("sq,sk", [(4096, 4096), (3000, 4096), (2048, 2048)])
-def test_gluon_dkdv_counter_by_default_on_causal_d128_from_2k_keys(monkeypatch, sq, sk):
-    """The default on causal d128 calls from 2k keys (configs.dkdv_dynamic_wins): a persistent grid,
-    units from the counter; on a GPU seen as 4 SMs, so each program takes many (2 heads x 16-32 key
-    blocks); the gradients against the float64 reference."""
+@pytest.mark.parametrize("sq,sk,group", [(4096, 4096, 1), (3000, 4096, 1), (2048, 2048, 1), (1024, 1024, 2)])
+def test_gluon_dkdv_counter_by_default_on_causal_d128_from_2k_keys(monkeypatch, sq, sk, group):
+    """The default on causal d128 calls from 2k keys, with GQA from 1k (configs.dkdv_dynamic_wins):
+    a persistent grid, units from the counter; on a GPU seen as 4 SMs, so each program takes many
+    (2 kv heads x 8-32 key blocks); the gradients against the float64 reference."""
     monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
     monkeypatch.setattr(gluon, "_sm_count", lambda device: 4)
     launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
-    check(1, sq, sk, 2, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
+    check(1, sq, sk, 2 * group, 2, 128, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     assert launches and all(c["DYNAMIC"] and c["PERSISTENT"] and grid[0] == 4 for grid, c in launches)
 
 

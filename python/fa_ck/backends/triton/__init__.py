@@ -163,7 +163,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
                                  configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p)),
                                  configs.dkdv_persistent_wins(head_dim, sk, False),
-                                 configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk),
+                                 configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk, group),
                                  configs.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
                                  kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
                                                                                      sk, p.fp8),
@@ -226,7 +226,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"to its own kernel (head dim {head_dim}, GLUON and ONE_PASS asked); drop one")
         sw["GLUON"] = False
     if kernel == "bwd_dkdv" and "DYNAMIC" not in over_sw:
-        sw["DYNAMIC"] = configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk)
+        sw["DYNAMIC"] = configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk, group)
     if kernel == "bwd_dkdv" and "PERSISTENT" not in over_sw:   # (DYNAMIC's counter needs ONE_PASS)
         sw["PERSISTENT"] = configs.dkdv_persistent_wins(head_dim, sk, sw["DYNAMIC"] and sw["ONE_PASS"])
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)

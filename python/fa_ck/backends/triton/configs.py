@@ -272,7 +272,7 @@ def dkdv_from_zero_wins(head_dim: int, masked: bool = False) -> bool:
     return block_d(head_dim) <= 64 and not masked
 
 
-def dkdv_dynamic_wins(head_dim: int, causal: bool = False, seqlen_k: int = 0) -> bool:
+def dkdv_dynamic_wins(head_dim: int, causal: bool = False, seqlen_k: int = 0, group: int = 1) -> bool:
     """Where the persistent Gluon dK/dV grid taking its units from an atomic counter (DYNAMIC)
     beat round-robin units and one program per unit, fwd+bwd on the H200 (bf16, same run,
     h200-20261130-thirteenth call 1): d64 +2 to +4 % over one program per unit from 4k keys
@@ -283,10 +283,14 @@ def dkdv_dynamic_wins(head_dim: int, causal: bool = False, seqlen_k: int = 0) ->
     cuDNN), S16k level, S1024 -2 %, full S4k -2 %: so also on causal d65-128 calls from 2k keys
     (their units differ in length, and the counter hands the short ones out last; other windows
     not measured): h200-20261203-threshold call 1, four runs (bf16 and fp16, two each), S2048
-    +1.8-2.0 %, S3072 +1.2-2.0 % (once +6.2 %), S4k level, S1024 -2 % again. causal: as in
-    dkdv_host_desc_wins."""
+    +1.8-2.0 %, S3072 +1.2-2.0 % (once +6.2 %), S4k level, S1024 -2 % again. With GQA (group q
+    heads per kv head, whose units weigh group-fold) and the counter's tail dealt heaviest first
+    (TAIL_LPT) from 1k keys too: h200-20261203-no-q8 calls 4-5 (fwd+bwd, two runs), d128 S1024
+    causal GQA 4 0.90-0.91x -> 1.02-1.03x of cuDNN (round-robin programs before), GQA 2 0.94x ->
+    0.97x, S512 level; without GQA S1024 0.97x against 1.02x (a run where two identical
+    configs differed by 6 %): not there. causal: as in dkdv_host_desc_wins."""
     d = block_d(head_dim)
-    return d <= 64 or (d <= 128 and causal and seqlen_k >= 2048)
+    return d <= 64 or (d <= 128 and causal and (seqlen_k >= 2048 or (group > 1 and seqlen_k >= 1024)))
 
 
 def dkdv_tma_store_wins(seqlen_q: int, group: int = 1, one_pass: bool = True, head_dim: int = 128) -> bool:

@@ -30,8 +30,9 @@ One launch for both passes, each quantising item waiting on its (batch, head)'s 
 measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU time than these
 two launches, and no more even with the waits left out; not kept.
 
-The host side below makes what quantising writes (fp8_buffers) before a forward's plan key, so
-fp8 calls of 16-bit inputs replay, and hands the forward its fp8 inputs (fp8_inputs).
+The host side below makes what quantising writes (fp8_buffers, add_q8: slots of the forward's
+replay plan, so fp8 calls of 16-bit inputs replay; q8 only where the kernel reads it) and hands
+the forward its fp8 inputs (fp8_inputs).
 """
 import torch
 import triton

@@ -216,7 +216,9 @@ def test_dkdv_lpt_tail_launch(monkeypatch, asked, causal, sms, want):
                       torch.empty_like(v), tb._dq_accumulator(q), None, None,
                       AttnParams(scale=0.1, causal=causal, window_right=0 if causal else -1), cfg, s, s, h, b, d, scal)
     (args,), = [launched]
-    assert args[-1] == want                                     # tail_heads
+    kernel = importlib.import_module("fa_ck.backends.triton.backward_gluon").bwd_dkdv_gluon_kernel
+    runtime = [n for i, n in enumerate(kernel.arg_names) if i not in kernel.constexprs]
+    assert len(runtime) == len(args) and dict(zip(runtime, args))["tail_heads"] == want
 
 
 def test_dynamic_dkdv_launch_refuses_a_buffer_without_its_counter(monkeypatch):
@@ -549,8 +551,8 @@ def gluon_dkdv_calls(request, monkeypatch):
         assert any(c["PERSISTENT"] for _, c in launches)
     elif "PERSISTENT" in asked:
         assert not any(c["PERSISTENT"] for _, c in launches)
-    # (DYNAMIC: asked for, or by default up to d64 (and on causal d128 calls from 4k keys: none
-    # here); the launcher needs ONE_PASS for it)
+    # (DYNAMIC: asked for, or by default up to d64 (and on causal d128 calls from 2k keys, with
+    # GQA from 1k: none here); the launcher needs ONE_PASS for it)
     assert all(c["DYNAMIC"] == (c["PERSISTENT"] and c["ONE_PASS"] and bool(
         asked.get("DYNAMIC", configs.dkdv_dynamic_wins(c["BLOCK_D"])))) for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
@@ -604,13 +606,14 @@ def test_gluon_dkdv_counter_by_default_on_causal_d128_from_2k_keys(monkeypatch, 
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("sms", [12, 5, 132])
+@pytest.mark.parametrize("sms", [12, 5, 32, 132])
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_gluon_dkdv_last_heads_heaviest_first(monkeypatch, sms, head_dim):
     """TAIL_LPT (the default on DYNAMIC's causal calls): the counter deals the last heads' units key
     block by key block across them; GQA (2 q heads per kv head, 8 (batch, kv head) pairs of 8 key
-    blocks) on a GPU seen as 12, 5 or 132 SMs: the last 3, 2 or all 8 pairs; the gradients
-    against the float64 reference."""
+    blocks) on a GPU seen as 12, 5 or 32 SMs: the last 3, 2 or all 8 pairs (every hand-out
+    remapped); at 132 SMs a program per unit (64 units), no counter; the gradients against the
+    float64 reference."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"GLUON": True, "ONE_PASS": True,
                                                                         "PERSISTENT": True, "DYNAMIC": True}}))
     monkeypatch.setattr(gluon, "_sm_count", lambda device: sms)
@@ -620,7 +623,7 @@ def test_gluon_dkdv_last_heads_heaviest_first(monkeypatch, sms, head_dim):
     launches = record_launches(monkeypatch, plans, gluon.bwd_dkdv_gluon_kernel)
     check(2, 1024, 1024, 8, 4, head_dim, dtype=torch.bfloat16, device="cuda", causal=True, same_precision=True)
     assert launches and all(c["DYNAMIC"] for _, c in launches) == (sms < 64)   # (64 units: more than SMs)
-    assert tails == ([{12: 3, 5: 2}[sms]] if sms < 64 else [])
+    assert tails == ([{12: 3, 5: 2, 32: 8}[sms]] if sms < 64 else [])
 
 
 @gpu

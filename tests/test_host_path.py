@@ -120,9 +120,10 @@ def _record_buffers(monkeypatch) -> list:
         made.append(real_buffers(*args, **kwargs))
         return made[-1]
 
-    def add_q8(buffers, q):
-        made[-1] = real_add(buffers, q)
-        return made[-1]
+    def add_q8(buffers, q):      # (fp8_buffers' own call comes before its tuple is in `made`)
+        with_q8 = real_add(buffers, q)
+        made[:] = [with_q8 if m is buffers else m for m in made]
+        return with_q8
     monkeypatch.setattr(quantize, "fp8_buffers", buffers)
     monkeypatch.setattr(quantize, "add_q8", add_q8)
     return made

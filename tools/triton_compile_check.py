@@ -275,9 +275,11 @@ def gluon_kernels():
             dynamic = dict(persist, DYNAMIC=True)
             yield f"bwd_dkdv gluon dynamic bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, dynamic, dict(pointers, **descs)), dynamic, cfg
-            # GQA's schedule by default: from the counter at d64, round-robin up to 1024 keys at d128
-            gqa_sched = dict(dynamic if d <= 64 else persist, GROUP=4, TMA_STORE=False)
-            yield f"bwd_dkdv gluon gqa {'dynamic' if d <= 64 else 'persistent'} bf16 d{d} {mode}", \
+            # GQA's schedule by default: from the counter at d64, and at d128 on causal calls from
+            # 1024 keys; round-robin up to 1024 keys on full d128 calls
+            gqa_dynamic = d <= 64 or mode == "causal"
+            gqa_sched = dict(dynamic if gqa_dynamic else persist, GROUP=4, TMA_STORE=False)
+            yield f"bwd_dkdv gluon gqa {'dynamic' if gqa_dynamic else 'persistent'} bf16 d{d} {mode}", \
                 bwd_dkdv_gluon_kernel, _gluon_sig(bwd_dkdv_gluon_kernel, gqa_sched, plain_descs), gqa_sched, cfg
             if consts["ONE_PASS"]:             # deterministic calls: two passes, dQ by its own kernel
                 consts = dict(consts, ONE_PASS=False)
@@ -384,7 +386,10 @@ GLUON_SPILLS_MEASURED = {"bwd_dkdv gluon bf16 d128 causal": 32, "bwd_dkdv gluon 
                          "bwd_dkdv gluon gqa bf16 d128 full": 24, "bwd_dkdv gluon gqa bf16 d128 causal": 120,
                          # (the default up to 1024 keys: call 9's S1024 d128 points, +13-16 % there)
                          "bwd_dkdv gluon gqa persistent bf16 d128 full": 48,
-                         "bwd_dkdv gluon gqa persistent bf16 d128 causal": 176}
+                         "bwd_dkdv gluon gqa persistent bf16 d128 causal": 176,
+                         # the default on causal calls from 1024 keys since h200-20261203-no-q8 calls
+                         # 4-6 (the counter, the tail dealt heaviest first: GQA 4 S1k 0.89x -> 1.03x)
+                         "bwd_dkdv gluon gqa dynamic bf16 d128 causal": 104}
 # The forward since its tile loop (h200-20261130-eighth): a tile's scalars (batch entry, head,
 # sequence bounds) are stored once per tile and loaded after the key-block loop, which itself
 # has no local loads or stores (SASS read with nvdisasm: d128 bf16 and fp8, persistent). Triton

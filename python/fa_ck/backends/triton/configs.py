@@ -456,7 +456,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["TMA_STORE"] = True              # where dkdv_tma_store_wins; the launcher: up to d128, where it fits
         out["PERSISTENT"] = False            # where dkdv_persistent_wins; _work_out_config decides
         out["DYNAMIC"] = False               # where dkdv_dynamic_wins; _work_out_config decides
-        out["TAIL_LPT"] = True               # DYNAMIC's causal calls (launch_gluon._lpt_tail_heads)
+        if out["GLUON"]:
+            out["TAIL_LPT"] = True           # DYNAMIC's causal calls (launch_gluon._lpt_tail_heads)
     return out
 
 

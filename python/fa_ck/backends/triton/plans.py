@@ -48,7 +48,9 @@ def _plan_key(kind: str, p: AttnParams, poison: bool, inputs, outputs, *extra):
     dropout's RNG state, varlen's cu_seqlens, fp8 inputs' descales: a plan would have to key or
     carry them), fp8 under the interpreter (quantising ends in a torch copy there, not a launch)
     and autotune (a search may run; _config does not remember its answer either). fp8 of 16-bit
-    inputs replays: the caller makes what quantising writes and passes it among the outputs."""
+    inputs replays: what quantising writes are slots after the outputs, made per call (the slow
+    path's by _launch_forward once it has decided, a replay's those its plan reads), left out of
+    the key: fresh allocations, 16-byte aligned, and views of them at 16-byte offsets."""
     if ((p.fp8 and configs.INTERPRET) or p.alibi_slopes is not None or p.rng is not None or p.cu_seqlens_q is not None
             or p.cu_seqlens_k is not None or p.q_descale is not None or p.k_descale is not None
             or p.v_descale is not None or not (type(p.scale) is type(p.softcap) is type(p.dropout_p) is float)

@@ -170,7 +170,8 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     permute_v: v8 (keys-contiguous, from empty_bshd) written in key_position's order, its padding
     too (PERMUTE_V). copy_q False: q's amax and descale only, q8 not written and may be None (the
     Gluon fp8 forward's Q_CONVERT rounds q itself, from its amax bits, as quantize_kernel would)."""
-    assert q8 is not None or not copy_q, "quantize: q8 None needs copy_q False"
+    if q8 is None and copy_q:
+        raise AssertionError("quantize: q8 None needs copy_q False")
     alone = k is None
     if alone:
         k, v, k8, v8 = q, q, q8, q8                           # (no programs for them: no k or v heads)

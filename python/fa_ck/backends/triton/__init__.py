@@ -17,7 +17,7 @@ import torch
 
 from ...params import FP8_DTYPES, AttnParams
 from . import configs, launch_gluon, plans, tuning
-from .host import _cdiv, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
+from .host import _causal_mask, _cdiv, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
 NAME = "triton"
@@ -175,11 +175,6 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
             return cfg
         _CONFIGS[key] = cfg
     return dict(_CONFIGS[key])                # a copy: callers may not change the remembered one
-
-
-def _causal_mask(p: AttnParams) -> bool:
-    """The call's mask is causal's alone (window_right 0, no left window)."""
-    return p.window_right == 0 and p.window_left < 0
 
 
 def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_possible: bool,

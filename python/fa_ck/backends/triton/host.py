@@ -63,6 +63,12 @@ def _tma_ok(*tensors, keys_contiguous=None, max_head_dim=128) -> bool:
     return True
 
 
+
+def _causal_mask(p: AttnParams) -> bool:
+    """The call's mask is causal's alone (window_right 0, no left window)."""
+    return p.window_right == 0 and p.window_left < 0
+
+
 _FP32_TINY = 2.0 ** -126          # the smallest normal float32
 
 

@@ -11,7 +11,7 @@ import torch
 
 from ...params import AttnParams
 from . import configs
-from .host import _cdiv, _keys_padded, _lse_strides, _raw_max, _strides, _tma_ok
+from .host import _causal_mask, _cdiv, _keys_padded, _lse_strides, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
 try:
@@ -175,8 +175,7 @@ def _lpt_tail_heads(cfg, p: AttnParams, heads: int, key_blocks: int, sm_count: i
     kernel's time at d128 S4k GQA 4, 88 % -> 97 % at d64, 94 % -> 99 % without GQA; head by head
     Nsight Compute measured 78 %, 87 % and 93 % (call 1). Not without a causal mask, whose units
     weigh alike."""
-    causal = p.window_right == 0 and p.window_left < 0
-    if not cfg.get("TAIL_LPT") or not causal:
+    if not cfg.get("TAIL_LPT") or not _causal_mask(p):
         return 0
     return min(heads, _cdiv(2 * sm_count, key_blocks))
 

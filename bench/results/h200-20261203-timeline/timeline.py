@@ -86,8 +86,10 @@ def _mark(DBG, base, j, slot, t, rec):
 def analyse(t, programs):
     """t: (programs, 2, NB, SLOTS) int64 -> dict of medians (cycles) and phase relations."""
     t = t.double()
-    ok = (t[:, :, 1:, 0] > 0).all(-1).all(-1)            # programs whose first tile had NB blocks, both WGs
-    t = t[ok][:, :, 1:]                                   # j = 1..NB-1
+    blocks = int((t[:, :, :, 0] > 0).any(0).any(0).sum())   # blocks recorded (j = 1..): min(NB, n_blocks) - 1
+    t = t[:, :, 1:1 + blocks]
+    ok = (t[..., 0] > 0).all(-1).all(-1)                  # programs whose first tile had them all, both WGs
+    t = t[ok]
     s0, s1, s2, s3, s4, g = (t[..., i] for i in (0, 1, 2, 3, 4, 5))
     med = lambda x: float(x.median())
     period = s1[:, :, 1:] - s1[:, :, :-1]
@@ -125,16 +127,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--shapes", default="1x16384x16,4x4096x16")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args()
     mod, path = instrumented()
     rows = []
+    marks = {}
     try:
         for shape in args.shapes.split(","):
             b, s_len, h = map(int, shape.split("x"))
             d = 128
             q, k, v = (torch.randn(b, s_len, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             flops = 4 * b * h * s_len * s_len * d
-            for name, (fp8, cfg) in VARIANTS.items():
+            for name in args.variants.split(","):
+                fp8, cfg = VARIANTS[name]
                 os.environ["FA_CK_TRITON_CONFIG"] = json.dumps(cfg) if cfg else ""
                 call = (lambda: fa_ck.flash_attn_fp8_func(q, k, v)) if fp8 else (lambda: fa_ck.flash_attn_func(q, k, v))
                 row = dict(shape=f"B{b} S{s_len} H{h} d{d} full", variant=name)
@@ -174,7 +179,7 @@ def main():
                     finally:
                         lg.fwd_gluon_kernel, lg._forward_gluon = orig_k, orig_f
                     t = dbg.view(-1, 2, NB, SLOTS).cpu()
-                    torch.save(t, os.path.join(args.out, f"timeline_{name}_{shape}.pt"))
+                    marks[f"{name}_{shape}"] = t
                     row.update(analyse(t, t.shape[0]))
                 except Exception as e:     # noqa: BLE001 - report and go on
                     row["error"] = str(e).splitlines()[0][:300] if str(e) else repr(e)
@@ -183,6 +188,7 @@ def main():
     finally:
         os.environ["FA_CK_TRITON_CONFIG"] = ""
         path.unlink()
+    torch.save(marks, os.path.join(args.out, "marks.pt"))   # {variant_shape: (programs, 2, NB, SLOTS) int64}
     json.dump(rows, open(os.path.join(args.out, "timeline.json"), "w"), indent=1)
     keys = ["shape", "variant", "ms_plain", "tflops_plain", "ms_timeline", "period", "period_wg0", "period_wg1",
             "turn_and_issue", "qk_wait", "softmax", "pv_wait", "to_next", "offset_median", "offset_q10_q90",

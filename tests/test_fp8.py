@@ -214,52 +214,6 @@ def test_quantize_without_q_copy():
     with pytest.raises(AssertionError, match="copy_q"):
         tq.quantize(q, k, v, *tq.fp8_buffers(q, k, v, with_q8=False)[:5])
 
-
-@pytest.mark.parametrize("with_q8", [True, False])
-@pytest.mark.parametrize("b,sq,sk,hq,hkv,d", [(2, 37, 50, 4, 2, 24), (2, 5, 70, 5, 1, 40), (1, 1, 33, 3, 3, 64),
-                                              (3, 16, 64, 8, 1, 128)])
-def test_fp8_buffers_are_one_allocation(monkeypatch, b, sq, sk, hq, hkv, d, with_q8):
-    """fp8_buffers carves everything from one allocation (host time: see there): the parts (v8 with
-    its padded keys) apart, each from a multiple of 256 bytes, with the shapes, strides and types
-    of the tensors of their own they were; the amax bits zeroed (in memory filled with 0x7f
-    bytes), the descales' and q's amax views at fp8_slots' places."""
-    q = rand(b, sq, hq, d, dtype=torch.bfloat16)
-    k, v = rand(b, sk, hkv, d, dtype=torch.bfloat16), rand(b, sk, hkv, d, dtype=torch.bfloat16)
-    real_empty = torch.empty
-    monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).view(torch.uint8).fill_(0x7f)
-                        .view(kw.get("dtype", torch.float32)))
-    q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax = tq.fp8_buffers(q, k, v, with_q8)
-    monkeypatch.undo()
-    *starts, n = tq.fp8_slots(b, hq, hkv)
-    v8_padded = tq.padded_keys(v8)
-    parts = [t for t in (q8, k8, v8_padded, amax_bits, descale) if t is not None]
-    base = k8.untyped_storage().data_ptr()
-    assert all(t.untyped_storage().data_ptr() == base for t in (*parts, v8, qd, kd, vd, q_amax))
-
-    def span(t):                                    # (its bytes in the storage: first, past the last)
-        lo = t.data_ptr() - base
-        return lo, lo + (1 + sum((size - 1) * st for size, st in zip(t.shape, t.stride()))) * t.element_size()
-    spans = sorted(map(span, parts))
-    assert all(lo % 256 == 0 for lo, _ in spans) and all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:]))
-    assert spans[-1][1] <= k8.untyped_storage().nbytes()
-    want_v8 = tq.empty_bshd(v.shape, F8, v.device, True)
-    assert (q8 is None) != with_q8
-    for got, want in [(q8, torch.empty(q.shape, dtype=F8) if with_q8 else None), (k8, torch.empty(k.shape, dtype=F8)),
-                      (v8, want_v8), (v8_padded, tq.padded_keys(want_v8)),
-                      (amax_bits, torch.empty(n, dtype=torch.int32)), (descale, torch.empty(n)),
-                      (qd, torch.empty(b, hq)), (kd, torch.empty(b, hkv)), (vd, torch.empty(b, hkv)),
-                      (q_amax, torch.empty(b, hq, dtype=torch.int32))]:
-        if want is not None:
-            assert (got.shape, got.stride(), got.dtype) == (want.shape, want.stride(), want.dtype)
-    assert v8.stride(1) == 1 and v8_padded.shape[1] == -(-sk // 16) * 16
-    assert (amax_bits == 0).all() and q_amax.data_ptr() == amax_bits.data_ptr()
-    assert [t.data_ptr() - descale.data_ptr() for t in (qd, kd, vd)] == [4 * lo for lo in starts]
-    tq.quantize(q, k, v, q8, k8, v8, amax_bits, descale, copy_q=with_q8)   # (the parts apart: as alone)
-    for x, x8, scale in zip((q, k, v), (q8, k8, v8), (qd, kd, vd)):
-        want8, want_scale = tb.quantize_fp8(x, F8)
-        assert torch.equal(scale, want_scale) and (x8 is None or torch.equal(x8.float(), want8.float()))
-
-
 @pytest.mark.parametrize("sk", [70, 33, 16, 1])
 def test_quantize_v_in_the_gluon_forwards_key_order(sk):
     """For the Gluon fp8 forward's P in registers (P_REGS) v's keys are stored in

@@ -195,10 +195,8 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
     assert [k for k in _kernels(slow) if k != "set_allocator"] == ["amax_kernel", "quantize_kernel",
                                                                   "fwd_gluon_kernel" if gluon_serves else "fwd_kernel"]
     assert amax_zero == [True] * 2
-    # no q8 made where the Gluon kernel rounds q itself (Q_CONVERT), the slow path or a replay; a
-    # replay's buffers, q8 among them where its plan reads it, are one allocation (fp8_buffers)
+    # no q8 made where the Gluon kernel rounds q itself (Q_CONVERT), the slow path or a replay
     assert [buffers[0] is None for buffers in made] == [gluon_serves] * 2
-    assert len({t.untyped_storage().data_ptr() for t in made[1] if t is not None}) == 1
 
 
 @pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs"])

@@ -31,8 +31,8 @@ measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU t
 two launches, and no more even with the waits left out; not kept.
 
 The host side below makes what quantising writes (fp8_buffers, add_q8: slots of the forward's
-replay plan, so fp8 calls of 16-bit inputs replay; q8 only where the kernel reads it; all of it
-one allocation, as each costs host time) and hands the forward its fp8 inputs (fp8_inputs).
+replay plan, so fp8 calls of 16-bit inputs replay; q8 only where the kernel reads it) and hands
+the forward its fp8 inputs (fp8_inputs).
 """
 import torch
 import triton
@@ -217,51 +217,20 @@ def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
     descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads, and q's
     amax bits as (B, Hq) (the Gluon kernel's, where it rounds q itself: Q_CONVERT). with_q8 False:
     q8 is None (Q_CONVERT: nothing writes or reads it, so the forward's peak memory has no copy of
-    q in fp8; add_q8 makes it where the kernel turns out to need it).
-
-    All of them are views of one allocation, each from a multiple of 256 bytes (TMA wants 16-byte
-    aligned bases), with the strides their own tensors would have (v8's storage padded as
-    empty_bshd's), only the amax bits zeroed: an allocation cost ~15 us of host time on the H200
-    (bench/results/h200-20261202-direct call 3; the backward carves its temporaries alike), and
-    these were four, five with q8."""
-    device = q.device
-    dtype = configs.fp8_dtype(device)
-    (b, _, hq, d), (_, sk, hkv, _) = q.shape, k.shape
+    q in fp8; add_q8 makes it where the kernel turns out to need it)."""
+    dtype = configs.fp8_dtype(q.device)
+    b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
     *starts, n = fp8_slots(b, hq, hkv)
-    q_strides, k_strides = _row_major(q.shape), _row_major(k.shape)
-    vb, vh, vd, _ = _row_major((b, hkv, d, _keys_padded(sk)))      # v8: (B, H, D, S padded) seen as (B, S, H, D)
-    at_v = _align(b * k_strides[0])
-    at_q = at_v + _align(b * vb)
-    at_amax = at_q + (_align(b * q_strides[0]) if with_q8 else 0)
-    at_descale = at_amax + _align(4 * n)
-    fp8 = torch.empty(at_descale + _align(4 * n), dtype=dtype, device=device)
-    bits, floats = fp8.view(torch.int32), fp8.view(torch.float32)
-    amax_bits = bits.as_strided((n,), (1,), at_amax // 4).zero_()
-    q8 = fp8.as_strided(q.shape, q_strides, at_q) if with_q8 else None
-    k8 = fp8.as_strided(k.shape, k_strides, 0)
-    v8 = fp8.as_strided(v.shape, (vb, 1, vh, vd), at_v)
-    at = at_descale // 4
-    descales = (floats.as_strided((b, h), (max(h, 1), 1), at + lo) for lo, h in zip(starts, (hq, hkv, hkv)))
-    return (q8, k8, v8, amax_bits, floats.as_strided((n,), (1,), at), *descales,
-            bits.as_strided((b, hq), (max(hq, 1), 1), at_amax // 4))
-
-
-def _row_major(shape) -> tuple:
-    """A contiguous (B, S, H, D) tensor's strides, as torch gives them (a dimension of 0 counts as 1)."""
-    _, s, h, d = shape
-    d = max(d, 1)
-    hd = max(h, 1) * d
-    return max(s, 1) * hd, hd, d, 1
-
-
-def _align(nbytes: int) -> int:
-    """nbytes rounded up to a multiple of 256 (fp8_buffers' parts)."""
-    return -(-nbytes // 256) * 256
+    descale = torch.empty(n, dtype=torch.float32, device=q.device)
+    amax_bits = torch.zeros(n, dtype=torch.int32, device=q.device)
+    buffers = (None, empty_bshd(k.shape, dtype, k.device, False), empty_bshd(v.shape, dtype, v.device, True),
+               amax_bits, descale, *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))),
+               amax_bits[:b * hq].view(b, hq))
+    return add_q8(buffers, q) if with_q8 else buffers
 
 
 def add_q8(buffers: tuple, q) -> tuple:
-    """fp8_buffers' tuple with q8 made (a fresh contiguous tensor of k8's fp8 type: an allocation of
-    its own, on the slow path only; a replay that reads q8 has it from fp8_buffers)."""
+    """fp8_buffers' tuple with q8 made (a fresh contiguous tensor of k8's fp8 type)."""
     return (empty_bshd(q.shape, buffers[1].dtype, q.device, False), *buffers[1:])
 
 

@@ -178,7 +178,7 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
-                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False,
+                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False,
                           SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
@@ -225,6 +225,10 @@ def gluon_kernels():
             q16 = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), QD="*i32")
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if consts["TMA_STORE"] else {})}), consts, cfg
+            # P_j's row sum added in the next block (LATE_SUM)
+            late = dict(consts, LATE_SUM=True)
+            yield f"fwd gluon late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, {
+                **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if late["TMA_STORE"] else {})}), late, cfg
             # P staged through shared memory (P_REGS off), and v's descriptors built on the device
             staged = dict(consts, P_REGS=False)
             yield f"fwd gluon staged-p fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, staged, {

@@ -71,9 +71,9 @@ def _mark(DBG, base, j, slot, t, rec):
     s = patch(s, '''        _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])''', '''        _mark(DBG, dbg_base, j, 1, _clk(), rec)
 ''', after=False)
-    s = sub(s, '''                                        _mask_at(False, WHOLE, DIAG_FIRST))
+    s = sub(s, '''                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE)
         acc, p = _pv_wait(acc, p, dtype)
-''', '''                                        _mask_at(False, WHOLE, DIAG_FIRST))
+''', '''                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE)
         _mark(DBG, dbg_base, j, 3, _clk(), rec)
         acc, p = _pv_wait(acc, p, dtype)
         _mark(DBG, dbg_base, j, 4, _clk(), rec)
@@ -118,6 +118,7 @@ VARIANTS = {
     "fp8pp": (True, {"fwd": {"PINGPONG": True}}),
     "fp8pp3": (True, {"fwd": {"PINGPONG": True, "num_stages": 3}}),
     "fp8st3": (True, {"fwd": {"num_stages": 3}}),
+    "fp8late": (True, {"fwd": {"LATE_SUM": True}}),
     "bf16": (False, {}),
     "bf16pp": (False, {"fwd": {"PINGPONG": True}}),
 }

@@ -65,20 +65,24 @@ def _log2(x):
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
-             P_LOG2: gl.constexpr):
+             P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr = True):
     """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
     common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
-    2^P_LOG2)."""
+    2^P_LOG2). ROW_SUM False: the row sum is only rescaled (l_i * alpha); the caller adds p's."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
     p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
-    return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
+    if ROW_SUM:
+        l_i = l_i * alpha + gl.sum(p, 1)
+    else:
+        l_i = l_i * alpha
+    return p, alpha, m_new, l_i
 
 
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          P_LOG2: gl.constexpr, MASK_AT: gl.constexpr):
+          P_LOG2: gl.constexpr, MASK_AT: gl.constexpr, ROW_SUM: gl.constexpr = True):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end
     (MASK_AT "edges", decided per block), or where the caller knows: "all" (the block is masked)
     or "none" (whole: the masked softmax is not compiled at all). The mask sees keys counted from
@@ -86,13 +90,15 @@ def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
     if MASK_AT != "edges":
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, MASK_AT == "all", RAW_MAX,
-                                      P_LOG2)
+                                      P_LOG2, ROW_SUM)
     elif (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2,
+                                      ROW_SUM)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
-                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2)
+                                      window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2,
+                                      ROW_SUM)
     return p, alpha, m_i, l_i
 
 
@@ -368,13 +374,17 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
-            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr):
+            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
     q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before. Q_REGS: QK^T takes Q's
     rows from registers, read from shared memory once, not from shared memory per block (whose
-    bandwidth every wgmma operand shares)."""
+    bandwidth every wgmma operand shares). LATE_SUM (with P_REGS): P_j's row sum is added to l_i
+    in the next block, once its PV multiply is issued, not beside its exponentials: there ptxas
+    put each sum's FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the
+    MUFU's latency at every one (the loop's SASS, h200-20261203-timeline)."""
+    LATE: gl.constexpr = LATE_SUM and P_REGS      # (P carried in fp32 across the loop: see _p_operand)
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -412,8 +422,9 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST), full_lo, full_hi,
                                offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left, window_right, MASK_LEFT,
-                               MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST))
-    p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
+                               MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST), not LATE)
+    if not LATE:
+        p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
     for j in range(1, n_blocks):
         buf = (it + j) % NUM_BUF
@@ -422,24 +433,35 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
         _take_turn(my_turn, (turns + j) & 1, PINGPONG)
         qk = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+        if LATE:
+            acc = _pv(_p_operand(p, p_smem, dtype, p_layout, P_REGS), v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+            l_i = l_i + gl.sum(p, 1)                    # P_{j-1}'s row sum, while S_j is multiplied
+        else:
+            acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
                                         full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                         window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
-                                        _mask_at(False, WHOLE, DIAG_FIRST))
+                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE)
         acc, p = _pv_wait(acc, p, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
+        if LATE:
+            p = p_next
+        else:
+            p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
     _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
-    acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
+    if LATE:
+        acc = _pv(_p_operand(p, p_smem, dtype, p_layout, P_REGS), v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
+        l_i = l_i + gl.sum(p, 1)
+    else:
+        acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
     _pass_turn(other_turn, PINGPONG)
     acc, p = _pv_wait(acc, p, dtype)
     mbarrier.arrive(v_empty.index(last), count=1)
@@ -452,7 +474,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              Q_CONVERT: gl.constexpr):
+              Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -527,7 +549,8 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
                                             sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS)
+                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS,
+                                            LATE_SUM)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -585,7 +608,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
                      RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-                     Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, num_warps: gl.constexpr):
+                     Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
+                     num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -687,10 +711,10 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 1], [240, 24])
@@ -700,13 +724,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_consumer, (q_smem1, q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_consumer, (q_smem2, q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0),
                          turn.index(1), shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE,
-                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False)),
+                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 4, 1], [160, 160, 24])

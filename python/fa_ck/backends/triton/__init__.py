@@ -193,11 +193,13 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
     # The switches for fp8 of 16-bit inputs in the Gluon kernel only (P in registers, q rounded in
-    # the kernel): not in a 16-bit call's config, nor its autotune key; off for a caller's fp8 or
+    # the kernel, P's row sums a block late): not in a 16-bit call's config, nor its autotune key; off for a caller's fp8 or
     # forward.py's kernel, and an error where asked for a caller's fp8 in the Gluon kernel.
     for name, why in (("P_REGS", "needs v's keys in the Gluon kernel's order, which only fa_ck's own "
                                  "quantisation writes; fp8 inputs run with P staged"),
-                      ("Q_CONVERT", "rounds a 16-bit q inside the Gluon kernel; fp8 inputs have none")):
+                      ("Q_CONVERT", "rounds a 16-bit q inside the Gluon kernel; fp8 inputs have none"),
+                      ("LATE_SUM", "adds P's row sums a block late, from P kept in registers (P_REGS), which "
+                                   "fp8 inputs do not have")):
         if name in sw and not p.fp8:
             del sw[name]
         elif name in sw and (fp8_inputs or not sw.get("GLUON")):

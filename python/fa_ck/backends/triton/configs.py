@@ -442,7 +442,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["TMA_STORE"] = True
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
         out["Q_CONVERT"] = True              # (fp8 of 16-bit inputs in the Gluon kernel only)
-        out["LATE_SUM"] = False              # (with P_REGS; being measured)
+        out["LATE_SUM"] = True               # (fp8 of 16-bit inputs in the Gluon kernel only, with P_REGS)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256

@@ -207,6 +207,10 @@ def gluon_kernels():
                 wide = dict(wide, HOST_DESC=False, TMA_STORE=False, VARLEN=True, **whole(varlen=True))
                 yield f"fwd gluon 192q varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
                     _gluon_sig(fwd_gluon_kernel, wide, pointers), wide, wide_cfg
+            if d == 64:      # P's row sums a block late (LATE_SUM; at d128 it spills 16-32 bytes)
+                late = dict(consts, LATE_SUM=True)
+                yield f"fwd gluon late-sum bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, dict(
+                    pointers, **_descs(bf16, bm, bn, bd), **(out_desc if late["TMA_STORE"] else {}))), late, cfg
             # a softmax scale <= 0: the row max of scaled scores
             scaled = dict(consts, RAW_MAX=False, **whole(sk=4000))    # (and keys past the last whole block)
             yield f"fwd gluon scaled-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, scaled, dict(

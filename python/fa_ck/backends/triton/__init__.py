@@ -193,14 +193,11 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
     # The switches for fp8 of 16-bit inputs in the Gluon kernel only (P in registers, q rounded in
-    # the kernel, P's row sums a block late): not in a 16-bit call's config, nor its autotune key;
-    # off for a caller's fp8 or forward.py's kernel, and an error where asked for a caller's fp8 in
-    # the Gluon kernel.
+    # the kernel): not in a 16-bit call's config, nor its autotune key; off for a caller's fp8 or
+    # forward.py's kernel, and an error where asked for a caller's fp8 in the Gluon kernel.
     for name, why in (("P_REGS", "needs v's keys in the Gluon kernel's order, which only fa_ck's own "
                                  "quantisation writes; fp8 inputs run with P staged"),
-                      ("Q_CONVERT", "rounds a 16-bit q inside the Gluon kernel; fp8 inputs have none"),
-                      ("LATE_SUM", "adds P's row sums a block late, from P kept in registers (P_REGS), which "
-                                   "fp8 inputs do not have")):
+                      ("Q_CONVERT", "rounds a 16-bit q inside the Gluon kernel; fp8 inputs have none")):
         if name in sw and not p.fp8:
             del sw[name]
         elif name in sw and (fp8_inputs or not sw.get("GLUON")):
@@ -209,8 +206,9 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             sw[name] = False
         elif name == "Q_CONVERT" and name in sw and q.dtype in FP8_DTYPES:
             sw[name] = False                 # handed q8 (TMA cannot read q as it is): as launched, autotune's key too
-    if sw.get("LATE_SUM") and "LATE_SUM" not in over_sw:
-        sw["LATE_SUM"] = configs.fwd_late_sum_wins(head_dim, p.has_window)
+    if "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
+        sw["LATE_SUM"] = bool(sw.get("GLUON")) and configs.fwd_late_sum_wins(head_dim, p.has_window,
+                                                                             p.fp8 and not fp8_inputs)
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:

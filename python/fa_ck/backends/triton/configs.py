@@ -152,15 +152,16 @@ GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgrou
 GLUON_BLOCK_N_BWD = 128                # backward_gluon.py to d128: two consumer warpgroups of 64 keys
 
 
-def fwd_late_sum_wins(head_dim: int, masked: bool) -> bool:
-    """Whether the Gluon fp8 forward (P in registers) adds each block's row sums in the next block
-    (LATE_SUM): everywhere but masked calls (causal, windows) at head dims 65-128.
+def fwd_late_sum_wins(head_dim: int, masked: bool, own_fp8: bool) -> bool:
+    """Whether the Gluon forward adds each block's row sums in the next block (LATE_SUM): for fp8
+    of 16-bit inputs (own_fp8: P in registers) everywhere but masked calls (causal, windows) at
+    head dims 65-128; not yet for 16-bit calls or a caller's fp8 (not measured).
     h200-20261203-timeline call 5 (3 rounds, same run, x SDPA cuDNN's bf16 forward): d128 full
     S1k / S4k / S16k 0.79 / 1.14 / 1.35x -> 0.83 / 1.24 / 1.41x; d64 full 0.74 / 0.98 / 1.10x ->
     0.79 / 1.12 / 1.26x, causal 0.59 / 0.88 / 1.05x -> 0.59 / 0.95 / 1.19x; but d128 causal 0.63 /
     1.10 / 1.37x -> 0.63 / 1.08 / 1.33x (its loop, which branches on the mask per block, spills
     more: 15 spill stores against 12 in the sm90 compile)."""
-    return block_d(head_dim) <= 64 or not masked
+    return own_fp8 and (block_d(head_dim) <= 64 or not masked)
 
 
 def fwd_gluon_short_causal(head_dim: int, right_edge_at_diagonal: bool, seqlen_q: int, seqlen_k: int,
@@ -453,7 +454,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["TMA_STORE"] = True
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
         out["Q_CONVERT"] = True              # (fp8 of 16-bit inputs in the Gluon kernel only)
-        out["LATE_SUM"] = True               # (as P_REGS; where fwd_late_sum_wins: __init__ decides)
+        out["LATE_SUM"] = True               # (the Gluon kernel's, where fwd_late_sum_wins: __init__ decides)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256

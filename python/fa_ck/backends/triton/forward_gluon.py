@@ -380,11 +380,12 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     rows laid out as acc's). Arrives on
     q_empty once its last QK^T is done. `turns`: PINGPONG turns taken before. Q_REGS: QK^T takes Q's
     rows from registers, read from shared memory once, not from shared memory per block (whose
-    bandwidth every wgmma operand shares). LATE_SUM (with P_REGS): P_j's row sum is added to l_i
-    in the next block, once its PV multiply is issued, not beside its exponentials: there ptxas
-    put each sum's FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the
-    MUFU's latency at every one (the loop's SASS, h200-20261203-timeline)."""
-    LATE: gl.constexpr = LATE_SUM and P_REGS      # (P carried in fp32 across the loop: see _p_operand)
+    bandwidth every wgmma operand shares). LATE_SUM: P_j's row sum is added to l_i in the next
+    block, once its PV multiply is issued, not beside its exponentials, where ptxas put each sum's
+    FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the MUFU's latency at
+    every one (the loop's SASS, h200-20261203-timeline). P then crosses the loop in fp32 and
+    becomes the multiply's operand there (_p_operand)."""
+    LATE: gl.constexpr = LATE_SUM
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -434,10 +435,12 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         _take_turn(my_turn, (turns + j) & 1, PINGPONG)
         qk = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if LATE:
-            acc = _pv(_p_operand(p, p_smem, dtype, p_layout, P_REGS), v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+            p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
+            acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
             l_i = l_i + gl.sum(p, 1)                    # P_{j-1}'s row sum, while S_j is multiplied
         else:
-            acc = _pv(p, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+            p_op = p
+            acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
@@ -445,7 +448,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
                                         full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                         window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
                                         _mask_at(False, WHOLE, DIAG_FIRST), not LATE)
-        acc, p = _pv_wait(acc, p, dtype)
+        acc, p_op = _pv_wait(acc, p_op, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
         if LATE:
@@ -458,12 +461,13 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
     _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
     if LATE:
-        acc = _pv(_p_operand(p, p_smem, dtype, p_layout, P_REGS), v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
+        p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
         l_i = l_i + gl.sum(p, 1)
     else:
-        acc = _pv(p, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
+        p_op = p
+    acc = _pv(p_op, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
     _pass_turn(other_turn, PINGPONG)
-    acc, p = _pv_wait(acc, p, dtype)
+    acc, p_op = _pv_wait(acc, p_op, dtype)
     mbarrier.arrive(v_empty.index(last), count=1)
     return acc, gl.convert_layout(m_i, row_o), gl.convert_layout(l_i, row_o)
 

@@ -1,0 +1,16 @@
+# Device call 6 of this folder (nvidia-h200), 2026-12-03 (sixth session), at the commit that adds it
+# (the helper's unfinished edits replaced by snap/, as in call 5):
+# LATE_SUM on 16-bit calls (off by default there): bf16 forward d64 S1k / S4k / S16k, full and
+# causal, and nanoGPT's shape, the default against `late`, 3 rounds, SDPA cuDNN and flash beside;
+# the Gluon forward's GPU tests at d64 with LATE_SUM asked for (its own schedules' test).
+#   bash bench/results/h200-20261203-timeline/call6.sh      (from the repo root)
+set -uo pipefail
+S=bench/results/h200-20261203-timeline/snap
+cp $S/plans.py $S/driver_launch.py $S/quantize.py $S/__init__.py python/fa_ck/backends/triton/
+cp $S/test_host_path.py $S/test_fp8.py $S/test_launch.py tests/
+source bench/device_env.sh
+W=$OUT/w; mkdir -p $W
+timeout 240 python3 bench/kernels.py --out "$W/bf16" --dtype bf16 --hdim 64 --mode fwd --causal both \
+    --seqlens 1024 4096 16384 --backends fa_ck-triton sdpa-cudnn sdpa-flash \
+    --variant late='{"fwd": {"LATE_SUM": true}}' --rounds 3 2>&1 | grep -v Warn | tail -2
+cp $W/bf16/results.md "$OUT/bf16.md"; grep -A12 "## Forward: TFLOP" "$OUT/bf16.md"; grep -A12 "relative error" "$OUT/bf16.md"

@@ -35,6 +35,8 @@ operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) t
 (V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see
 _keys_for_registers); else it is staged through shared memory. Q_CONVERT: q arrives 16-bit and
 each consumer rounds its rows to e4m3 itself (_convert_q), as the quantisation launch would have.
+LATE_SUM (by default for fp8 of 16-bit inputs): a block's row sums are added in the next block
+(see _attend).
 
 The PV wait: ptxas places it right after the row max, above the exponentials, though the PTX has
 it after them. Forced below them (the wait in the join block of a branch on the row sums) the

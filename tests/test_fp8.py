@@ -23,6 +23,7 @@ from fa_ck import reference
 from fa_ck.backends import triton as tb
 from fa_ck.backends.triton import configs
 from fa_ck.backends.triton import quantize as tq
+from fa_ck.backends.triton.plans import _nbytes
 from attn_check import GRAD_TOL, assert_close, count_calls, rel_err, tol
 from conftest import DEVICE
 
@@ -189,6 +190,48 @@ def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, 
         assert torch.equal(x8.float(), (x.float() * scale[:, None, :, None]).clamp(-fmax, fmax).to(fmt).float())
         assert torch.equal(descale, 1.0 / scale) and descale.data_ptr() % 16 == 0
     assert buffers[2].stride(1) == 1                                  # v keys-contiguous
+
+
+@pytest.mark.parametrize("b,sq,sk,hq,hkv", [(2, 40, 70, 4, 2), (1, 1, 33, 3, 3), (3, 17, 0, 2, 1)])
+def test_fp8_buffers_are_parts_of_one_workspace(b, sq, sk, hq, hkv):
+    """fp8_buffers' parts lie in its last item, the workspace (uint8; the slot of the forward's
+    plan), each from a multiple of 256 bytes, none overlapping another (v8 with its padded keys,
+    the views of the descales and amax bits inside theirs), with the shapes, strides and dtypes
+    of their own allocations (empty_bshd's); q8 only with room made for it (add_q8 carves anew).
+    quantize zeroes the amax bits itself: from a poisoned workspace, torch's arithmetic still."""
+    fmt = configs.fp8_dtype(torch.device(DEVICE))
+    q, k, v = rand(b, sq, hq, 24, dtype=torch.bfloat16), rand(b, sk, hkv, 24, dtype=torch.bfloat16), \
+        rand(b, sk, hkv, 24, dtype=torch.bfloat16)
+    without = tq.fp8_buffers(q, k, v, with_q8=False)
+    buffers = tq.add_q8(without, q)
+    work = buffers[-1]
+    assert without[0] is None and len(buffers) == 10 and work.dtype == torch.uint8 and work.dim() == 1
+    assert without[-1].numel() < work.numel() or q.numel() == 0
+
+    def span(t):                                      # [first byte, past the last) from the workspace's start
+        start = t.storage_offset() * t.element_size()   # (an empty tensor's data_ptr() is 0)
+        return start, start + _nbytes(t)
+    q8, k8, v8, amax, descale, qd, kd, vd, q_amax = buffers[:9]
+    whole = [q8, k8, tq.padded_keys(v8), amax, descale]
+    assert all(t.untyped_storage().data_ptr() == work.untyped_storage().data_ptr() for t in buffers[:9])
+    assert all(span(t)[0] % 256 == 0 and span(t)[1] <= work.numel() for t in whole)
+    spans = sorted(span(t) for t in whole if t.numel())
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert span(q_amax)[0] == span(amax)[0] and {span(t)[0] for t in (qd, kd, vd)} <= set(range(*span(descale)))
+    for t, like in ((q8, q), (k8, k), (v8, v)):
+        own = tq.empty_bshd(like.shape, fmt, like.device, t is v8)
+        assert (t.shape, t.stride(), t.dtype) == (own.shape, own.stride(), own.dtype)
+    assert amax.dtype == torch.int32 and descale.dtype == torch.float32 and qd.shape == (b, hq) and vd.shape == (b, hkv)
+    if not k.numel():
+        return                                        # (the layout alone: no launch with an empty k)
+    work.fill_(0x7f)
+    tq.quantize(q, k, v, *buffers[:5])
+    fmax = torch.finfo(fmt).max
+    for x, x8, d in ((q, q8, qd), (k, k8, kd), (v, v8, vd)):
+        peak = x.float().abs().amax(dim=(1, 3))
+        scale = torch.full_like(peak, fmax) / peak.clamp_min(1e-12)
+        assert torch.equal(x8.float(), (x.float() * scale[:, None, :, None]).clamp(-fmax, fmax).to(fmt).float())
+        assert torch.equal(d, 1.0 / scale)
 
 
 def test_quantize_without_q_copy():

@@ -4,12 +4,15 @@ on the CPU with the GPU path faked (sm90, launches recorded, not run), the repla
 compared argument by argument with the slow path's, and calls that differ in what the slow path
 decides from are shown to get their own."""
 import contextvars
+import ctypes
 import dataclasses
 import json
 import importlib
+import types
 
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from fa_ck import interface
 from fa_ck.params import AttnParams
@@ -58,14 +61,18 @@ def _inputs(b=2, sq=64, sk=80, hq=4, hkv=4, d=128, dtype=torch.bfloat16):
     return tuple(torch.randn(b, s, h, d, dtype=dtype) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
 
 
-def _described(entries, known: dict):
+def _described(entries, known: dict, workspace=None):
     """Launches as comparable values: a tensor (or a host-made descriptor's base) by its role, the
-    name in `known` of the very object, or for the call's fresh tensors the order in which their
-    storage first appears; with shape, strides and dtype. Everything else by type and value."""
+    name in `known` of the very object, a part of `workspace` by its byte offset in it, or for the
+    call's fresh tensors the order in which their storage first appears; with shape, strides and
+    dtype. Everything else by type and value."""
     fresh = {}
 
     def tensor(t):
         role = next((name for name, obj in known.items() if t is obj), None)
+        if role is None and workspace is not None and \
+                t.untyped_storage().data_ptr() == workspace.untyped_storage().data_ptr():
+            role = f"workspace+{t.data_ptr() - workspace.data_ptr()}"
         if role is None:
             role = fresh.setdefault(t.data_ptr(), f"fresh{len(fresh)}")
         return role, tuple(t.shape), t.stride(), t.dtype
@@ -160,11 +167,35 @@ def test_a_repeated_forward_launches_what_the_slow_path_did(gpu_path, monkeypatc
     assert (kernels[0] == "set_allocator") == (case in ("triton-tma-d128-gqa", "gluon-device-descriptors", "triton-float32"))
 
 
+def _workspaces(monkeypatch, on_gpu=None) -> list:
+    """Every fp8 workspace made (quantize.fp8_workspace), each filled with 0x7f bytes first (an
+    amax the zero step missed is not zeros); on_gpu (a list, tested when one is made): a true
+    first item makes them pass for a GPU's (is_cuda), so a replay zeroes through the driver."""
+    made = []
+    real = quantize.fp8_workspace
+
+    def workspace(nbytes, device):
+        made.append(real(nbytes, device))
+        with torch._C.DisableTorchFunction():                  # (not among the tensors _Counting counts)
+            made[-1].fill_(0x7f)
+            if on_gpu and on_gpu[0]:
+                made[-1] = made[-1].as_subclass(_LooksOnGPU)
+        return made[-1]
+    monkeypatch.setattr(quantize, "fp8_workspace", workspace)
+    return made
+
+
+class _LooksOnGPU(torch.Tensor):
+    is_cuda = True
+
+
 @pytest.mark.parametrize("d,causal", [(128, True), (64, False), (48, True), (40, True)])
 def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkeypatch, d, causal):
     """fp8 of 16-bit inputs: quantising (the amax, then the scaled copy, of q, k and v: one launch
-    each) and the fp8 forward replay on the call's own buffers, and each call's amax buffer is
-    zeros when its amax kernel runs (it folds maxima in with atomics)."""
+    each) and the fp8 forward replay on the call's own buffers, parts of its own workspace at the
+    slow path's offsets (a replay makes the workspace alone, through Triton's path rebuilding the
+    parts: equal views), and each call's amax bits are zeros when its amax kernel runs (it folds
+    maxima in with atomics; the workspace comes poisoned)."""
     amax_zero = []
 
     def launch(kernel, grid, args, constexprs):
@@ -174,29 +205,213 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
         gpu_path.append((kernel, grid, args, constexprs))
     monkeypatch.setattr(plans, "launch", launch)
     made = _record_buffers(monkeypatch)
+    workspaces = _workspaces(monkeypatch)
 
     def forward(q, k, v, p):
-        """_forward's described launches, with this call's own buffers named (not only ordered)."""
-        start, slow = len(gpu_path), len(gpu_path.slow)
+        """_forward's described launches, the parts of this call's workspace by their offset in it."""
+        start, slow, n = len(gpu_path), len(gpu_path.slow), len(workspaces)
         out, lse = tb.forward(q, k, v, p)
-        names = ("q8", "k8", "v8", "amax", "descale", "qd", "kd", "vd", "q_amax")
-        known = dict(q=q, k=k, v=v, out=out, lse=lse, **dict(zip(names, made[-1])), **_placeholders())
-        return _described(gpu_path[start:], known), len(gpu_path.slow) > slow
+        known = dict(q=q, k=k, v=v, out=out, lse=lse, **_placeholders())
+        return _described(gpu_path[start:], known, workspaces[-1]), len(gpu_path.slow) > slow, len(workspaces) - n
     first = _inputs(d=d)
     p = dataclasses.replace(_params(*first[:2], causal), fp8=True)
-    slow, was_slow = forward(*first, p)
+    slow, was_slow, _ = forward(*first, p)
     again = _inputs(d=d)
-    fast, again_slow = forward(*again, p)
-    assert was_slow and not again_slow and fast == slow and len(made) == 2
+    fast, again_slow, n_workspaces = forward(*again, p)
+    assert was_slow and not again_slow and fast == slow
+    assert len(made) == 1 and n_workspaces == 1                    # the replay: its workspace alone
+    assert made[0][-1] is workspaces[-2]                            # (the slow path's, of its buffers)
     assert not any(a[0] == "tensor" and a[1].startswith("fresh") for e in slow if e != "set_allocator" for a in e[2])
+    parts = {a[1] for e in slow if e != "set_allocator" for a in e[2] if a[0] == "tensor"} | \
+        {a[1][0] for e in slow if e != "set_allocator" for a in e[2] if a[0] == "descriptor"}
+    assert sum(role.startswith("workspace+") for role in parts) >= 4    # amax, descales, k8, v8 (q8, q's amax)
     # (the Gluon fp8 forward by default at head dims 33-128 whose fp8 rows of q and k TMA can
     # address, multiples of 16; forward.py's elsewhere: configs.switches, launch_gluon._gluon_ok)
     gluon_serves = d > 32 and d % 16 == 0
     assert [k for k in _kernels(slow) if k != "set_allocator"] == ["amax_kernel", "quantize_kernel",
                                                                   "fwd_gluon_kernel" if gluon_serves else "fwd_kernel"]
     assert amax_zero == [True] * 2
-    # no q8 made where the Gluon kernel rounds q itself (Q_CONVERT), the slow path or a replay
-    assert [buffers[0] is None for buffers in made] == [gluon_serves] * 2
+    # no q8 made where the Gluon kernel rounds q itself (Q_CONVERT), nor room for it: the replay's
+    # workspace is the slow path's size
+    assert (made[0][0] is None) == gluon_serves and workspaces[-1].numel() == workspaces[-2].numel()
+
+
+class _Driver:
+    """libcuda as the direct path calls it, over CPU memory: launches recorded (each pointer
+    parameter read back), tensor maps as in test_driver_launch.py (the address their first word),
+    memsets done (err: what the next one returns instead, untouched)."""
+
+    def __init__(self):
+        self.launches, self.memsets, self.memset_err, self.amax_bytes = [], [], 0, 0
+
+    def cuTensorMapReplaceAddress(self, addr, ptr):
+        ctypes.memmove(addr, ctypes.c_uint64(ptr).value.to_bytes(8, "little"), 8)
+        return 0
+
+    def cuMemsetD8Async(self, ptr, value, nbytes, stream):
+        self.memsets.append((ptr, nbytes))
+        if self.memset_err:
+            return self.memset_err
+        ctypes.memset(ptr, value, nbytes)
+        return 0
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        kernel, signature = _COMPILED[function]
+        values, i = [], 0
+        for ty in signature.values():
+            if ty == "constexpr":
+                continue
+            word = ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64)).contents.value
+            values.append(word if ty.startswith(("*", "tensordesc")) else None)
+            i += 1 + (2 * int(ty.split(":")[1]) if ty.startswith("tensordesc") else 0)
+        self.launches.append((kernel, values))
+        if kernel.fn.__name__ == "amax_kernel":                 # its amax bits: zeros now, its maxima after
+            self.launches[-1] += (ctypes.string_at(values[3], self.amax_bytes),)
+            ctypes.memset(values[3], 7, self.amax_bytes)
+        return 0
+
+
+_COMPILED: dict = {}
+
+
+def _fake_compiled(kernel, args, constexprs):
+    """A compiled kernel as driver_launch reads one: its signature from the slow path's arguments."""
+    signature = {}
+    for i, name in enumerate(kernel.arg_names):
+        a = args[i] if i < len(args) else None
+        if i >= len(args):
+            signature[name] = "constexpr"
+        elif isinstance(a, torch.Tensor) or a is None:
+            signature[name] = "*i8"
+        elif isinstance(a, gluon.TensorDescriptor):
+            signature[name] = f"tensordesc:{len(a.shape)}"
+        else:
+            signature[name] = {bool: "i1", int: "i64", float: "fp32"}[type(a)]
+    n_maps = sum(ty.startswith("tensordesc") for ty in signature.values())
+    meta = types.SimpleNamespace(num_ctas=1, launch_pdl=False, launch_cooperative_grid=False, profile_scratch_size=0,
+                                 global_scratch_size=0, tensordesc_meta=[{}] * n_maps)
+    _COMPILED[len(_COMPILED) + 1] = (kernel, signature)
+    return types.SimpleNamespace(src=types.SimpleNamespace(signature=signature), metadata=meta,
+                                 packed_metadata=(8, 1, 0), function=len(_COMPILED))
+
+
+@pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="no Gluon in this Triton")
+@pytest.mark.parametrize("d", [128, 40])
+def test_a_replayed_fp8_forward_makes_one_workspace_and_launches_into_it(gpu_path, monkeypatch, d):
+    """The replay as on a GPU (the driver faked over CPU memory): the quantisation buffers cost
+    one tensor, the workspace; the zero step is a memset of its amax bits (before the amax
+    kernel; torch's zero_ where the memset fails); each launch goes straight to the driver, given
+    the pointers of the slow path's launches (q, k, v, out, lse, placeholders, and each part of
+    the workspace at the slow path's offset in its own). Tensors a replayed call makes: out, lse,
+    the workspace (the bf16 forward's: out and lse)."""
+    dl = importlib.import_module("fa_ck.backends.triton.driver_launch")
+    driver = _Driver()
+    monkeypatch.setattr(dl, "_cuda", driver)
+    monkeypatch.setattr(dl, "make_tensordesc_arg", lambda desc, meta: [desc.base.data_ptr(), *desc.shape,
+                                                                       *desc.strides])
+
+    def copy_tensor_map(address):
+        buf = dl.TensorMap()
+        addr = (ctypes.addressof(buf) + 127) // 128 * 128
+        ctypes.memmove(addr, address.to_bytes(8, "little"), 8)
+        return buf, addr
+    monkeypatch.setattr(dl, "_copy_tensor_map", copy_tensor_map)
+    monkeypatch.setattr(plans, "driver", types.SimpleNamespace(active=types.SimpleNamespace(
+        get_current_device=lambda: 0, get_current_stream=lambda device: 5)))
+    slow_launches = []
+
+    def launch(kernel, grid, args, constexprs):
+        slow_launches.append((kernel, args))
+        return _fake_compiled(kernel, args, constexprs)
+    monkeypatch.setattr(plans, "launch", launch)
+    monkeypatch.setattr(plans, "run_compiled", lambda *a: pytest.fail("a launch left the direct path"))
+    on_gpu = [False]
+    workspaces = _workspaces(monkeypatch, on_gpu)
+
+    def pointers(values, workspace, known):
+        """Pointers as roles: the name of the tensor at that address, or workspace+offset."""
+        names = {t.data_ptr(): name for name, t in known.items()}
+        return [None if ptr is None else names.get(ptr, f"workspace+{ptr - workspace.data_ptr()}") for ptr in values]
+
+    q, k, v = _inputs(d=d)
+    driver.amax_bytes = 4 * quantize.fp8_slots(2, 4, 4)[-1]     # (B, H) int32s of q, k and v
+    p = dataclasses.replace(_params(q, k), fp8=True)
+    out, lse = tb.forward(q, k, v, p)                           # the slow path
+    slow_ws = workspaces[-1]
+    expected = []
+    for kernel, args in slow_launches:
+        values = [a.data_ptr() if isinstance(a, torch.Tensor) else a.base.data_ptr()
+                  if isinstance(a, gluon.TensorDescriptor) else None for a in args]
+        expected.append((kernel, pointers(values, slow_ws, dict(q=q, k=k, v=v, out=out, lse=lse, **_placeholders()))))
+    assert all(role and not role.startswith("workspace+-") for _, roles in expected for role in roles if role)
+    on_gpu[0] = True
+    tb.forward(*_inputs(d=d), p)                                # the first replay: launch() (compiled kernels kept)
+    assert len(slow_launches) == 2 * len(expected) and not driver.launches
+    tb.forward(*_inputs(d=d), p)                                # the second: each launch laid out for the driver
+    for memset_err in (0, 700):
+        driver.memset_err = memset_err
+        q, k, v = _inputs(d=d)
+        n_ws = len(workspaces)
+        with _Counting() as counted:
+            out, lse = tb.forward(q, k, v, p)
+        work = workspaces[-1]
+        assert len(workspaces) == n_ws + 1 and driver.memsets[-1] == (work.data_ptr(), driver.amax_bytes)
+        # (a failed memset: torch zeroes a view made for it, torch.empty(0).set_(...); set_ goes uncounted)
+        assert counted.made == ["empty"] * 3 + (["empty", "zero_"] if memset_err else [])
+        got = driver.launches[-len(expected):]
+        assert [kernel for kernel, *_ in got] == [kernel for kernel, _ in expected]
+        for (kernel, values, *amax), (_, roles) in zip(got, expected):
+            assert pointers(values, work, dict(q=q, k=k, v=v, out=out, lse=lse, **_placeholders())) == roles
+            assert amax in ([], [bytes(driver.amax_bytes)])    # zeros before the amax kernel
+    pb = _params(q, k)
+    for _ in range(3):
+        tb.forward(q, k, v, pb)
+    with _Counting() as counted:
+        tb.forward(q, k, v, pb)
+    assert counted.made == ["empty"] * 2
+
+
+class _Counting(TorchFunctionMode):
+    """The torch calls that returned a tensor, by name (a tensor made: an allocation or a view)."""
+
+    def __init__(self):
+        super().__init__()
+        self.made = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if isinstance(result, torch.Tensor):
+            self.made.append(func.__name__)
+        return result
+
+
+def test_a_plan_takes_parts_of_a_slot_alone_in_its_storage():
+    """A launch argument inside a contiguous slot's bytes, the only slot of its storage, is that
+    slot's part (byte offset, shape, strides, dtype: Triton's path rebuilds an equal view on the
+    next call's slot); inside an input that shares its storage with another, or past a slot's
+    bytes, it is no plan's (the next call's inputs may lie apart). A zeroed tensor likewise, and
+    only contiguous."""
+    kernel = object()
+    work, other = torch.zeros(1024, dtype=torch.uint8), torch.zeros(64)
+    part = work[256:512].view(torch.float32).view(8, 8).t()
+    steps = [(plans._zero, work[:16].view(torch.int32)), (kernel, (1,), (part, other, 3), {})]
+    plan = plans._Plan.make(steps, [other, work], False)
+    assert plan is not None and plan.slot_bytes == {1: 1024}
+    (_, zeroed, nbytes), (_, _, fixed, subs, _) = plan.steps
+    assert zeroed == plans._Part(1, 0, (4,), (1,), torch.int32) and nbytes == 16
+    assert fixed == (None, None, 3) and subs == ((0, plans._Part(1, 256, (8, 8), (1, 8), torch.float32), None),
+                                                 (1, 0, None))
+    again = torch.full((1024,), 0x7f, dtype=torch.uint8)
+    rebuilt = plans._tensor([other, again], subs[0][1])
+    assert rebuilt.data_ptr() == again.data_ptr() + 256 and (rebuilt.stride(), rebuilt.dtype) == ((1, 8), torch.float32)
+    assert torch.equal(rebuilt, again[256:512].view(torch.float32).view(8, 8).t())
+    plan.replay([other, again], stop=1)                         # the zero step (a CPU tensor: torch's zero_)
+    assert (again[:16] == 0).all() and (again[16:] == 0x7f).all()
+    x = torch.zeros(2, 64)
+    shared = [x[0], x[1]]                                       # two inputs of one storage
+    assert plans._Plan.make([(kernel, (1,), (x[1][8:],), {})], shared, False) is None
+    assert plans._Plan.make([(kernel, (1,), (work[1000:1100],), {})], [work[:1000]], False) is None   # past its slot
+    assert plans._Plan.make([(plans._zero, part)], [work], False) is None                # not contiguous
 
 
 @pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs"])

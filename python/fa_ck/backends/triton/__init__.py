@@ -357,7 +357,7 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         return _backward(do, q, k, v, out, lse, p, dlse)
 
 
-_Q8_SLOT = 5                 # q8's place among a forward's slots: (q, k, v, out, lse, *quantize.fp8_buffers)
+_WORKSPACE = 5               # the fp8 workspace's place among a forward's slots: (q, k, v, out, lse, workspace)
 
 
 def _forward(q, k, v, p: AttnParams):
@@ -366,20 +366,21 @@ def _forward(q, k, v, p: AttnParams):
     poison = _poisoning()
     out = _empty(q.shape, out_dtype, q.device, poison)
     lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device, poison)
-    # (the key leaves out fp8's buffers: fresh allocations, and views of them at 16-byte offsets)
+    # (the key leaves out fp8's workspace: a fresh allocation, its parts at 256-byte offsets)
     key = plans._plan_key("fwd", p, poison, (q, k, v), (out, lse))
     plan = plans._PLANS.get(key)
     if plan is not None:
         # fp8 of 16-bit inputs: the quantised k, v (q where the kernel reads q8) and their scales are
-        # made per call and are slots of the plan, so that such calls replay too (their slow path
-        # cost ~0.8 ms of host time per call on the H200: more than the kernels below 4k keys)
+        # parts of a workspace made per call, a slot of the plan, so that such calls replay too (their
+        # slow path cost ~0.8 ms of host time per call on the H200: more than the kernels below 4k
+        # keys); one tensor at the size the slow path's had, its parts taken by byte offset
         quantises = p.fp8 and q.dtype not in FP8_DTYPES
-        buffers = quantize.fp8_buffers(q, k, v, _Q8_SLOT in plan.slots_read) if quantises else ()
-        plan.replay((q, k, v, out, lse, *buffers))
+        work = (quantize.fp8_workspace(plan.slot_bytes[_WORKSPACE], q.device),) if quantises else ()
+        plan.replay((q, k, v, out, lse, *work))
     else:
         with plans._Recording(key) as rec:
-            buffers = _launch_forward(q, k, v, out, lse, p)
-            rec.save((q, k, v, out, lse, *buffers))
+            work = _launch_forward(q, k, v, out, lse, p)
+            rec.save((q, k, v, out, lse, *work))
     if _canaries:
         _check_canaries("forward")
         out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
@@ -388,8 +389,9 @@ def _forward(q, k, v, p: AttnParams):
 
 def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
     """The forward's slow path: quantises (fp8 of 16-bit inputs), works out the kernel, its config
-    and its arguments, and launches it. Returns what quantising wrote (quantize.fp8_buffers; q8
-    None where the kernel rounds q itself), or () where nothing was quantised."""
+    and its arguments, and launches it. Returns the workspace quantising wrote into (quantize.
+    fp8_buffers' last item; with no q8 where the kernel rounds q itself) as a 1-tuple, or () where
+    nothing was quantised."""
     b, sq, sk, hq, hkv, d = _shape(q, k, p)
     qd = kd = vd = _placeholders(q.device)[1]              # no descales (an empty float32 stand-in)
     fp8 = dict(FP8=False, P_SCALE=1.0)
@@ -452,7 +454,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
 
     run(_config("fwd", q, d, p, sq, sk, tma_possible, bench=_bencher(run), gluon_possible=gluon_possible,
                 fp8_inputs=fp8_inputs))
-    return buffers
+    return buffers[-1:]
 
 
 def _backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):

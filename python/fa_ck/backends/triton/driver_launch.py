@@ -17,6 +17,10 @@ profile scratch pointers, block 32 x num_warps, the kernel's dynamic shared memo
 config Triton's launcher gives cuLaunchKernelEx when there is no cluster, PDL or cooperative
 grid (otherwise: Triton's path). Both Triton 3.6 and 3.7 lay parameters out this way.
 
+A launch argument may be a part of a slot (plans._Part: the fp8 forward's buffers, views of one
+workspace): its pointer is the slot's plus the part's byte offset. A plan's zeroing of a slot's
+bytes goes here too, as cuMemsetD8Async on the stream (zero()): no tensor is made for it.
+
 Where anything is out of the ordinary (not NVIDIA, no libcuda, a launch hook set, fp16 scalars,
 tuples, a descriptor Triton did not lower to a tensor map, profile scratch) make() returns None
 and the plan keeps going through run_compiled. FA_CK_DIRECT_LAUNCH=0 turns this path off.
@@ -63,10 +67,21 @@ def _lib():
             lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
                                            ctypes.c_void_p]
             lib.cuTensorMapReplaceAddress.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            lib.cuMemsetD8Async.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, ctypes.c_void_p]
             _cuda = lib
         except (OSError, AttributeError):
             _cuda = False
     return _cuda or None
+
+
+def loaded() -> bool:
+    """Whether libcuda is here to launch and zero through."""
+    return _lib() is not None
+
+
+def zero(ptr: int, nbytes: int, stream: int) -> int:
+    """nbytes of device memory from ptr zeroed on `stream` (queued, as a kernel is) -> the CUresult."""
+    return _lib().cuMemsetD8Async(ptr, 0, nbytes, stream)
 
 
 def _no_hook(hook) -> bool:
@@ -96,7 +111,7 @@ def _copy_tensor_map(cu_map):
 
 class DirectLaunch:
     """One launch of a plan, laid out for cuLaunchKernel: call(slots, stream) patches the slots'
-    pointers in and launches."""
+    pointers in (each plus its part's byte offset) and launches."""
 
     def __init__(self, lib, function, grid, block, shared, params, keep, patches, maps, scratch):
         self.lib, self.function, self.grid, self.block, self.shared = lib, function, grid, block, shared
@@ -109,8 +124,8 @@ class DirectLaunch:
     @classmethod
     def make(cls, compiled, kernel, grid: tuple, fixed: tuple, subs: tuple, constexprs: dict, slots):
         """The launch of `compiled` a plan step makes (fixed: its arguments, None at the slots'
-        places; subs: (position, slot, descriptor or None)), or None where Triton's path must take it.
-        slots: this call's, to encode each descriptor's tensor map once."""
+        places; subs: (position, slot or plans._Part of one, descriptor or None)), or None where
+        Triton's path must take it. slots: this call's, to encode each descriptor's tensor map once."""
         lib = _lib()
         src, meta = getattr(compiled, "src", None), getattr(compiled, "metadata", None)
         if lib is None or make_tensordesc_arg is None or src is None or meta is None or not hooks_unset():
@@ -124,8 +139,8 @@ class DirectLaunch:
         values = (*fixed, *(constexprs[name] for name in kernel.arg_names[len(fixed):]))
         if len(signature) != len(values):
             return None
-        from .plans import _rebased
-        by_pos = {pos: (slot, desc) for pos, slot, desc in subs}
+        from .plans import _rebased, _slot_offset, _tensor
+        by_pos = {pos: (place, desc) for pos, place, desc in subs}
         descs = iter(getattr(meta, "tensordesc_meta", None) or ())
         keep, patches, maps = [], [], []
         for pos, (ty, value) in enumerate(zip(signature, values)):
@@ -135,20 +150,21 @@ class DirectLaunch:
                 continue
             if ty.startswith("tensordesc"):
                 desc_meta = next(descs, None)
-                slot, desc = by_pos.get(pos, (None, None))
+                place, desc = by_pos.get(pos, (None, None))
                 if desc_meta is None or desc is None:
                     return None                        # not a tensor map, or a descriptor of no slot
-                cu_map, *ints = make_tensordesc_arg(_rebased(desc, slots[slot]), desc_meta)
+                base = _tensor(slots, place)
+                cu_map, *ints = make_tensordesc_arg(_rebased(desc, base), desc_meta)
                 copied = _copy_tensor_map(cu_map)
                 if copied is None or len(ints) % 2:
                     return None
                 buf, addr = copied
                 before = ctypes.string_at(addr, _TENSOR_MAP_BYTES)
-                if (lib.cuTensorMapReplaceAddress(addr, slots[slot].data_ptr()) != 0
+                if (lib.cuTensorMapReplaceAddress(addr, base.data_ptr()) != 0
                         or ctypes.string_at(addr, _TENSOR_MAP_BYTES) != before):
                     return None
                 keep.append((buf, addr))
-                maps.append((addr, slot))
+                maps.append((addr, *_slot_offset(place)))
                 n = len(ints) // 2
                 keep += [ctypes.c_int32(x) for x in ints[:n]] + [ctypes.c_int64(x) for x in ints[n:]]
                 continue
@@ -156,12 +172,12 @@ class DirectLaunch:
             if c_type is None:
                 return None                            # fp16 / bf16 scalars, or a type unknown here
             if ty.startswith("*"):
-                slot, desc = by_pos.get(pos, (None, None))
+                place, desc = by_pos.get(pos, (None, None))
                 if desc is not None:
                     return None
-                if slot is not None:
+                if place is not None:
                     cell = c_type(0)
-                    patches.append((cell, slot))
+                    patches.append((cell, *_slot_offset(place)))
                 elif value is None or isinstance(value, int):
                     cell = c_type(value or 0)
                 elif hasattr(value, "data_ptr"):
@@ -188,11 +204,11 @@ class DirectLaunch:
     def __call__(self, slots, stream: int) -> int:
         """Launch on `stream` with these slots -> the CUresult (0: launched)."""
         with self.lock:
-            for cell, slot in self.patches:
-                cell.value = slots[slot].data_ptr()
+            for cell, slot, offset in self.patches:
+                cell.value = slots[slot].data_ptr() + offset
             replace = self.lib.cuTensorMapReplaceAddress
-            for addr, slot in self.maps:
-                err = replace(addr, slots[slot].data_ptr())
+            for addr, slot, offset in self.maps:
+                err = replace(addr, slots[slot].data_ptr() + offset)
                 if err:
                     return err
             scratch = None                             # (held until the launch is queued, as Triton does)

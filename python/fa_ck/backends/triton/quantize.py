@@ -30,10 +30,13 @@ One launch for both passes, each quantising item waiting on its (batch, head)'s 
 measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU time than these
 two launches, and no more even with the waits left out; not kept.
 
-The host side below makes what quantising writes (fp8_buffers, add_q8: slots of the forward's
-replay plan, so fp8 calls of 16-bit inputs replay; q8 only where the kernel reads it) and hands
-the forward its fp8 inputs (fp8_inputs).
+The host side below makes what quantising writes (fp8_buffers, add_q8: parts of one workspace,
+a slot of the forward's replay plan, so fp8 calls of 16-bit inputs replay, a replay making the
+workspace alone: fp8_workspace; q8 only where the kernel reads it) and hands the forward its fp8
+inputs (fp8_inputs).
 """
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -42,7 +45,7 @@ from ...params import FP8_DTYPES, AttnParams
 from . import configs
 from .common import fp8_round, wide
 from .host import _cdiv, _keys_padded
-from .plans import _launch
+from .plans import _launch, _zero
 
 
 @triton.jit
@@ -159,14 +162,15 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
         zeros = torch.zeros((b, h), dtype=torch.float32, device=x.device)
         return x8, 1.0 / (torch.finfo(dtype).max / zeros.clamp_min(1e-12))
     descale = torch.empty(b * h, dtype=torch.float32, device=x.device)
-    quantize(x, None, None, x8, None, None, torch.zeros(b * h, dtype=torch.int32, device=x.device), descale)
+    quantize(x, None, None, x8, None, None, torch.empty(b * h, dtype=torch.int32, device=x.device), descale)
     return x8, descale.view(b, h)
 
 
 def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, copy_q: bool = True):
     """q, k, v (k and v None: q alone) quantised into q8, k8, v8 (any layout; fp8) in two launches
-    (the amax, then the scaled, rounded copy); amax_bits (int32 zeros) and descale (float32) hold
-    q's (batch, head) slots, then k's and v's, each from the next multiple of 4 (see fp8_buffers).
+    (the amax, then the scaled, rounded copy); amax_bits (int32, contiguous: zeroed here, a step of
+    the plan, as the amax kernel folds maxima into it) and descale (float32) hold q's (batch, head)
+    slots, then k's and v's, each from the next multiple of 4 (see fp8_buffers).
     permute_v: v8 (keys-contiguous, from empty_bshd) written in key_position's order, its padding
     too (PERMUTE_V). copy_q False: q's amax and descale only, q8 not written and may be None (the
     Gluon fp8 forward's Q_CONVERT rounds q itself, from its amax bits, as quantize_kernel would)."""
@@ -193,6 +197,7 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     sizes = (sq, sk, d, hq, hkv, *fp8_slots(b, hq, hkv)[1:3])
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
     consts = dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d))
+    _zero(amax_bits)
     _launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
     dtype = k8.dtype                                          # (q8's too: one fp8 type)
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
@@ -212,26 +217,66 @@ def fp8_slots(b: int, hq: int, hkv: int) -> tuple:
 
 
 def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
-    """What quantising q, k and v writes (the slots of the forward's replay plan after its outputs):
-    q8, k8, v8 (v keys-contiguous), the amax bits (int32 zeros) and descales of all three, the
-    descales' views per tensor, (B, Hq), (B, Hkv), (B, Hkv), which the forward reads, and q's
-    amax bits as (B, Hq) (the Gluon kernel's, where it rounds q itself: Q_CONVERT). with_q8 False:
-    q8 is None (Q_CONVERT: nothing writes or reads it, so the forward's peak memory has no copy of
-    q in fp8; add_q8 makes it where the kernel turns out to need it)."""
-    dtype = configs.fp8_dtype(q.device)
-    b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
-    *starts, n = fp8_slots(b, hq, hkv)
-    descale = torch.empty(n, dtype=torch.float32, device=q.device)
-    amax_bits = torch.zeros(n, dtype=torch.int32, device=q.device)
-    buffers = (None, empty_bshd(k.shape, dtype, k.device, False), empty_bshd(v.shape, dtype, v.device, True),
-               amax_bits, descale, *(descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv))),
-               amax_bits[:b * hq].view(b, hq))
-    return add_q8(buffers, q) if with_q8 else buffers
+    """What quantising q, k and v writes: q8, k8, v8 (v keys-contiguous), the amax bits (int32,
+    zeroed by quantize) and descales of all three, the descales' views per tensor, (B, Hq),
+    (B, Hkv), (B, Hkv), which the forward reads, q's amax bits as (B, Hq) (the Gluon kernel's,
+    where it rounds q itself: Q_CONVERT), and last the workspace (uint8) they are all parts of,
+    each from a multiple of 256 bytes, with the strides torch gives them alone (v8's storage
+    padded as empty_bshd's). with_q8 False: q8 is None (Q_CONVERT: nothing writes or reads it, so
+    the forward's peak memory has no copy of q in fp8; add_q8 makes it where the kernel turns out
+    to need it).
+
+    One workspace, as each tensor made cost host time (5 us an empty, 12 us torch.zeros, 6 us a
+    view on the H200's host: these 14 were 107 us of a 313 us replayed fp8 call, bench/results/
+    h200-20261203-timeline call 3); it is the plan's slot, its parts taken by byte offset, so a
+    replay makes it alone (fp8_workspace, at the size the plan recorded)."""
+    return _carve(q.shape, k.shape, v.shape, configs.fp8_dtype(q.device), q.device, with_q8)
 
 
 def add_q8(buffers: tuple, q) -> tuple:
-    """fp8_buffers' tuple with q8 made (a fresh contiguous tensor of k8's fp8 type)."""
-    return (empty_bshd(q.shape, buffers[1].dtype, q.device, False), *buffers[1:])
+    """fp8_buffers' tuple with q8 made: all of it carved anew, with room for q8 (nothing has been
+    written into the first yet: the slow path decides before it quantises)."""
+    return _carve(q.shape, buffers[1].shape, buffers[2].shape, buffers[1].dtype, q.device, True)
+
+
+def fp8_workspace(nbytes: int, device) -> torch.Tensor:
+    """The workspace fp8_buffers' parts are carved from (a replay's: one tensor, no parts made)."""
+    return torch.empty(nbytes, dtype=torch.uint8, device=device)
+
+
+def _carve(q_shape, k_shape, v_shape, dtype, device, with_q8: bool) -> tuple:
+    """fp8_buffers' tuple for these shapes: the amax bits, the descales, k8, v8 and q8 (with_q8)
+    in this order in one workspace."""
+    (b, _, hq, _), (_, sk, hkv, d) = q_shape, k_shape
+    *starts, n = fp8_slots(b, hq, hkv)
+    v_rows = (b, hkv, d, _keys_padded(sk))                    # v8 stored (B, H, D, S padded)
+    at_descale = _round_up(4 * n)
+    at_k = at_descale + _round_up(4 * n)
+    at_v = at_k + _round_up(math.prod(k_shape))
+    at_q = at_v + _round_up(math.prod(v_rows))
+    work = fp8_workspace(at_q + (_round_up(math.prod(q_shape)) if with_q8 else 0), device)
+    bits, floats, fp8 = work.view(torch.int32), work.view(torch.float32), work.view(dtype)
+    amax_bits, descale = bits[:n], floats[at_descale // 4:at_descale // 4 + n]
+    vb, vh, vd, _ = _contiguous_strides(v_rows)
+    k8 = fp8.as_strided(k_shape, _contiguous_strides(k_shape), at_k)
+    v8 = fp8.as_strided(v_shape, (vb, 1, vh, vd), at_v)
+    q8 = fp8.as_strided(q_shape, _contiguous_strides(q_shape), at_q) if with_q8 else None
+    descales = (descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv)))
+    return (q8, k8, v8, amax_bits, descale, *descales, amax_bits[:b * hq].view(b, hq), work)
+
+
+def _round_up(nbytes: int) -> int:
+    """nbytes to a multiple of 256: where the workspace's next part starts (TMA takes 16-byte aligned bases)."""
+    return -(-nbytes // 256) * 256
+
+
+def _contiguous_strides(shape) -> tuple:
+    """A contiguous tensor's strides, as torch gives them (a dimension of 0 counts as 1)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
@@ -260,7 +305,7 @@ def padded_keys(v8: torch.Tensor) -> torch.Tensor:
 def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool = False):
     """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
     contiguous) with their descales (ones where none came), or 16-bit ones quantised into buffers
-    (fp8_buffers), permute_v: v8 in key_position's order (P_REGS); convert_q (the Gluon kernel's
+    (fp8_buffers' tuple), permute_v: v8 in key_position's order (P_REGS); convert_q (the Gluon kernel's
     Q_CONVERT): q itself and its amax bits in place of q8 and q's descales, q8 left unwritten."""
     if q.dtype in FP8_DTYPES:
         b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
@@ -269,6 +314,6 @@ def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool
         kd = p.k_descale if p.k_descale is not None else ones(hkv)
         vd = p.v_descale if p.v_descale is not None else ones(hkv)
         return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous()
-    q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax = buffers
+    q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax, _ = buffers
     quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v, copy_q=not convert_q)
     return (q, k8, v8, q_amax, kd, vd) if convert_q else (q8, k8, v8, qd, kd, vd)

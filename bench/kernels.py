@@ -25,7 +25,8 @@ Each point times every backend `--rounds` times (default 3), interleaved, and ke
 `--variant NAME=JSON` adds a backend fa_ck-triton-NAME: fa_ck-triton (autotune off) with
 FA_CK_TRITON_CONFIG=JSON, {kernel: {key: value}} merged over the chosen config of the kernels
 fwd, bwd_dkdv and bwd_dq; a NAME starting with "fp8" runs the fp8 path (as fa_ck-fp8) and is
-left out of issue 6's bf16 targets. fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
+left out of issue 6's bf16 targets (switches only fp8 calls take, P_REGS and Q_CONVERT, need that
+prefix). fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
 request: it changes the backward alone, so its forward is skipped). The other fa_ck backends
 run with FA_CK_TRITON_CONFIG cleared, so an exported value never shifts the baseline. fwd+bwd
 rows also carry the relative errors of dq, dk and dv against the same float64 slice.
@@ -63,6 +64,7 @@ ALL_BACKENDS = [*GPU_BACKENDS[:2], "fa_ck-triton-det", *GPU_BACKENDS[2:], "fa_ck
 BASELINE = "sdpa-cudnn"
 OURS = ("fa_ck-triton", "fa_ck-triton-autotune", "fa_ck-triton-det")
 VARIANT_PREFIX = "fa_ck-triton-"   # --variant NAME=JSON runs as fa_ck-triton-NAME
+FP8_ONLY_SWITCHES = {"P_REGS", "Q_CONVERT"}   # fwd switches fp8 calls alone take (__init__._work_out_config)
 
 HEADS_FOR_HDIM = {64: 32, 128: 16, 256: 8}   # hidden 2048, as flash-attn's benchmark
 TOKENS = 16 * 1024
@@ -792,6 +794,12 @@ def _variant(text: str) -> tuple[str, str]:
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
         raise argparse.ArgumentTypeError(f"variant {name!r}: JSON must be an object {{kernel: {{key: value}}}}, "
                                          f"got {cfg!r}")
+    # switches that only fp8 calls have: under a name without the prefix they would run on bf16 calls,
+    # which drop them (h200-20261203-timeline call 4 measured bf16 that way, meaning fp8)
+    only_fp8 = sorted(set(table.get("fwd", {})) & FP8_ONLY_SWITCHES)
+    if only_fp8 and not name.startswith("fp8"):
+        raise argparse.ArgumentTypeError(f"variant {name!r}: {', '.join(only_fp8)} only acts on fp8 calls; name the "
+                                         f"variant fp8... (e.g. fp8{name}) so that it runs the fp8 path")
     # kernel and key names are fa_ck's to check (configs.overrides): a bad one errors each row at once
     return VARIANT_PREFIX + name, json.dumps(table)
 

@@ -289,6 +289,9 @@ def test_variant_argument(K, capsys):
     assert "must be an object" in _args_error(K, capsys, "--variant", 'x={"fwd": 3}')
     assert "shadow" in _args_error(K, capsys, "--variant", "det={}")
     assert "given twice" in _args_error(K, capsys, "--variant", "a={}", "--variant", "a={}")
+    # a switch only fp8 calls take, under a name that would run bf16: refused, naming the fix
+    assert "fp8early" in _args_error(K, capsys, "--variant", 'early={"fwd": {"Q_CONVERT": false}}')
+    assert K.parse_args(["--variant", 'fp8early={"fwd": {"Q_CONVERT": false}}']).variants
 
 
 def test_variant_and_det_backends(K, monkeypatch):

@@ -25,8 +25,8 @@ Each point times every backend `--rounds` times (default 3), interleaved, and ke
 `--variant NAME=JSON` adds a backend fa_ck-triton-NAME: fa_ck-triton (autotune off) with
 FA_CK_TRITON_CONFIG=JSON, {kernel: {key: value}} merged over the chosen config of the kernels
 fwd, bwd_dkdv and bwd_dq; a NAME starting with "fp8" runs the fp8 path (as fa_ck-fp8) and is
-left out of issue 6's bf16 targets (switches only fp8 calls take, P_REGS and Q_CONVERT, need that
-prefix). fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
+left out of issue 6's bf16 targets (switches only fp8 calls take, P_REGS, Q_CONVERT and
+FP8_DIAG_FIRST, need that prefix). fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
 request: it changes the backward alone, so its forward is skipped). The other fa_ck backends
 run with FA_CK_TRITON_CONFIG cleared, so an exported value never shifts the baseline. fwd+bwd
 rows also carry the relative errors of dq, dk and dv against the same float64 slice.
@@ -64,7 +64,7 @@ ALL_BACKENDS = [*GPU_BACKENDS[:2], "fa_ck-triton-det", *GPU_BACKENDS[2:], "fa_ck
 BASELINE = "sdpa-cudnn"
 OURS = ("fa_ck-triton", "fa_ck-triton-autotune", "fa_ck-triton-det")
 VARIANT_PREFIX = "fa_ck-triton-"   # --variant NAME=JSON runs as fa_ck-triton-NAME
-FP8_ONLY_SWITCHES = {"P_REGS", "Q_CONVERT"}   # fwd switches fp8 calls alone take (__init__._work_out_config)
+FP8_ONLY_SWITCHES = {"P_REGS", "Q_CONVERT", "FP8_DIAG_FIRST"}   # fwd switches only fp8 calls take (configs.switches)
 
 HEADS_FOR_HDIM = {64: 32, 128: 16, 256: 8}   # hidden 2048, as flash-attn's benchmark
 TOKENS = 16 * 1024

@@ -60,11 +60,13 @@ def round_fp8(x, dtype=F8):
 
 
 def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None,
-            softcap=0.0, block_n=None, near_edge=0.0):
+            softcap=0.0, block_n=None, near_edge=0.0, last_first=False):
     """What the fp8 kernel computes, in float64: fp8 q, k, v (B, S, H, D) with (B, H) descales.
     Returns (out, lse, slack); slack (out's shape) bounds how far each output element moves if
     P values within near_edge (relative) of an fp8 rounding edge round the other way (what float32
-    arithmetic in the kernel may do to them); zeros for near_edge 0."""
+    arithmetic in the kernel may do to them); zeros for near_edge 0. last_first: the key blocks
+    walked last to first (the Gluon kernel's DIAG_FIRST: a row's blocks past its diagonal are
+    hidden, so each row meets its diagonal's block first)."""
     device = q8.device                                    # computed on the CPU, returned on q8's device
     q8, k8, v8, qd, kd, vd = (t.cpu() for t in (q8, k8, v8, qd, kd, vd))
     alibi_slopes = None if alibi_slopes is None else alibi_slopes.cpu()
@@ -92,7 +94,8 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     l = torch.zeros_like(m)
     acc = torch.zeros(b, hq, sq, d, dtype=torch.float64)
     slack = torch.zeros_like(acc)
-    for n0 in range(0, sk, block_n):                       # the kernel's online softmax, block by block
+    starts = range(0, sk, block_n)
+    for n0 in (reversed(starts) if last_first else starts):   # the kernel's online softmax, block by block
         sb = s[..., n0:n0 + block_n]
         m_new = torch.maximum(m, sb.amax(-1, keepdim=True))
         m_safe = torch.where(m_new == float("-inf"), 0.0, m_new)

@@ -717,6 +717,49 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
 
+def test_fp8_streams_the_diagonal_first_only_when_asked():
+    """DIAG_FIRST for fp8 (its P rounds against the running max, so the order shows in the output)
+    only with FP8_DIAG_FIRST: off by default until measured; 16-bit causal calls take it anyway."""
+    from fa_ck.backends.triton import configs
+    whole = dict(sq=1024, sk=1024, bm=128, bn=128, window_left=-1, window_right=0, varlen=False)
+    assert configs.fwd_whole_blocks(**whole, fp8=False) == (True, True)
+    assert configs.fwd_whole_blocks(**whole, fp8=True) == (True, False)
+    assert configs.fwd_whole_blocks(**whole, fp8=True, fp8_diag_first=True) == (True, True)
+    assert configs.fwd_whole_blocks(**dict(whole, sq=1000), fp8=True, fp8_diag_first=True) == (True, False)
+    assert configs.switches("fwd", "cuda:sm90", 128, True)["FP8_DIAG_FIRST"] is False
+    assert "FP8_DIAG_FIRST" not in configs.switches("fwd", "cuda:sm90", 128, False)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(2, 1024, 1024, 4, 2, 128), (1, 512, 512, 2, 2, 64), (1, 384, 384, 4, 1, 96),
+                                   (1, 256, 256, 2, 1, 128)])
+@pytest.mark.parametrize("late_sum", [True, False])
+@pytest.mark.parametrize("p_regs", [True, False])
+def test_gluon_fp8_forward_diagonal_first(monkeypatch, shape, late_sum, p_regs):
+    """FP8_DIAG_FIRST (asked for): causal fp8 calls in whole 128-row tiles stream each tile's
+    diagonal block first; against float64 and against the emulation walking the blocks last to
+    first, with and without LATE_SUM, P in registers or staged."""
+    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
+    from attn_check import assert_close
+    from fa_ck import reference
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, "FP8_DIAG_FIRST": True,
+                                                                  "LATE_SUM": late_sum, "P_REGS": p_regs}}))
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    b, sq, sk, hq, hkv, d = shape
+    q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=True, return_lse=True, backend="triton")
+    assert launches and all(c["DIAG_FIRST"] and c["LATE_SUM"] == late_sum and c["P_REGS"] == p_regs
+                            for _, c in launches)
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=True, dtype=torch.float64)
+    assert_close("out vs float64", out, ref, FWD_BOUND)
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=True, block_n=128, last_first=True)
+    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16])
+    assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
+
+
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(2, 1024, 1024, 4, 2, 128), (1, 333, 1001, 2, 1, 64), (2, 777, 1536, 4, 4, 96),

@@ -233,6 +233,15 @@ def gluon_kernels():
             late = dict(consts, LATE_SUM=True)
             yield f"fwd gluon late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if late["TMA_STORE"] else {})}), late, cfg
+            if causal:      # the diagonal's block first (FP8_DIAG_FIRST: asked for, not yet the default)
+                diag = dict(consts, DIAG_FIRST=True)
+                yield f"fwd gluon diag-first fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
+                    fwd_gluon_kernel, diag, {**pointers, **_descs(f8, bm, bn, bd), **q16,
+                                             **(out_desc if diag["TMA_STORE"] else {})}), diag, cfg
+                diag = dict(diag, LATE_SUM=True)
+                yield f"fwd gluon diag-first late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
+                    fwd_gluon_kernel, diag, {**pointers, **_descs(f8, bm, bn, bd), **q16,
+                                             **(out_desc if diag["TMA_STORE"] else {})}), diag, cfg
             # P staged through shared memory (P_REGS off), and v's descriptors built on the device
             staged = dict(consts, P_REGS=False)
             yield f"fwd gluon staged-p fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, staged, {

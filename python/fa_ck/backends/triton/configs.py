@@ -461,6 +461,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
         out["Q_CONVERT"] = True              # (fp8 of 16-bit inputs in the Gluon kernel only)
         out["LATE_SUM"] = True               # (the Gluon kernel's, where fwd_late_sum_wins: __init__ decides)
+        if fp8:
+            out["FP8_DIAG_FIRST"] = False    # (fwd_whole_blocks; written 2026-12-03, not yet measured)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256
@@ -484,21 +486,22 @@ SMEM_BYTES_SM90 = 232448      # shared memory a program may have on sm90 (227 KB
 
 
 def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, window_right: int, varlen: bool,
-                     fp8: bool, pingpong: bool = False) -> tuple:
+                     fp8: bool, pingpong: bool = False, fp8_diag_first: bool = False) -> tuple:
     """(EVEN_N, DIAG_FIRST) for the Gluon forward (forward_gluon.fwd_gluon_kernel). EVEN_N: the keys
     fill whole blocks, so without a window no block needs the mask. DIAG_FIRST: causal 16-bit calls
     whose queries fill whole 128-row tiles and keys whole key blocks: then in every tile, for each
     warpgroup, the diagonal's block is the only one masked among those it reads, and with 64-key
     blocks (no PINGPONG) the one it cannot see is the tile's last (test_gluon_forward checks this
-    by brute force); the blocks stream last to first. Not fp8: its P rounds against the running max, so the
-    order of the blocks shows in the output (its emulation tests walk them in order).
+    by brute force); the blocks stream last to first. fp8 only with fp8_diag_first (the switch
+    FP8_DIAG_FIRST, off: not yet measured on a GPU): its P rounds against the running max, so the
+    order of the blocks shows in the output (its emulation then walks them last to first).
     h200-20261202-even-n calls 1 and 3 (GPU time, same runs): EVEN_N d128 full +1.5 %, d64 full
     +4.5-7 %; DIAG_FIRST on top, causal d64 S1024 / nanoGPT +6 %, d128 S512 +8 %, S1k-16k +2-3 %;
     at 64-key blocks (call 5) d64 S512 causal 0.83x -> 0.91x of cuDNN, S256 0.83x -> 0.87x, d256
     S512 causal 1.02x -> 1.06x, S1024 level."""
     even_n = not varlen and sk % bn == 0
     diag_first = even_n and bm == 128 and (bn == 128 or (bn == 64 and not pingpong)) and sq % bm == 0 \
-        and window_left < 0 and window_right == 0 and not fp8
+        and window_left < 0 and window_right == 0 and (not fp8 or fp8_diag_first)
     return even_n, diag_first
 
 
@@ -603,7 +606,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM"),
+            "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

@@ -632,8 +632,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
     float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126). EVEN_N: seqlen_k
     is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
-    DIAG_FIRST (causal, 16-bit, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile; 128 keys
-    per block, or 64 without PINGPONG: configs.fwd_whole_blocks): each tile's blocks stream last
+    DIAG_FIRST (causal, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile; 128 keys per
+    block, or 64 without PINGPONG; fp8 only where asked: configs.fwd_whole_blocks): each tile's blocks stream last
     to first. A warpgroup releases unread the leading block it cannot see (64-key blocks), then
     its first block read, the diagonal's, is the only masked one (FlashAttention-3's order), so
     the loop compiles no masked softmax. Q_CONVERT (FP8, 128 queries): Q is q's 16-bit tensor, QD
@@ -643,8 +643,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
     gl.static_assert(not DIAG_FIRST or (BLOCK_M == 128 and (BLOCK_N == 128 or not PINGPONG) and EVEN_N and MASK_RIGHT
-                                        and not MASK_LEFT and not FP8),
-                     "DIAG_FIRST: causal, 16-bit, whole key blocks, 128 queries (64-key blocks: no PINGPONG)")
+                                        and not MASK_LEFT),
+                     "DIAG_FIRST: causal, whole key blocks, 128 queries (64-key blocks: no PINGPONG)")
     gl.static_assert(not Q_CONVERT or (FP8 and BLOCK_M == 128), "Q_CONVERT: fp8, 128 queries")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype

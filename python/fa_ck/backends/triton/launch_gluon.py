@@ -87,7 +87,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         _tma_allocator()
         q_arg, k_arg, v_arg = q, k, v
     even_n, diag_first = configs.fwd_whole_blocks(sq, sk, bm, bn, p.window_left, p.window_right, p.varlen, p.fp8,
-                                                  bool(cfg.get("PINGPONG")))
+                                                  bool(cfg.get("PINGPONG")), bool(cfg.get("FP8_DIAG_FIRST")))
     persistent = bool(cfg.get("PERSISTENT"))
     n_m = _cdiv(sq, bm)
     per_head = _cdiv(n_m, 2) if persistent else n_m       # forward_gluon._tile: pairs of query blocks

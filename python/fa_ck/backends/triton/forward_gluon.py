@@ -387,7 +387,6 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the MUFU's latency at
     every one (the loop's SASS, h200-20261203-timeline). P then crosses the loop in fp32 and
     becomes the multiply's operand there (_p_operand)."""
-    LATE: gl.constexpr = LATE_SUM
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -425,8 +424,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST), full_lo, full_hi,
                                offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left, window_right, MASK_LEFT,
-                               MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST), not LATE)
-    if not LATE:
+                               MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST), not LATE_SUM)
+    if not LATE_SUM:
         p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
     for j in range(1, n_blocks):
@@ -436,37 +435,34 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
         _take_turn(my_turn, (turns + j) & 1, PINGPONG)
         qk = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if LATE:
+        p_op = p
+        if LATE_SUM:
             p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
-            acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+        acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+        if LATE_SUM:
             l_i = l_i + gl.sum(p, 1)                    # P_{j-1}'s row sum, while S_j is multiplied
-        else:
-            p_op = p
-            acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
                                         full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                         window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
-                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE)
+                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE_SUM)
         acc, p_op = _pv_wait(acc, p_op, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        if LATE:
-            p = p_next
-        else:
+        p = p_next
+        if not LATE_SUM:
             p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
     mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
     _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
-    if LATE:
+    p_op = p
+    if LATE_SUM:
         p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
         l_i = l_i + gl.sum(p, 1)
-    else:
-        p_op = p
     acc = _pv(p_op, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
     _pass_turn(other_turn, PINGPONG)
     acc, p_op = _pv_wait(acc, p_op, dtype)

@@ -709,7 +709,10 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
-    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128)
+    # (causal calls in whole tiles stream each tile's diagonal block first: FP8_DIAG_FIRST)
+    last_first = any(c["DIAG_FIRST"] for _, c in launches)
+    assert last_first == (causal and sq % 128 == 0 and sk % 128 == 0)
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=last_first)
     # with a handful of rows the statistic spreads: at one query row both fp8 kernels (this and
     # forward.py's) reached 0.0074-0.0077 over ten seeds, median 0.004 (h200-20261130-bwd call 10)
     few_rows = b * sq * hq < 16
@@ -717,16 +720,17 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
 
-def test_fp8_streams_the_diagonal_first_only_when_asked():
+def test_fp8_streams_the_diagonal_first_only_with_its_switch():
     """DIAG_FIRST for fp8 (its P rounds against the running max, so the order shows in the output)
-    only with FP8_DIAG_FIRST: off by default until measured; 16-bit causal calls take it anyway."""
+    only with FP8_DIAG_FIRST, on by default for fp8 calls (measured faster); 16-bit causal calls
+    take it without the switch."""
     from fa_ck.backends.triton import configs
     whole = dict(sq=1024, sk=1024, bm=128, bn=128, window_left=-1, window_right=0, varlen=False)
     assert configs.fwd_whole_blocks(**whole, fp8=False) == (True, True)
     assert configs.fwd_whole_blocks(**whole, fp8=True) == (True, False)
     assert configs.fwd_whole_blocks(**whole, fp8=True, fp8_diag_first=True) == (True, True)
     assert configs.fwd_whole_blocks(**dict(whole, sq=1000), fp8=True, fp8_diag_first=True) == (True, False)
-    assert configs.switches("fwd", "cuda:sm90", 128, True)["FP8_DIAG_FIRST"] is False
+    assert configs.switches("fwd", "cuda:sm90", 128, True)["FP8_DIAG_FIRST"] is True
     assert "FP8_DIAG_FIRST" not in configs.switches("fwd", "cuda:sm90", 128, False)
 
 

@@ -417,24 +417,29 @@ def test_bwd_preprocess_writes_delta_and_lse_over_scale(monkeypatch):
     torch.testing.assert_close(delta, (o.float() * dout.float()).sum(-1).transpose(1, 2), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("head_dim,causal,fp8_inputs,asked,expected", [
-    (128, False, False, None, True), (128, True, False, None, False), (64, True, False, None, True),
-    (64, False, False, None, True), (128, True, False, True, True), (128, False, False, False, False),
-    (128, False, True, None, False)])
-def test_late_sum_is_decided_per_call(monkeypatch, head_dim, causal, fp8_inputs, asked, expected):
+@pytest.mark.parametrize("head_dim,causal,seqlen,fp8_inputs,asked,expected", [
+    (128, False, 4096, False, None, True), (128, True, 4096, False, None, True), (128, True, 4000, False, None, False),
+    (64, True, 4000, False, None, True), (64, False, 4096, False, None, True), (128, True, 4000, False, True, True),
+    (128, False, 4096, False, False, False), (128, False, 4096, True, None, False)])
+def test_late_sum_is_decided_per_call(monkeypatch, head_dim, causal, seqlen, fp8_inputs, asked, expected):
     """LATE_SUM (the Gluon forward adds P's row sums a block late) is on for fa_ck's own fp8 of
-    16-bit inputs but where configs.fwd_late_sum_wins says not (masked calls past d64), off for a
-    caller's fp8 and for 16-bit calls (not measured there), as asked through FA_CK_TRITON_CONFIG;
-    the sm90 choice is made without a GPU."""
+    16-bit inputs but where configs.fwd_late_sum_wins says not (masked calls past d64 whose loop
+    branches on the mask: S 4000 is no whole number of tiles, so the diagonal's block cannot
+    stream first), off for a caller's fp8 and for 16-bit calls (not measured there), as asked
+    through FA_CK_TRITON_CONFIG; the sm90 choice is made without a GPU, and remembered per
+    sequence length's remainder (the two lengths one after the other)."""
     import json
     from fa_ck.backends import triton as tb
     from fa_ck.params import AttnParams
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"LATE_SUM": asked}}) if asked is not None else "")
-    q = torch.empty(1, 4096, 2, head_dim, dtype=torch.float8_e4m3fn if fp8_inputs else torch.bfloat16)
+    q = torch.empty(1, seqlen, 2, head_dim, dtype=torch.float8_e4m3fn if fp8_inputs else torch.bfloat16)
     p = AttnParams(scale=0.1, causal=causal, window_right=0 if causal else -1, fp8=True)
-    cfg = tb._config("fwd", q, head_dim, p, 4096, 4096, tma_possible=True, gluon_possible=True, fp8_inputs=fp8_inputs)
+    other = 4096 if seqlen == 4000 else 4000           # the other length first, into the remembered configs
+    tb._config("fwd", q, head_dim, p, other, other, tma_possible=True, gluon_possible=True, fp8_inputs=fp8_inputs)
+    cfg = tb._config("fwd", q, head_dim, p, seqlen, seqlen, tma_possible=True, gluon_possible=True,
+                     fp8_inputs=fp8_inputs)
     assert cfg["GLUON"] and cfg["LATE_SUM"] is expected
     plain = tb._config("fwd", q.to(torch.bfloat16), head_dim, AttnParams(scale=0.1, causal=causal,
-                       window_right=0 if causal else -1), 4096, 4096, tma_possible=True, gluon_possible=True)
+                       window_right=0 if causal else -1), seqlen, seqlen, tma_possible=True, gluon_possible=True)
     assert plain["LATE_SUM"] is (asked if asked is not None else False)

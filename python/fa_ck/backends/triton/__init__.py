@@ -167,7 +167,8 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  configs.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
                                  kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
                                                                                      sk, p.fp8),
-                                 kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk), tma_possible,
+                                 kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk),
+                                 kernel == "fwd" and (sq % 128, sk % 128, p.window_left < 0, p.varlen), tma_possible,
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)
@@ -206,9 +207,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             sw[name] = False
         elif name == "Q_CONVERT" and name in sw and q.dtype in FP8_DTYPES:
             sw[name] = False                 # handed q8 (TMA cannot read q as it is): as launched, autotune's key too
-    if "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
-        sw["LATE_SUM"] = bool(sw.get("GLUON")) and configs.fwd_late_sum_wins(head_dim, p.has_window,
-                                                                             p.fp8 and not fp8_inputs)
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
         sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
@@ -234,6 +232,13 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         cfg["BLOCK_N"] = 64
     if gluon and kernel == "fwd" and not sw.get("PINGPONG") and _three_warpgroups(q, head_dim, p, sq, sk):
         cfg["BLOCK_M"] = 192
+    if "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
+        tiles = {**cfg, **over}               # (autotune may pick others: this is the heuristic's guess)
+        diag_first = configs.fwd_whole_blocks(sq, sk, tiles["BLOCK_M"], tiles["BLOCK_N"], p.window_left,
+                                              p.window_right, p.varlen, p.fp8, bool(sw.get("PINGPONG")),
+                                              bool(sw.get("FP8_DIAG_FIRST")))[1]
+        sw["LATE_SUM"] = gluon and configs.fwd_late_sum_wins(head_dim, p.has_window, p.fp8 and not fp8_inputs,
+                                                             diag_first)
     if bench is not None and arch != "interpreter":
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,

@@ -152,16 +152,20 @@ GLUON_BLOCK_M, GLUON_WARPS = 128, 4    # forward_gluon.py: two consumer warpgrou
 GLUON_BLOCK_N_BWD = 128                # backward_gluon.py to d128: two consumer warpgroups of 64 keys
 
 
-def fwd_late_sum_wins(head_dim: int, masked: bool, own_fp8: bool) -> bool:
+def fwd_late_sum_wins(head_dim: int, masked: bool, own_fp8: bool, diag_first: bool = False) -> bool:
     """Whether the Gluon forward adds each block's row sums in the next block (LATE_SUM): for fp8
     of 16-bit inputs (own_fp8: P in registers) everywhere but masked calls (causal, windows) at
-    head dims 65-128; not yet for 16-bit calls or a caller's fp8 (not measured).
+    head dims 65-128 whose loop branches on the mask per block (diag_first: the call streams each
+    tile's diagonal block first, fwd_whole_blocks, so its loop has no masked softmax and takes it);
+    not yet for 16-bit calls or a caller's fp8 (not measured).
     h200-20261203-timeline call 5 (3 rounds, same run, x SDPA cuDNN's bf16 forward): d128 full
     S1k / S4k / S16k 0.79 / 1.14 / 1.35x -> 0.83 / 1.24 / 1.41x; d64 full 0.74 / 0.98 / 1.10x ->
     0.79 / 1.12 / 1.26x, causal 0.59 / 0.88 / 1.05x -> 0.59 / 0.95 / 1.19x; but d128 causal 0.63 /
     1.10 / 1.37x -> 0.63 / 1.08 / 1.33x (its loop, which branches on the mask per block, spills
-    more: 15 spill stores against 12 in the sm90 compile)."""
-    return own_fp8 and (block_d(head_dim) <= 64 or not masked)
+    more: 15 spill stores against 12 in the sm90 compile). With the diagonal's block first
+    (call 8, 3 rounds, same run) d128 causal S1k / S4k / S16k 0.65 / 1.12 / 1.41x -> 0.66 / 1.13 /
+    1.42x (its loop spills nothing either way)."""
+    return own_fp8 and (block_d(head_dim) <= 64 or not masked or diag_first)
 
 
 def fwd_gluon_short_causal(head_dim: int, right_edge_at_diagonal: bool, seqlen_q: int, seqlen_k: int,
@@ -429,7 +433,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     LATE_SUM (fwd, GLUON; __init__ decides per call, fwd_late_sum_wins): each block's row sums are
     added in the next block, not beside the exponentials, where each sum's FADD waited on a
     MUFU.EX2 two before it. Any Gluon forward path can take it; on by default for fp8 of 16-bit
-    inputs but masked calls past d64 (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x
+    inputs but masked calls past d64 that do not stream the diagonal first (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x
     of cuDNN's bf16 forward, S16k 1.35 -> 1.41x, d64 +6-16 %), not for 16-bit calls (call 6: d64
     level or -2 to -5 %; at d128 it spills)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
@@ -462,7 +466,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["Q_CONVERT"] = True              # (fp8 of 16-bit inputs in the Gluon kernel only)
         out["LATE_SUM"] = True               # (the Gluon kernel's, where fwd_late_sum_wins: __init__ decides)
         if fp8:
-            out["FP8_DIAG_FIRST"] = False    # (fwd_whole_blocks; written 2026-12-03, not yet measured)
+            # causal calls in whole tiles (fwd_whole_blocks): h200-20261203-timeline call 8 (3 rounds,
+            # same run, x cuDNN's bf16 forward) d128 causal S1k / S4k / S16k 0.63 / 1.08 / 1.36x ->
+            # 0.65 / 1.12 / 1.41x, d64 causal 0.59 / 0.95 / 1.18x -> 0.62 / 0.99 / 1.24x
+            out["FP8_DIAG_FIRST"] = True
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256
@@ -493,8 +500,9 @@ def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, windo
     warpgroup, the diagonal's block is the only one masked among those it reads, and with 64-key
     blocks (no PINGPONG) the one it cannot see is the tile's last (test_gluon_forward checks this
     by brute force); the blocks stream last to first. fp8 only with fp8_diag_first (the switch
-    FP8_DIAG_FIRST, off: not yet measured on a GPU): its P rounds against the running max, so the
-    order of the blocks shows in the output (its emulation then walks them last to first).
+    FP8_DIAG_FIRST, on by default since h200-20261203-timeline call 8: +3-5 % on causal fp8
+    calls): its P rounds against the running max, so the order of the blocks shows in the output
+    (its emulation then walks them last to first).
     h200-20261202-even-n calls 1 and 3 (GPU time, same runs): EVEN_N d128 full +1.5 %, d64 full
     +4.5-7 %; DIAG_FIRST on top, causal d64 S1024 / nanoGPT +6 %, d128 S512 +8 %, S1k-16k +2-3 %;
     at 64-key blocks (call 5) d64 S512 causal 0.83x -> 0.91x of cuDNN, S256 0.83x -> 0.87x, d256

@@ -168,9 +168,12 @@ def gluon_kernels():
             cfg = configs.default("fwd", "cuda:sm90", d, bf16, gluon=True)
 
             def whole(sk=4096, varlen=False, fp8=False, cfg=cfg, causal=causal):
-                """EVEN_N and DIAG_FIRST as the launcher decides them (configs.fwd_whole_blocks)."""
+                """EVEN_N and DIAG_FIRST as the launcher decides them (configs.fwd_whole_blocks; fp8 with
+                FP8_DIAG_FIRST as by default)."""
+                diag_fp8 = configs.switches("fwd", "cuda:sm90", d, True).get("FP8_DIAG_FIRST", False)
                 return dict(zip(("EVEN_N", "DIAG_FIRST"), configs.fwd_whole_blocks(
-                    4096, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], -1, 0 if causal else -1, varlen, fp8)))
+                    4096, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], -1, 0 if causal else -1, varlen, fp8,
+                    fp8_diag_first=diag_fp8)))
             kv = gluon._smem_layout(cfg["BLOCK_N"], bd, bf16)
             o_cols = configs.fwd_gluon_out_cols(d, cfg, bf16)     # out's staging tile: half as wide past d128
             consts = dict(BLOCK_N=cfg["BLOCK_N"], BLOCK_D=bd, NUM_BUF=cfg["num_stages"], **masks,
@@ -179,13 +182,17 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
                           BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False,
-                          SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
+                          TREE_MAX=False, TREE_SUM=False, SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o_cols]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
+            if d <= 128:     # each row's max and sum in log2 steps (TREE_MAX, TREE_SUM: asked for)
+                tree = dict(consts, TREE_MAX=True, TREE_SUM=True)
+                yield f"fwd gluon tree-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, tree, dict(
+                    pointers, **_descs(bf16, bm, bn, bd), **(out_desc if tree["TMA_STORE"] else {}))), tree, cfg
             if d > 128:   # 16 bits only (fp8 stops at d128); the backward split by columns, two passes
                 varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, **whole(varlen=True))
                 yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
@@ -233,15 +240,19 @@ def gluon_kernels():
             late = dict(consts, LATE_SUM=True)
             yield f"fwd gluon late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if late["TMA_STORE"] else {})}), late, cfg
-            if causal:      # the diagonal's block first (FP8_DIAG_FIRST: the default where tiles are whole)
-                diag = dict(consts, DIAG_FIRST=True)
-                yield f"fwd gluon diag-first fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
-                    fwd_gluon_kernel, diag, {**pointers, **_descs(f8, bm, bn, bd), **q16,
-                                             **(out_desc if diag["TMA_STORE"] else {})}), diag, cfg
-                diag = dict(diag, LATE_SUM=True)
-                yield f"fwd gluon diag-first late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
-                    fwd_gluon_kernel, diag, {**pointers, **_descs(f8, bm, bn, bd), **q16,
-                                             **(out_desc if diag["TMA_STORE"] else {})}), diag, cfg
+            tree = dict(late, TREE_MAX=True, TREE_SUM=True)     # rows reduced in log2 steps (asked for)
+            yield f"fwd gluon tree-max late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
+                fwd_gluon_kernel, tree, {**pointers, **_descs(f8, bm, bn, bd), **q16,
+                                         **(out_desc if tree["TMA_STORE"] else {})}), tree, cfg
+            if causal:      # lengths in no whole number of tiles: the mask decided per block, not the diagonal first
+                edges = dict(consts, **whole(sk=4000, fp8=True))
+                yield f"fwd gluon edges fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
+                    fwd_gluon_kernel, edges, {**pointers, **_descs(f8, bm, bn, bd), **q16,
+                                              **(out_desc if edges["TMA_STORE"] else {})}), edges, cfg
+                edges = dict(edges, LATE_SUM=True)
+                yield f"fwd gluon edges late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
+                    fwd_gluon_kernel, edges, {**pointers, **_descs(f8, bm, bn, bd), **q16,
+                                              **(out_desc if edges["TMA_STORE"] else {})}), edges, cfg
             # P staged through shared memory (P_REGS off), and v's descriptors built on the device
             staged = dict(consts, P_REGS=False)
             yield f"fwd gluon staged-p fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, staged, {

@@ -232,13 +232,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         cfg["BLOCK_N"] = 64
     if gluon and kernel == "fwd" and not sw.get("PINGPONG") and _three_warpgroups(q, head_dim, p, sq, sk):
         cfg["BLOCK_M"] = 192
-    if "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
-        tiles = {**cfg, **over}               # (autotune may pick others: this is the heuristic's guess)
-        diag_first = configs.fwd_whole_blocks(sq, sk, tiles["BLOCK_M"], tiles["BLOCK_N"], p.window_left,
-                                              p.window_right, p.varlen, p.fp8, bool(sw.get("PINGPONG")),
-                                              bool(sw.get("FP8_DIAG_FIRST")))[1]
-        sw["LATE_SUM"] = gluon and configs.fwd_late_sum_wins(head_dim, p.has_window, p.fp8 and not fp8_inputs,
-                                                             diag_first)
     if bench is not None and arch != "interpreter":
         if tuning.autotune_enabled():
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
@@ -256,6 +249,13 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"got {size!r}")
     if gluon:
         _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
+    if "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
+        # (on the tiles chosen; autotune, if on, timed its candidates with the default, True)
+        diag_first = configs.fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
+                                              p.varlen, p.fp8, bool(cfg.get("PINGPONG")),
+                                              bool(cfg.get("FP8_DIAG_FIRST")))[1]
+        cfg["LATE_SUM"] = gluon and configs.fwd_late_sum_wins(head_dim, p.has_window, p.fp8 and not fp8_inputs,
+                                                              diag_first)
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0

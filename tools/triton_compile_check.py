@@ -182,17 +182,13 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
                           BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False,
-                          TREE_MAX=False, TREE_SUM=False, SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
+                          SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
             out_desc = dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o_cols]))
             yield f"fwd gluon bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, dict(
                 pointers, **_descs(bf16, bm, bn, bd), **(out_desc if consts["TMA_STORE"] else {}))), consts, cfg
-            if d <= 128:     # each row's max and sum in log2 steps (TREE_MAX, TREE_SUM: asked for)
-                tree = dict(consts, TREE_MAX=True, TREE_SUM=True)
-                yield f"fwd gluon tree-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, tree, dict(
-                    pointers, **_descs(bf16, bm, bn, bd), **(out_desc if tree["TMA_STORE"] else {}))), tree, cfg
             if d > 128:   # 16 bits only (fp8 stops at d128); the backward split by columns, two passes
                 varlen = dict(consts, HOST_DESC=False, TMA_STORE=False, VARLEN=True, **whole(varlen=True))
                 yield f"fwd gluon varlen bf16 d{d} {mode}", fwd_gluon_kernel, \
@@ -240,10 +236,6 @@ def gluon_kernels():
             late = dict(consts, LATE_SUM=True)
             yield f"fwd gluon late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if late["TMA_STORE"] else {})}), late, cfg
-            tree = dict(late, TREE_MAX=True, TREE_SUM=True)     # rows reduced in log2 steps (asked for)
-            yield f"fwd gluon tree-max late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
-                fwd_gluon_kernel, tree, {**pointers, **_descs(f8, bm, bn, bd), **q16,
-                                         **(out_desc if tree["TMA_STORE"] else {})}), tree, cfg
             if causal:      # lengths in no whole number of tiles: the mask decided per block, not the diagonal first
                 edges = dict(consts, **whole(sk=4000, fp8=True))
                 yield f"fwd gluon edges fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(

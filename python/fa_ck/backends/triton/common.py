@@ -55,13 +55,7 @@ def softmax_step(s, m_i, scale_log2, RAW_MAX: tl.constexpr, MASKED: tl.constexpr
     the H200). Else s and m_i are in log2 units already. MASKED: a row may have seen no visible
     key yet (max -inf): subtract 0. P_LOG2: p comes out times 2^P_LOG2 (the Gluon forward's fp8
     P scale, folded into the exponent: no multiply per element)."""
-    return softmax_from_max(s, m_i, tl.maximum(m_i, tl.max(s, 1)), scale_log2, RAW_MAX, MASKED, P_LOG2)
-
-
-@triton.jit
-def softmax_from_max(s, m_i, m_new, scale_log2, RAW_MAX: tl.constexpr, MASKED: tl.constexpr,
-                     P_LOG2: tl.constexpr = 0.0):
-    """softmax_step given the new row max m_new (the Gluon forward reduces its rows its own way)."""
+    m_new = tl.maximum(m_i, tl.max(s, 1))
     m_safe = m_new
     if MASKED:
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)

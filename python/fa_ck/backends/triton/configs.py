@@ -435,9 +435,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     MUFU.EX2 two before it. Any Gluon forward path can take it; on by default for fp8 of 16-bit
     inputs but masked calls past d64 that do not stream the diagonal first (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x
     of cuDNN's bf16 forward, S16k 1.35 -> 1.41x, d64 +6-16 %), not for 16-bit calls (call 6: d64
-    level or -2 to -5 %; at d128 it spills).
-    TREE_MAX, TREE_SUM (fwd, GLUON): each row's max, each row's sum of a block in log2 steps of
-    independent instructions, not a chain of dependent ones (forward_gluon._per_row)."""
+    level or -2 to -5 %; at d128 it spills)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -467,8 +465,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
         out["Q_CONVERT"] = True              # (fp8 of 16-bit inputs in the Gluon kernel only)
         out["LATE_SUM"] = True               # (the Gluon kernel's, where fwd_late_sum_wins: __init__ decides)
-        out["TREE_MAX"] = False              # (the Gluon kernel's; written 2026-12-03, not yet measured)
-        out["TREE_SUM"] = False              # (the Gluon kernel's; written 2026-12-03, not yet measured)
         if fp8:
             # causal calls in whole tiles (fwd_whole_blocks): h200-20261203-timeline call 8 (3 rounds,
             # same run, x cuDNN's bf16 forward) d128 causal S1k / S4k / S16k 0.63 / 1.08 / 1.36x ->
@@ -618,8 +614,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST", "TREE_MAX",
-            "TREE_SUM"),
+            "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

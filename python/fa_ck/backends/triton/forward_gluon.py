@@ -50,45 +50,13 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-from .common import softmax_from_max, warpgroup_blocks
+from .common import softmax_step, warpgroup_blocks
 from .gluon_common import (_acc_layout, _block_key, _copy, _invalidate_rings, _key_blocks, _partition_barrier,
                            _ring_barriers, _rows, _scores, _sequence, _store_out, _stream_kv)
 
 # The key-block bounds per warpgroup and the softmax step are forward.py's, compiled again as Gluon.
 _warpgroup_blocks = gluon.jit(warpgroup_blocks.fn)
-_softmax_from_max = gluon.jit(softmax_from_max.fn)
-
-
-@gluon.jit
-def _fold(x, axis: gl.constexpr, SUM: gl.constexpr):
-    if SUM:
-        return gl.sum(x, axis)
-    else:
-        return gl.max(x, axis)
-
-
-@gluon.jit
-def _per_row(s, SUM: gl.constexpr, TREE: gl.constexpr):
-    """Each row's max (SUM: sum) of s, a wgmma accumulator: a thread holds columns 8g + 2c +
-    {0, 1} of its rows, c its lane's quarter, g each group of 8. A reduction folds a thread's
-    values one after the other, a chain of N / 4 dependent instructions per row. TREE halves the
-    columns while a thread holds both halves (a column's top bit is a group's), log2(N / 8) steps
-    of independent ones, then reduces the last 8 columns (one instruction, two shuffles)."""
-    x = s
-    if TREE:
-        R: gl.constexpr = s.shape[0]
-        if x.shape[1] >= 256:
-            x = _fold(x.reshape([R, 2, x.shape[1] // 2]), 1, SUM)
-        if x.shape[1] >= 128:
-            x = _fold(x.reshape([R, 2, x.shape[1] // 2]), 1, SUM)
-        if x.shape[1] >= 64:
-            x = _fold(x.reshape([R, 2, x.shape[1] // 2]), 1, SUM)
-        if x.shape[1] >= 32:
-            x = _fold(x.reshape([R, 2, x.shape[1] // 2]), 1, SUM)
-        if x.shape[1] >= 16:
-            x = _fold(x.reshape([R, 2, x.shape[1] // 2]), 1, SUM)
-    # (the tree's rows come out in a layout of their own over the same registers: no data moves)
-    return gl.convert_layout(_fold(x, 1, SUM), gl.SliceLayout(1, s.type.layout))
+_softmax_step = gluon.jit(softmax_step.fn)
 
 
 @gluon.constexpr_function
@@ -99,17 +67,15 @@ def _log2(x):
 @gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
-             P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, TREE_MAX: gl.constexpr, TREE_SUM: gl.constexpr):
+             P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr = True):
     """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
     common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
-    2^P_LOG2). ROW_SUM False: the row sum is only rescaled (l_i * alpha); the caller adds p's.
-    TREE_MAX, TREE_SUM: the row max, the row sums reduced in log2 steps (_per_row)."""
+    2^P_LOG2). ROW_SUM False: the row sum is only rescaled (l_i * alpha); the caller adds p's."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
-    p, alpha, m_new = _softmax_from_max(s, m_i, gl.maximum(m_i, _per_row(s, False, TREE_MAX)), scale_log2,
-                                        RAW_MAX, MASKED, P_LOG2)
+    p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
     if ROW_SUM:
-        l_i = l_i * alpha + _per_row(p, True, TREE_SUM)
+        l_i = l_i * alpha + gl.sum(p, 1)
     else:
         l_i = l_i * alpha
     return p, alpha, m_new, l_i
@@ -118,8 +84,7 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          P_LOG2: gl.constexpr, MASK_AT: gl.constexpr, ROW_SUM: gl.constexpr, TREE_MAX: gl.constexpr,
-          TREE_SUM: gl.constexpr):
+          P_LOG2: gl.constexpr, MASK_AT: gl.constexpr, ROW_SUM: gl.constexpr = True):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end
     (MASK_AT "edges", decided per block), or where the caller knows: "all" (the block is masked)
     or "none" (whole: the masked softmax is not compiled at all). The mask sees keys counted from
@@ -127,15 +92,15 @@ def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
     if MASK_AT != "edges":
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, MASK_AT == "all", RAW_MAX,
-                                      P_LOG2, ROW_SUM, TREE_MAX, TREE_SUM)
+                                      P_LOG2, ROW_SUM)
     elif (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2,
-                                      ROW_SUM, TREE_MAX, TREE_SUM)
+                                      ROW_SUM)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2,
-                                      ROW_SUM, TREE_MAX, TREE_SUM)
+                                      ROW_SUM)
     return p, alpha, m_i, l_i
 
 
@@ -411,8 +376,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
-            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, TREE_MAX: gl.constexpr,
-            TREE_SUM: gl.constexpr):
+            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -460,8 +424,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST), full_lo, full_hi,
                                offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left, window_right, MASK_LEFT,
-                               MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST), not LATE_SUM,
-                               TREE_MAX, TREE_SUM)
+                               MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST), not LATE_SUM)
     if not LATE_SUM:
         p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
@@ -477,15 +440,14 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
         acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         if LATE_SUM:
-            l_i = l_i + _per_row(p, True, TREE_SUM)     # P_{j-1}'s row sum, while S_j is multiplied
+            l_i = l_i + gl.sum(p, 1)                    # P_{j-1}'s row sum, while S_j is multiplied
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
                                         full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                         window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
-                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE_SUM, TREE_MAX,
-                                        TREE_SUM)
+                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE_SUM)
         acc, p_op = _pv_wait(acc, p_op, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
@@ -500,7 +462,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     p_op = p
     if LATE_SUM:
         p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
-        l_i = l_i + _per_row(p, True, TREE_SUM)
+        l_i = l_i + gl.sum(p, 1)
     acc = _pv(p_op, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
     _pass_turn(other_turn, PINGPONG)
     acc, p_op = _pv_wait(acc, p_op, dtype)
@@ -514,7 +476,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, TREE_MAX: gl.constexpr, TREE_SUM: gl.constexpr):
+              Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -590,7 +552,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
                                             sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
                                             PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS,
-                                            LATE_SUM, TREE_MAX, TREE_SUM)
+                                            LATE_SUM)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -648,8 +610,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
                      RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-                     Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr, TREE_MAX: gl.constexpr,
-                     TREE_SUM: gl.constexpr, num_warps: gl.constexpr):
+                     Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
+                     num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -751,10 +713,10 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, TREE_MAX, TREE_SUM)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, TREE_MAX, TREE_SUM)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 1], [240, 24])
@@ -764,13 +726,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, TREE_MAX, TREE_SUM)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_consumer, (q_smem1, q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, TREE_MAX, TREE_SUM)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_consumer, (q_smem2, q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0),
                          turn.index(1), shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE,
-                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, TREE_MAX, TREE_SUM)),
+                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST)),
         ], [4, 4, 1], [160, 160, 24])

@@ -199,13 +199,21 @@ def _warpgroup_ranges(M0, SQ, SK, WL, WR, OUT, n, ROW0: tl.constexpr, BLOCK_N: t
     """As the Gluon consumer: the 128-row tile's blocks, then those of its warpgroup from row ROW0."""
     i = tl.arange(0, BLOCK)
     ok = i < n
-    m0, sq, sk, wl, wr = (tl.load(p + i, mask=ok, other=0) for p in (M0, SQ, SK, WL, WR))
+    # (each load and store written out: compiled for a GPU, a kernel takes no generator or enumerate)
+    m0 = tl.load(M0 + i, mask=ok, other=0)
+    sq = tl.load(SQ + i, mask=ok, other=0)
+    sk = tl.load(SK + i, mask=ok, other=0)
+    wl = tl.load(WL + i, mask=ok, other=0)
+    wr = tl.load(WR + i, mask=ok, other=0)
     lo, _, _, hi = key_blocks(m0, sq, sk, wl, wr, 128, BLOCK_N, MASK_LEFT, MASK_RIGHT)
     n_blocks = tl.cdiv(tl.maximum(hi - lo, 0), BLOCK_N)
     full_lo, full_hi, n_mine = warpgroup_blocks(m0 + ROW0, lo, n_blocks, sq, sk, wl, wr, 64, BLOCK_N,
                                                 MASK_LEFT, MASK_RIGHT)
-    for c, x in enumerate((lo, n_blocks, full_lo, full_hi, n_mine)):
-        tl.store(OUT + i * 5 + c, x, mask=ok)
+    tl.store(OUT + i * 5, lo, mask=ok)
+    tl.store(OUT + i * 5 + 1, n_blocks, mask=ok)
+    tl.store(OUT + i * 5 + 2, full_lo, mask=ok)
+    tl.store(OUT + i * 5 + 3, full_hi, mask=ok)
+    tl.store(OUT + i * 5 + 4, n_mine, mask=ok)
 
 
 def warpgroup_ranges(cases, row0, block_n, mask_left, mask_right):

@@ -749,9 +749,9 @@ def test_fp8_streams_the_diagonal_first_only_with_its_switch():
 @pytest.mark.parametrize("late_sum", [True, False])
 @pytest.mark.parametrize("p_regs", [True, False])
 def test_gluon_fp8_forward_diagonal_first(monkeypatch, shape, late_sum, p_regs):
-    """FP8_DIAG_FIRST (asked for): causal fp8 calls in whole 128-row tiles stream each tile's
-    diagonal block first; against float64 and against the emulation walking the blocks last to
-    first, with and without LATE_SUM, P in registers or staged."""
+    """FP8_DIAG_FIRST (the default, asked for here): causal fp8 calls in whole 128-row tiles
+    stream each tile's diagonal block first; against float64 and against the emulation walking
+    the blocks last to first, with and without LATE_SUM, P in registers or staged."""
     from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
     from attn_check import assert_close
     from fa_ck import reference

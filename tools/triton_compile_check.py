@@ -8,6 +8,8 @@ On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py,
 warp-specialised; REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240
 per consumer thread; a spill anywhere shows as stack bytes, and fails the check; so does
 ptxas serialising a Gluon kernel's wgmmas, which its -v notes say and Triton does not).
+The Triton kernels the tests define for themselves are compiled too (test_helper_kernels; their
+modules import pytest and numpy, as the test extras install).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
     python tools/triton_compile_check.py --targets sm90 --match "bwd_dkdv gluon" "bf16 d64"   (a few Gluon rows)
@@ -449,6 +451,28 @@ def _gluon_sig(fn, consts: dict, types: dict) -> dict:
     return {n: "constexpr" if n in consts else types.get(n, "i32") for n in fn.arg_names}
 
 
+def test_helper_kernels():
+    """(name, kernel, signature, constexprs, config label) of the Triton kernels the tests define
+    for themselves. On the CPU the tests run them in the interpreter, which takes any Python;
+    compiled for a GPU they failed where the compiler does not (a generator expression:
+    bench/results h200-20261203-tree call 2). Their modules are imported with the interpreter
+    off (tests/conftest.py would switch it on), so their kernels compile."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    os.environ["TRITON_INTERPRET"] = "0"       # (conftest sets it only where unset)
+    try:
+        import test_fp8
+        import test_gluon_forward
+    finally:
+        os.environ.pop("TRITON_INTERPRET", None)
+    sig = dict(M0="*i32", SQ="*i32", SK="*i32", WL="*i32", WR="*i32", OUT="*i32", n="i32")
+    for block_n in (64, 128):
+        consts = dict(ROW0=64, BLOCK_N=block_n, MASK_LEFT=True, MASK_RIGHT=True, BLOCK=1024)
+        yield (f"tests' _warpgroup_ranges {block_n} keys", test_gluon_forward._warpgroup_ranges,
+               {**sig, **{c: "constexpr" for c in consts}}, consts, "1024 w4")
+    yield ("tests' fp8 _round_kernel", test_fp8._round_kernel, dict(X="*fp32", Y="*fp32", n="i32", BLOCK="constexpr"),
+           dict(BLOCK=1024), "1024 w4")
+
+
 def elementwise_kernels(target: str):
     """(name, kernel, signature, constexprs, config label) of the elementwise kernels: the one
     pass's dQ conversion, and on fp8 targets the quantisation (quantize_kernels)."""
@@ -569,7 +593,8 @@ def main(argv=None) -> int:
             if st.get("wgmma_serialised"):        # our pipelines assume wgmmas overlap what follows them
                 failures.append(f"{target} {name}: ptxas serialised its wgmmas ({st['wgmma_serialised']}; see "
                                 "ck_compile_check._wgmma_notes)")
-        for name, fn, sig, consts, label in elementwise_kernels(target):
+        helpers = () if args.match or args.fp8_only else test_helper_kernels()
+        for name, fn, sig, consts, label in [*elementwise_kernels(target), *helpers]:
             st = _compile(failures, target, name, fn, sig, consts, 4, 1)
             if st is None:
                 continue

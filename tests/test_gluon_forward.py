@@ -193,6 +193,26 @@ def test_gluon_forward_takes_192_queries_on_long_full_calls(monkeypatch):
     assert block_m() == 128
 
 
+def test_late_sum_asked_keeps_two_warpgroups(monkeypatch):
+    """The three-warpgroup forward (BLOCK_M 192) adds its row sums beside the exponentials: where
+    it is the default, it says LATE_SUM off; LATE_SUM asked for keeps the call on two warpgroups
+    (as PINGPONG does), and asked for beside BLOCK_M 192 is an error naming both."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(4, 16, 32, 64, dtype=torch.bfloat16)
+
+    def cfg():
+        return tb._config("fwd", q, 64, _params(), 4096, 4096, tma_possible=True, gluon_possible=True)
+
+    assert (cfg()["BLOCK_M"], cfg()["LATE_SUM"]) == (192, False)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"LATE_SUM": true}}')
+    assert (cfg()["BLOCK_M"], cfg()["LATE_SUM"]) == (128, True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"LATE_SUM": false}}')
+    assert (cfg()["BLOCK_M"], cfg()["LATE_SUM"]) == (192, False)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"LATE_SUM": true, "BLOCK_M": 192}}')
+    with pytest.raises(ValueError, match=r"LATE_SUM is in the two-warpgroup Gluon forward only .*BLOCK_M 192"):
+        cfg()
+
+
 @triton.jit
 def _warpgroup_ranges(M0, SQ, SK, WL, WR, OUT, n, ROW0: tl.constexpr, BLOCK_N: tl.constexpr,
                       MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, BLOCK: tl.constexpr):
@@ -578,6 +598,11 @@ def test_gluon_forward_three_warpgroups(gluon_calls, schedule, monkeypatch, shap
     sequence, ones whose later warpgroups see no query, windows and varlen."""
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, BLOCK_M=192))
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    if schedule.get("LATE_SUM"):          # (a two-warpgroup switch: refused beside BLOCK_M 192, before any launch)
+        with pytest.raises(ValueError, match="LATE_SUM is in the two-warpgroup Gluon forward only"):
+            check(*shape, dtype=torch.bfloat16, device="cuda", causal=causal, grads=False)
+        assert not launches
+        return
     check(*shape, dtype=torch.bfloat16, device="cuda", causal=causal, grads=False)
     if causal:
         check(2, 900, 1100, 4, 2, 64, dtype=torch.float16, device="cuda", window_size=(200, 37), grads=False)

@@ -230,7 +230,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
     if gluon and kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
-    if gluon and kernel == "fwd" and not sw.get("PINGPONG") and _three_warpgroups(q, head_dim, p, sq, sk):
+    if gluon and kernel == "fwd" and not sw.get("PINGPONG") and not over_sw.get("LATE_SUM") \
+            and _three_warpgroups(q, head_dim, p, sq, sk):      # (asked-for switches of two warpgroups win)
         cfg["BLOCK_M"] = 192
     if bench is not None and arch != "interpreter":
         if tuning.autotune_enabled():
@@ -249,7 +250,12 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"got {size!r}")
     if gluon:
         _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
-    if "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
+    if gluon and kernel == "fwd" and cfg["BLOCK_M"] == 192 and over_sw.get("LATE_SUM"):
+        raise ValueError("FA_CK_TRITON_CONFIG['fwd']: LATE_SUM is in the two-warpgroup Gluon forward only (BLOCK_M "
+                         "128), got BLOCK_M 192")
+    if gluon and kernel == "fwd" and cfg["BLOCK_M"] == 192:
+        cfg["LATE_SUM"] = False              # (three warpgroups add their row sums beside the exponentials)
+    elif "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
         # (on the tiles chosen; autotune, if on, timed its candidates with the default, True)
         diag_first = configs.fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
                                               p.varlen, p.fp8, bool(cfg.get("PINGPONG")),

@@ -11,9 +11,9 @@ schedule itself (FlashAttention-3's intra-warpgroup overlap), per key block j:
 
 One program owns 128 queries of one head: two consumer warpgroups of 64 rows each (their own
 partitions, so neither waits on the other) and one producer warp that streams K and V through
-NUM_BUF-deep rings of shared memory by TMA. "full" barriers tell the consumers a tile has
-landed; "empty" barriers (both consumers arrive) tell the producer the multiply that read a
-buffer has completed. A first version issued the TMA loads from the consumers: the CTA-wide
+NUM_BUF-deep rings of shared memory by TMA (that warp and the order of the tiles:
+forward_gluon_loads.py). "full" barriers tell the consumers a tile has landed; "empty" barriers
+(both consumers arrive) tell the producer the multiply that read a buffer has completed. A first version issued the TMA loads from the consumers: the CTA-wide
 barrier before each load was its largest stall (bench/results/h200-20261130-gluon, call 3).
 P stays in registers as wgmma's A operand.
 
@@ -51,8 +51,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                                warpgroup_mma_wait)
 
 from .common import softmax_step, warpgroup_blocks
-from .gluon_common import (_acc_layout, _block_key, _copy, _invalidate_rings, _key_blocks, _partition_barrier,
-                           _ring_barriers, _rows, _scores, _sequence, _store_out, _stream_kv)
+from .forward_gluon_loads import _producer, _tile, _units
+from .gluon_common import (_acc_layout, _block_key, _invalidate_rings, _partition_barrier, _ring_barriers, _scores,
+                           _store_out)
 
 # The key-block bounds per warpgroup and the softmax step are forward.py's, compiled again as Gluon.
 _warpgroup_blocks = gluon.jit(warpgroup_blocks.fn)
@@ -112,19 +113,6 @@ def _mask_at(first, whole, diag_first):
     if diag_first:
         return "all" if first else "none"
     return "none" if whole else "edges"
-
-
-@gluon.jit
-def _copy_q(desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, FOUR_D: gl.constexpr):
-    """Q's n_q-th tile from row m0 into q_smem once its consumers are done with the last one
-    (q_empty): one TMA box (part 0), or for 192 queries (three consumer warpgroups; a box's rows
-    and a buffer's shape are powers of two) the 64-row box `part` into q_smem's (64, BLOCK_D) tile
-    `part`, with that warpgroup's own barriers (see _producer)."""
-    mbarrier.wait(q_empty.index(part), (n_q - 1) & 1, pred=n_q > 0)
-    if len(q_smem.shape) == 3:
-        _copy(desc, m0 + part * 64, 0, q_full.index(part), q_smem.index(part), b, h, FOUR_D)
-    else:
-        _copy(desc, m0, 0, q_full.index(0), q_smem, b, h, FOUR_D)
 
 
 @gluon.jit
@@ -229,131 +217,6 @@ def _pv_wait(acc, p, dtype: gl.constexpr):
     else:
         acc, p = warpgroup_mma_wait(0, deps=[acc, p])
     return acc, p
-
-
-@gluon.jit
-def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
-          MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr):
-    """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
-    seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is one query block of
-    a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
-    of them, the k-th heaviest and the k-th lightest, so every unit of a causal call weighs the
-    same and programs that take units in turn finish together. active: the tile holds queries."""
-    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
-    bh = u // per_head
-    k = u % per_head
-    pid_m = n_m - 1 - k
-    active = second == 0
-    if second == 1:
-        pid_m = k
-        active = k < n_m - 1 - k
-    h = bh % num_heads
-    b = bh // num_heads
-    m0 = pid_m * BLOCK_M
-    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
-    active = active & (m0 < seqlen_q)
-    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M,
-                                           BLOCK_N, MASK_LEFT, MASK_RIGHT)
-    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
-    if not active:
-        n_blocks = 0
-    return b, h, m0, q_start, k_start, seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active
-
-
-@gluon.jit
-def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
-    """(query blocks, work units) per head (seqlen_q: the longest sequence; see _tile)."""
-    n_m = gl.cdiv(seqlen_q, BLOCK_M)
-    if PERSISTENT:
-        per_head = (n_m + 1) // 2
-    else:
-        per_head = n_m
-    return n_m, per_head
-
-
-@gluon.jit
-def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
-    """How many work units the call has (see _tile)."""
-    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
-    return batch * num_heads * per_head
-
-
-@gluon.jit
-def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
-              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
-              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr):
-    """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
-    (192 queries: per warpgroup, the third's after the tile's first blocks), then K_j and V_j
-    through the rings. A persistent program so loads the next tile's first
-    blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
-    heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
-    tile's descriptors are built here on the device (varlen: its bounds come free), which took
-    ~2-3 us per tile on the H200 (h200-20261130-eighth call 2). BLOCK_M: queries per tile (192:
-    q_smem holds (64, BLOCK_D) tiles, see _copy_q). loads: fwd_gluon_kernel's run-time arguments
-    for this partition, as one tuple."""
-    Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, \
-        stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right, \
-        q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty = loads
-    BLOCK_D: gl.constexpr = q_smem.shape[-1]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    NUM_BUF: gl.constexpr = k_smem.shape[0]
-    TILES: gl.constexpr = 2 if PERSISTENT else 1
-    n_q = 0                                    # Q tiles loaded
-    it = 0                                     # K/V blocks streamed
-    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
-        for second in range(TILES):
-            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
-                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
-                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
-            if n_blocks > 0:
-                if HOST_DESC and len(q_smem.shape) == 3:
-                    # Three warpgroups, each with its own Q barriers: the third's Q waits until the
-                    # ring holds the first blocks of this tile, which the first two may start on while
-                    # it finishes the last tile (the ring's later blocks need it, so its Q comes
-                    # before them). On full tiles +2-4 % (h200-20261202-three-wg call 8)
-                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
-                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 1, b, h, True)
-                    first = gl.minimum(n_blocks, NUM_BUF)
-                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, first, FP8, it, b,
-                               h // group, True)
-                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 2, b, h, True)
-                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo + first * BLOCK_N,
-                               n_blocks - first, FP8, it + first, b, h // group, True)
-                elif HOST_DESC:
-                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
-                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
-                               h // group, True, DIAG_FIRST)
-                else:
-                    if n_q > 0:
-                        # The descriptors are rewritten in place: first the last tile's Q consumed and its
-                        # last K and V landed (the TMA unit reads a descriptor while it copies).
-                        for i in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
-                            mbarrier.wait(q_empty.index(i), (n_q - 1) & 1)
-                        last = (it - 1) % NUM_BUF
-                        mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
-                        mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
-                    b64 = b.to(gl.int64)
-                    hk = (h // group).to(gl.int64)
-                    q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
-                                   q_smem.shape[-2], BLOCK_D, SMEM_Q)
-                    k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
-                                   BLOCK_D, SMEM_KV)
-                    v_head = V + b64 * stride_vb + hk * stride_vh
-                    if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
-                        v_keys = sk
-                        if P_REGS:     # keys reordered in groups of 16, the last group zero-padded
-                            v_keys = gl.cdiv(sk, 16) * 16
-                        v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, v_keys], [stride_vd, 1],
-                                                            [BLOCK_D, BLOCK_N], SMEM_V)
-                    else:
-                        v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-                    for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
-                        _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
-                    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it,
-                               DIAG_FIRST=DIAG_FIRST)
-                n_q += 1
-                it += n_blocks
 
 
 @gluon.jit

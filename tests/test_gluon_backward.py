@@ -176,12 +176,12 @@ def test_persistent_dkdv_launch(monkeypatch, head_dim, asked, units_per_head, sm
 
 @pytest.mark.parametrize("n_kb,heads,tail", [(8, 6, 2), (32, 16, 9), (3, 5, 5), (4, 3, 0), (1, 4, 3)])
 def test_dkdv_units_of_the_last_heads_go_heaviest_first(n_kb, heads, tail):
-    """backward_gluon._dealt (its own code, run on ints): the counter's hand-outs deal every unit
+    """backward_gluon_loads._dealt (its own code, run on ints): the counter's hand-outs deal every unit
     once (unit = head * n_kb + key block, _dkdv_tile's numbering); head by head up to the tail's
     first head, then key block by key block across the last `tail` heads, so under a causal mask
     (key block 0 the longest) the tail's units come heaviest first; past the last unit, the
     number itself (the consumers' stop)."""
-    dealt = importlib.import_module("fa_ck.backends.triton.backward_gluon")._dealt.fn
+    dealt = importlib.import_module("fa_ck.backends.triton.backward_gluon_loads")._dealt.fn
     n_units = n_kb * heads
     got = [divmod(dealt(u, n_units, n_kb, tail), n_kb) for u in range(n_units)]
     assert sorted(got) == [(h, kb) for h in range(heads) for kb in range(n_kb)]

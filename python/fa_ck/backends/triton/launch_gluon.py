@@ -169,7 +169,7 @@ def _coprime_programs(units: int, per_head: int, sm_count: int) -> int:
 def _lpt_tail_heads(cfg, p: AttnParams, heads: int, key_blocks: int, sm_count: int) -> int:
     """TAIL_LPT (the dK/dV kernel's DYNAMIC units, causal calls): how many of the last (batch, kv
     head) pairs deal their units key block by key block across them, heaviest first
-    (backward_gluon._dealt): those holding the last 2 x sm_count units, about the last two waves,
+    (backward_gluon_loads._dealt): those holding the last 2 x sm_count units, about the last two waves,
     so that the programs end together. A simulation of the counter's hand-out with the causal
     units' weights (h200-20261203-no-q8/tail_sim.py) had the SMs busy 78 % -> 93 % of the
     kernel's time at d128 S4k GQA 4, 88 % -> 97 % at d64, 94 % -> 99 % without GQA; head by head

@@ -432,10 +432,11 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     GPU time at 16k tokens 127-132 -> 103-109 us (call 5).
     LATE_SUM (fwd, GLUON; __init__ decides per call, fwd_late_sum_wins): each block's row sums are
     added in the next block, not beside the exponentials, where each sum's FADD waited on a
-    MUFU.EX2 two before it. Any Gluon forward path can take it; on by default for fp8 of 16-bit
-    inputs but masked calls past d64 that do not stream the diagonal first (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x
-    of cuDNN's bf16 forward, S16k 1.35 -> 1.41x, d64 +6-16 %), not for 16-bit calls (call 6: d64
-    level or -2 to -5 %; at d128 it spills)."""
+    MUFU.EX2 two before it. Any two-warpgroup Gluon forward can take it; on by default for fp8 of
+    16-bit inputs but masked calls past d64 that do not stream the diagonal first
+    (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x of cuDNN's bf16 forward, S16k
+    1.35 -> 1.41x, d64 +6-16 %), not for 16-bit calls (call 6: d64 level or -2 to -5 %; at d128
+    it spills)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":

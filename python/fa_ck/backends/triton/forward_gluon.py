@@ -13,9 +13,10 @@ One program owns 128 queries of one head: two consumer warpgroups of 64 rows eac
 partitions, so neither waits on the other) and one producer warp that streams K and V through
 NUM_BUF-deep rings of shared memory by TMA (that warp and the order of the tiles:
 forward_gluon_loads.py). "full" barriers tell the consumers a tile has landed; "empty" barriers
-(both consumers arrive) tell the producer the multiply that read a buffer has completed. A first version issued the TMA loads from the consumers: the CTA-wide
-barrier before each load was its largest stall (bench/results/h200-20261130-gluon, call 3).
-P stays in registers as wgmma's A operand.
+(both consumers arrive) tell the producer the multiply that read a buffer has completed. A first
+version issued the TMA loads from the consumers: the CTA-wide barrier before each load was its
+largest stall (bench/results/h200-20261130-gluon, call 3). P stays in registers as wgmma's A
+operand.
 
 Masks: a block that straddles a mask edge or the sequence's end takes the masked softmax, chosen
 per block at run time. Where the host knows which blocks those are, the kernel compiles only

@@ -8,7 +8,7 @@ On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py,
 warp-specialised; REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240
 per consumer thread; a spill anywhere shows as stack bytes, and fails the check; so does
 ptxas serialising a Gluon kernel's wgmmas, which its -v notes say and Triton does not).
-The Triton kernels the tests define for themselves are compiled too (test_helper_kernels; their
+The Triton kernels the tests define for themselves are compiled too (tests_own_kernels; their
 modules import pytest and numpy, as the test extras install).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
@@ -451,7 +451,7 @@ def _gluon_sig(fn, consts: dict, types: dict) -> dict:
     return {n: "constexpr" if n in consts else types.get(n, "i32") for n in fn.arg_names}
 
 
-def test_helper_kernels():
+def tests_own_kernels():
     """(name, kernel, signature, constexprs, config label) of the Triton kernels the tests define
     for themselves. On the CPU the tests run them in the interpreter, which takes any Python;
     compiled for a GPU they failed where the compiler does not (a generator expression:
@@ -593,7 +593,7 @@ def main(argv=None) -> int:
             if st.get("wgmma_serialised"):        # our pipelines assume wgmmas overlap what follows them
                 failures.append(f"{target} {name}: ptxas serialised its wgmmas ({st['wgmma_serialised']}; see "
                                 "ck_compile_check._wgmma_notes)")
-        helpers = () if args.match or args.fp8_only else test_helper_kernels()
+        helpers = () if args.match or args.fp8_only else tests_own_kernels()
         for name, fn, sig, consts, label in [*elementwise_kernels(target), *helpers]:
             st = _compile(failures, target, name, fn, sig, consts, 4, 1)
             if st is None:

@@ -250,10 +250,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"got {size!r}")
     if gluon:
         _check_gluon_tiles(kernel, cfg, head_dim, q.dtype, p.fp8)
-    if gluon and kernel == "fwd" and cfg["BLOCK_M"] == 192 and over_sw.get("LATE_SUM"):
-        raise ValueError("FA_CK_TRITON_CONFIG['fwd']: LATE_SUM is in the two-warpgroup Gluon forward only (BLOCK_M "
-                         "128), got BLOCK_M 192")
     if gluon and kernel == "fwd" and cfg["BLOCK_M"] == 192:
+        if over_sw.get("LATE_SUM"):
+            raise ValueError("FA_CK_TRITON_CONFIG['fwd']: LATE_SUM is in the two-warpgroup Gluon forward only "
+                             "(BLOCK_M 128), got BLOCK_M 192")
         cfg["LATE_SUM"] = False              # (three warpgroups add their row sums beside the exponentials)
     elif "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
         # (on the tiles chosen; autotune, if on, timed its candidates with the default, True)

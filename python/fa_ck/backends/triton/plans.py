@@ -239,7 +239,7 @@ class _Plan:
                 place = locate(zeroed) if zeroed.is_contiguous() else None
                 if place is None:
                     return None
-                plan.append((_zero, place, zeroed.numel() * zeroed.element_size()))
+                plan.append((_zero, place, _nbytes(zeroed)))
                 continue
             kernel, grid, args, constexprs = step
             fixed, subs = list(args), []

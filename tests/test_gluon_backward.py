@@ -18,6 +18,7 @@ tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is 
 gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
 plans = importlib.import_module("fa_ck.backends.triton.plans")
 configs = tb.configs
+decisions = importlib.import_module("fa_ck.backends.triton.decisions")
 def triton_cdiv(a, b):
     return -(-a // b)
 
@@ -35,7 +36,7 @@ def _config(monkeypatch, possible=True, kernel="bwd_dkdv", head_dim=128, seqlen=
 
 
 def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
-    """configs.gluon_wins (h200-20261130-bwd, -sixth, -seventh, -tenth, h200-20261201-fifteenth):
+    """decisions.gluon_wins (h200-20261130-bwd, -sixth, -seventh, -tenth, h200-20261201-fifteenth):
     dK/dV always; dQ from d128 always (to d256), at d64 from 4k keys. Only sm90, only calls the
     kernels serve."""
     for kernel in ("bwd_dkdv", "bwd_dq"):
@@ -59,7 +60,7 @@ def test_gluon_backward_on_by_default_where_it_measured_faster(monkeypatch):
 
 
 def test_dkdv_from_zero_on_full_calls_up_to_d64(monkeypatch):
-    """configs.dkdv_from_zero_wins (h200-20261130-tenth call 3): S^T and dP^T start from zero on
+    """decisions.dkdv_from_zero_wins (h200-20261130-tenth call 3): S^T and dP^T start from zero on
     full calls up to head dim 64 (with start values ptxas waited for S^T's multiply before
     copying dP^T's into place); from start values on masked calls (their mask would come after
     the multiply) and above d64 (fewer spills); either when asked."""
@@ -84,7 +85,7 @@ def test_dkdv_lse_prep_by_default(monkeypatch):
 
 
 def test_dkdv_persistent_schedule(monkeypatch):
-    """configs.dkdv_dynamic_wins / dkdv_persistent_wins (h200-20261130-twelfth call 4, thirteenth
+    """decisions.dkdv_dynamic_wins / dkdv_persistent_wins (h200-20261130-twelfth call 4, thirteenth
     call 1): up to d64 a persistent grid taking units from a counter at every length (round-robin
     with deterministic=True: the counter lives in ONE_PASS's dQ buffer, and only up to 1024 keys);
     over d64 round-robin up to 1024 keys, one program per unit from there, but causal d65-128 calls
@@ -280,7 +281,7 @@ def test_gluon_dkdv_when_asked(monkeypatch):
 
 
 def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch):
-    """configs.dkdv_host_desc_wins (h200-20261130-ninth call 1, -tenth calls 1 and 6,
+    """decisions.dkdv_host_desc_wins (h200-20261130-ninth call 1, -tenth calls 1 and 6,
     h200-20261202-kvregs call 9): at d64 always, at d128 on full and causal calls and on other
     windows below 4k keys, past d128 on full calls and on masked ones below 4k keys; asked for,
     everywhere."""
@@ -300,7 +301,7 @@ def test_dkdv_host_descriptors_by_default_where_they_measured_faster(monkeypatch
 
 
 def test_dkdv_tma_stores_by_default_where_they_measured_faster(monkeypatch):
-    """configs.dkdv_tma_store_wins (h200-20261202-dkdv-store calls 1, 3, 6): dK and dV by TMA stores
+    """decisions.dkdv_tma_store_wins (h200-20261202-dkdv-store calls 1, 3, 6): dK and dV by TMA stores
     up to 1024 query rows, on one-pass calls and on two-pass ones up to d64; GQA, two-pass calls
     past d64 (deterministic) and longer ones keep plain stores; asked for, any of them; the
     kernel's shared memory counts their staging tiles up to d128."""
@@ -554,7 +555,7 @@ def gluon_dkdv_calls(request, monkeypatch):
     # (DYNAMIC: asked for, or by default up to d64 (and on causal d128 calls from 2k keys, with
     # GQA from 1k: none here); the launcher needs ONE_PASS for it)
     assert all(c["DYNAMIC"] == (c["PERSISTENT"] and c["ONE_PASS"] and bool(
-        asked.get("DYNAMIC", configs.dkdv_dynamic_wins(c["BLOCK_D"])))) for _, c in launches)
+        asked.get("DYNAMIC", decisions.dkdv_dynamic_wins(c["BLOCK_D"])))) for _, c in launches)
     assert all(bool(c["STAGE_P"]) == asked["STAGE_P"] and bool(c["ONE_PASS"]) == asked["ONE_PASS"] and
                bool(c["HOST_DESC"]) == asked.get("HOST_DESC", False) for c in cfgs)
     if asked["ONE_PASS"]:
@@ -594,7 +595,7 @@ def test_gluon_dkdv_windows_and_varlen(gluon_dkdv_calls, window, head_dim):
 @pytest.mark.gpu
 @pytest.mark.parametrize("sq,sk,group", [(4096, 4096, 1), (3000, 4096, 1), (2048, 2048, 1), (1024, 1024, 2)])
 def test_gluon_dkdv_counter_by_default_on_causal_d128_from_2k_keys(monkeypatch, sq, sk, group):
-    """The default on causal d128 calls from 2k keys, with GQA from 1k (configs.dkdv_dynamic_wins):
+    """The default on causal d128 calls from 2k keys, with GQA from 1k (decisions.dkdv_dynamic_wins):
     a persistent grid, units from the counter; on a GPU seen as 4 SMs, so each program takes many
     (2 kv heads x 8-32 key blocks); the gradients against the float64 reference."""
     monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
@@ -846,14 +847,14 @@ def test_gluon_dkdv_serves_gqa_through_host_descriptors(monkeypatch):
 
 
 def test_gqa_dkdv_in_gluon_where_it_measured_faster(monkeypatch):
-    """configs.gqa_dkdv_gluon_wins (h200-20261201-fifteenth call 9): every group up to 4 q heads
+    """decisions.gqa_dkdv_gluon_wins (h200-20261201-fifteenth call 9): every group up to 4 q heads
     per kv head; more only on full calls or from 2048 keys (8 per kv head at S1024 causal: -21 %);
     asked for, everywhere the kernel can serve."""
     causal = dict(causal=True, window_right=0)
     for sk in (512, 1024, 4096):
         for masked in (False, True):
-            assert configs.gqa_dkdv_gluon_wins(1, sk, masked) and configs.gqa_dkdv_gluon_wins(4, sk, masked)
-            assert configs.gqa_dkdv_gluon_wins(8, sk, masked) == (not masked or sk > 1024)
+            assert decisions.gqa_dkdv_gluon_wins(1, sk, masked) and decisions.gqa_dkdv_gluon_wins(4, sk, masked)
+            assert decisions.gqa_dkdv_gluon_wins(8, sk, masked) == (not masked or sk > 1024)
         for d in (64, 128, 256):
             assert _config(monkeypatch, head_dim=d, seqlen=sk, group=4, **causal)["GLUON"]
             assert _config(monkeypatch, head_dim=d, seqlen=sk, group=8)["GLUON"]

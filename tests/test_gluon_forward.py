@@ -21,6 +21,7 @@ tb = importlib.import_module("fa_ck.backends.triton")      # (fa_ck.backends is 
 gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
 plans = importlib.import_module("fa_ck.backends.triton.plans")
 configs = tb.configs
+decisions = importlib.import_module("fa_ck.backends.triton.decisions")
 SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
 DEVICE = "cuda" if GPU else "cpu"
 
@@ -125,9 +126,9 @@ def test_gluon_forward_persistent_grid_cycles_through_every_unit(monkeypatch, se
 
 
 def test_gluon_by_default_where_it_measured_faster(monkeypatch):
-    assert configs.gluon_wins("fwd", 128, 1024) and configs.gluon_wins("fwd", 96, 300, masked=True)
-    assert configs.gluon_wins("fwd", 64, 4096, masked=True) and configs.gluon_wins("fwd", 64, 1024)
-    assert configs.gluon_wins("fwd", 64, 1024, masked=True)          # short masked d64 too, since RAW_MAX
+    assert decisions.gluon_wins("fwd", 128, 1024) and decisions.gluon_wins("fwd", 96, 300, masked=True)
+    assert decisions.gluon_wins("fwd", 64, 4096, masked=True) and decisions.gluon_wins("fwd", 64, 1024)
+    assert decisions.gluon_wins("fwd", 64, 1024, masked=True)          # short masked d64 too, since RAW_MAX
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 64, dtype=torch.bfloat16)
     causal = _params(causal=True, window_right=0)
@@ -139,7 +140,7 @@ def test_gluon_by_default_where_it_measured_faster(monkeypatch):
 
 
 def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
-    """configs.fwd_gluon_short_causal (h200-20261201-twentieth call 1): at head dims 33-64, 16-bit,
+    """decisions.fwd_gluon_short_causal (h200-20261201-twentieth call 1): at head dims 33-64, 16-bit,
     right edge at the diagonal, seqlen_k <= 512 and seqlen_q >= seqlen_k; 128 keys elsewhere."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
 
@@ -163,7 +164,7 @@ def test_gluon_forward_takes_64_keys_on_short_causal_calls(monkeypatch):
 
 
 def test_gluon_forward_takes_192_queries_on_long_full_calls(monkeypatch):
-    """configs.fwd_gluon_three_warpgroups (h200-20261202-three-wg calls 1-4): at head dims 17-64,
+    """decisions.fwd_gluon_three_warpgroups (h200-20261202-three-wg calls 1-4): at head dims 17-64,
     16-bit, full attention (no mask or window), not varlen, from 2048 queries and keys, where
     the tiles' rounds over the SMs come out shorter; 128 elsewhere, and never with PINGPONG
     (turns between two warpgroups)."""
@@ -182,8 +183,8 @@ def test_gluon_forward_takes_192_queries_on_long_full_calls(monkeypatch):
     assert block_m(fp8=True) == 128                                        # fp8: not measured
     # few tiles: 8 heads of 4096 queries are two rounds of 132 SMs either way, 192's each 1.4 times as long
     assert block_m(b=1, h=8) == 128 and block_m(b=1, h=1, sq=16384, sk=16384) == 128
-    assert configs.fwd_gluon_three_warpgroups(64, False, 4096, 4096, False, False, 8, 132) is False
-    assert configs.fwd_gluon_three_warpgroups(64, False, 4096, 4096, False, False, 8, 30) is True   # (30 SMs)
+    assert decisions.fwd_gluon_three_warpgroups(64, False, 4096, 4096, False, False, 8, 132) is False
+    assert decisions.fwd_gluon_three_warpgroups(64, False, 4096, 4096, False, False, 8, 30) is True   # (30 SMs)
     cu = torch.tensor([0, 4096], dtype=torch.int32)
     assert block_m(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=4096, max_seqlen_k=4096) == 128   # varlen
     assert block_m() == 192                                                # remembered configs keep the answer apart
@@ -286,7 +287,7 @@ def test_warpgroup_blocks_skip_and_unmask_only_what_they_may(block_n, mask_left,
 
 @pytest.mark.parametrize("block_n", [128, 64])
 def test_diag_first_only_where_the_diagonal_block_alone_is_masked(block_n):
-    """configs.fwd_whole_blocks's DIAG_FIRST lets the Gluon forward stream a tile's blocks last to
+    """decisions.fwd_whole_blocks's DIAG_FIRST lets the Gluon forward stream a tile's blocks last to
     first, and each warpgroup release unread the ones it cannot see (they come first), mask the
     next (its diagonal's) and no other. By brute force over the calls it allows (common.key_blocks
     / warpgroup_blocks, as the consumer runs them): for each warpgroup of every tile that sees
@@ -297,7 +298,7 @@ def test_diag_first_only_where_the_diagonal_block_alone_is_masked(block_n):
     cases = []
     for _ in range(60):
         sq, sk = 128 * int(rng.integers(1, 13)), block_n * int(rng.integers(1, 1536 // block_n + 1))
-        assert configs.fwd_whole_blocks(sq, sk, 128, block_n, -1, 0, False, False) == (True, True)
+        assert decisions.fwd_whole_blocks(sq, sk, 128, block_n, -1, 0, False, False) == (True, True)
         cases += [(m0, sq, sk, -1, 0) for m0 in range(0, sq, 128)]
     seen = skipped = 0
     for row0 in (0, 64):
@@ -319,9 +320,9 @@ def test_diag_first_only_where_the_diagonal_block_alone_is_masked(block_n):
                  (1024, 1024, 128, 128, -1, 0, False, True), (1024, 1024, 128, 128, 64, 0, False, False),
                  (1024, 1024, 128, 128, -1, 5, False, False), (1024, 1024, 128, 64, -1, 0, False, False, True),
                  (1024, 1000, 128, 128, -1, 0, False, False), (2048, 2048, 192, 128, -1, -1, False, False)]:
-        assert configs.fwd_whole_blocks(*args)[1] is False, args
-    assert configs.fwd_whole_blocks(1000, 1024, 128, 128, -1, -1, False, True) == (True, False)
-    assert configs.fwd_whole_blocks(1024, 1000, 128, 128, -1, -1, False, False) == (False, False)
+        assert decisions.fwd_whole_blocks(*args)[1] is False, args
+    assert decisions.fwd_whole_blocks(1000, 1024, 128, 128, -1, -1, False, True) == (True, False)
+    assert decisions.fwd_whole_blocks(1024, 1000, 128, 128, -1, -1, False, False) == (False, False)
 
 
 def test_gluon_switch_only_on_sm90():
@@ -581,7 +582,7 @@ def test_gluon_forward_every_candidate(gluon_calls, schedule, monkeypatch, num_s
 @pytest.mark.parametrize("shape, window", [((4, 512, 512, 4, 2, 64), (-1, 0)), ((2, 300, 300, 4, 4, 48), (-1, 0)),
                                            ((2, 600, 511, 2, 1, 64), (100, 0)), ((3, 77, 1, 2, 2, 64), (-1, 0))])
 def test_gluon_forward_short_causal_takes_64_keys(monkeypatch, shape, window):
-    """By default (configs.fwd_gluon_short_causal), and right."""
+    """By default (decisions.fwd_gluon_short_causal), and right."""
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     check(*shape, dtype=torch.bfloat16, device="cuda", window_size=window)
     assert launches and all(c["BLOCK_N"] == 64 for _, c in launches)
@@ -616,7 +617,7 @@ def test_gluon_forward_three_warpgroups(gluon_calls, schedule, monkeypatch, shap
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape", [(2, 2100, 2300, 4, 2, 64), (2, 2048, 2048, 12, 12, 40)])
 def test_gluon_forward_192_queries_by_default(monkeypatch, dtype, shape):
-    """configs.fwd_gluon_three_warpgroups's calls take 192 queries without asking, and their out,
+    """decisions.fwd_gluon_three_warpgroups's calls take 192 queries without asking, and their out,
     lse and the gradients through them match float64."""
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     check(*shape, dtype=dtype, device="cuda")
@@ -759,10 +760,10 @@ def test_fp8_streams_the_diagonal_first_only_with_its_switch():
     take it without the switch."""
     from fa_ck.backends.triton import configs
     whole = dict(sq=1024, sk=1024, bm=128, bn=128, window_left=-1, window_right=0, varlen=False)
-    assert configs.fwd_whole_blocks(**whole, fp8=False) == (True, True)
-    assert configs.fwd_whole_blocks(**whole, fp8=True) == (True, False)
-    assert configs.fwd_whole_blocks(**whole, fp8=True, fp8_diag_first=True) == (True, True)
-    assert configs.fwd_whole_blocks(**dict(whole, sq=1000), fp8=True, fp8_diag_first=True) == (True, False)
+    assert decisions.fwd_whole_blocks(**whole, fp8=False) == (True, True)
+    assert decisions.fwd_whole_blocks(**whole, fp8=True) == (True, False)
+    assert decisions.fwd_whole_blocks(**whole, fp8=True, fp8_diag_first=True) == (True, True)
+    assert decisions.fwd_whole_blocks(**dict(whole, sq=1000), fp8=True, fp8_diag_first=True) == (True, False)
     assert configs.switches("fwd", "cuda:sm90", 128, True)["FP8_DIAG_FIRST"] is True
     assert "FP8_DIAG_FIRST" not in configs.switches("fwd", "cuda:sm90", 128, False)
 

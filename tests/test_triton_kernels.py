@@ -423,7 +423,7 @@ def test_bwd_preprocess_writes_delta_and_lse_over_scale(monkeypatch):
     (128, False, 4096, False, False, False), (128, False, 4096, True, None, False)])
 def test_late_sum_is_decided_per_call(monkeypatch, head_dim, causal, seqlen, fp8_inputs, asked, expected):
     """LATE_SUM (the Gluon forward adds P's row sums a block late) is on for fa_ck's own fp8 of
-    16-bit inputs but where configs.fwd_late_sum_wins says not (masked calls past d64 whose loop
+    16-bit inputs but where decisions.fwd_late_sum_wins says not (masked calls past d64 whose loop
     branches on the mask: S 4000 is no whole number of tiles, so the diagonal's block cannot
     stream first), off for a caller's fp8 and for 16-bit calls (not measured there), as asked
     through FA_CK_TRITON_CONFIG; the sm90 choice is made without a GPU, and remembered per

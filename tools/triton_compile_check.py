@@ -32,7 +32,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from ck_compile_check import compile_triton  # noqa: E402
-from fa_ck.backends.triton import configs  # noqa: E402
+from fa_ck.backends.triton import configs, decisions  # noqa: E402
 from fa_ck.backends.triton.backward import bwd_dkdv_kernel, bwd_dq_kernel, dq_from_acc  # noqa: E402
 from fa_ck.backends.triton.forward import fwd_kernel  # noqa: E402
 from fa_ck.backends.triton.quantize import amax_kernel, quantize_kernel  # noqa: E402
@@ -170,10 +170,10 @@ def gluon_kernels():
             cfg = configs.default("fwd", "cuda:sm90", d, bf16, gluon=True)
 
             def whole(sk=4096, varlen=False, fp8=False, cfg=cfg, causal=causal):
-                """EVEN_N and DIAG_FIRST as the launcher decides them (configs.fwd_whole_blocks; fp8 with
+                """EVEN_N and DIAG_FIRST as the launcher decides them (decisions.fwd_whole_blocks; fp8 with
                 FP8_DIAG_FIRST as by default)."""
                 diag_fp8 = configs.switches("fwd", "cuda:sm90", d, True).get("FP8_DIAG_FIRST", False)
-                return dict(zip(("EVEN_N", "DIAG_FIRST"), configs.fwd_whole_blocks(
+                return dict(zip(("EVEN_N", "DIAG_FIRST"), decisions.fwd_whole_blocks(
                     4096, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], -1, 0 if causal else -1, varlen, fp8,
                     fp8_diag_first=diag_fp8)))
             kv = gluon._smem_layout(cfg["BLOCK_N"], bd, bf16)
@@ -266,7 +266,7 @@ def gluon_kernels():
                           STAGE_P=bool(cfg.get("STAGE_P")), SMEM_P=gluon._smem_layout(64, cfg["BLOCK_M"], bf16),
                           ONE_PASS=True,
                           SMEM_DQ=gluon._smem_layout(cfg["BLOCK_M"], bd // 2, torch.float32), HOST_DESC=False,
-                          FROM_ZERO=configs.dkdv_from_zero_wins(d, causal), LSE_PREP=bool(cfg.get("LSE_PREP")),
+                          FROM_ZERO=decisions.dkdv_from_zero_wins(d, causal), LSE_PREP=bool(cfg.get("LSE_PREP")),
                           TMA_STORE=False, SMEM_O=gluon._smem_layout(64, bd, bf16), num_warps=cfg["num_warps"])
             yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
                 _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg
@@ -343,7 +343,7 @@ def _wide_backward_rows(d: int, masks: dict, mode: str, pointers: dict):
                   GROUP=1, **masks, SMEM_KV=gluon._smem_layout(bn, bd, bf16), SMEM_Q=gluon._smem_layout(bm, bd, bf16),
                   STAGE_P=False, SMEM_P=gluon._smem_layout(bn, bm // 2, bf16), ONE_PASS=False,
                   SMEM_DQ=gluon._smem_layout(bm, bd // 2, torch.float32), HOST_DESC=False,
-                  FROM_ZERO=configs.dkdv_from_zero_wins(d, masks["MASK_RIGHT"]), LSE_PREP=bool(cfg.get("LSE_PREP")),
+                  FROM_ZERO=decisions.dkdv_from_zero_wins(d, masks["MASK_RIGHT"]), LSE_PREP=bool(cfg.get("LSE_PREP")),
                   TMA_STORE=False, SMEM_O=gluon._smem_layout(64, bd, bf16), num_warps=cfg["num_warps"])
     yield f"bwd_dkdv gluon bf16 d{d} {mode}", bwd_dkdv_gluon_kernel, \
         _gluon_sig(bwd_dkdv_gluon_kernel, consts, pointers), consts, cfg

@@ -374,7 +374,7 @@ def _launch_backward(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnPar
 
     gluon_ok = launch_gluon._gluon_ok(q, k, v, do, p)
     # GQA only through host-made 4-D descriptors (a unit steps through its kv head's q heads; not
-    # varlen; by default where configs.gluon_wins); a positive scale: its multiplies start from
+    # varlen; by default where decisions.gluon_wins); a positive scale: its multiplies start from
     # -lse / scale, which a zero or negative scale would turn into NaN or +inf
     gqa_ok = hq == hkv or (not p.varlen and launch_gluon._host_desc_ok(q, k, v, do))
     gluon_dkdv = gqa_ok and gluon_ok and p.scale > 0

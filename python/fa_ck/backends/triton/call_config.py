@@ -11,7 +11,7 @@ import os
 import torch
 
 from ...params import FP8_DTYPES, AttnParams
-from . import configs, launch_gluon, tuning
+from . import configs, decisions, launch_gluon, tuning
 from .host import _causal_mask
 
 
@@ -30,12 +30,12 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     ~25 us of host time per kernel and call (h200-20261130-sixth call 1)."""
     autotune = bench is not None and tuning.autotune_enabled()
     key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
-                                 configs.gluon_wins(kernel, head_dim, sk, p.has_window, group),
-                                 configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p)),
-                                 configs.dkdv_persistent_wins(head_dim, sk, False),
-                                 configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk, group),
-                                 configs.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
-                                 kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
+                                 decisions.gluon_wins(kernel, head_dim, sk, p.has_window, group),
+                                 decisions.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p)),
+                                 decisions.dkdv_persistent_wins(head_dim, sk, False),
+                                 decisions.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk, group),
+                                 decisions.dkdv_tma_store_wins(sq, group, not p.deterministic, head_dim),
+                                 kernel == "fwd" and decisions.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq,
                                                                                      sk, p.fp8),
                                  kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk),
                                  kernel == "fwd" and (sq % 128, sk % 128, p.window_left < 0, p.varlen), tma_possible,
@@ -60,7 +60,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         sw["TMA"] = bool(sw["TMA"]) and tma_possible
     if "GLUON" in sw:                        # asked for, or by default where it measured faster
         sw["GLUON"] = bool(sw["GLUON"]) and gluon_possible and (
-            "GLUON" in over_sw or configs.gluon_wins(kernel, head_dim, sk, p.has_window, group))
+            "GLUON" in over_sw or decisions.gluon_wins(kernel, head_dim, sk, p.has_window, group))
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
     # The switches for fp8 of 16-bit inputs in the Gluon kernel only (P in registers, q rounded in
@@ -78,13 +78,13 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         elif name == "Q_CONVERT" and name in sw and q.dtype in FP8_DTYPES:
             sw[name] = False                 # handed q8 (TMA cannot read q as it is): as launched, autotune's key too
     if kernel == "bwd_dkdv" and "HOST_DESC" not in over_sw:
-        sw["HOST_DESC"] = configs.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
+        sw["HOST_DESC"] = decisions.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p))
     if kernel == "bwd_dkdv" and "FROM_ZERO" not in over_sw:
-        sw["FROM_ZERO"] = configs.dkdv_from_zero_wins(head_dim, p.has_window)
+        sw["FROM_ZERO"] = decisions.dkdv_from_zero_wins(head_dim, p.has_window)
     if p.deterministic and "ONE_PASS" in sw:
         sw["ONE_PASS"] = False               # atomics add in a different order every run
     if kernel == "bwd_dkdv" and "TMA_STORE" not in over_sw:
-        sw["TMA_STORE"] = configs.dkdv_tma_store_wins(sq, group, sw.get("ONE_PASS", False), head_dim)
+        sw["TMA_STORE"] = decisions.dkdv_tma_store_wins(sq, group, sw.get("ONE_PASS", False), head_dim)
     if kernel == "bwd_dkdv" and sw["GLUON"] and sw["ONE_PASS"] and configs.block_d(head_dim) > 128:
         # past d128 the Gluon dK/dV kernel has no one pass: asked for, it is backward.py's
         if "GLUON" in over_sw:
@@ -92,13 +92,13 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                              f"to its own kernel (head dim {head_dim}, GLUON and ONE_PASS asked); drop one")
         sw["GLUON"] = False
     if kernel == "bwd_dkdv" and "DYNAMIC" not in over_sw:
-        sw["DYNAMIC"] = configs.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk, group)
+        sw["DYNAMIC"] = decisions.dkdv_dynamic_wins(head_dim, _causal_mask(p), sk, group)
     if kernel == "bwd_dkdv" and "PERSISTENT" not in over_sw:   # (DYNAMIC's counter needs ONE_PASS)
-        sw["PERSISTENT"] = configs.dkdv_persistent_wins(head_dim, sk, sw["DYNAMIC"] and sw["ONE_PASS"])
+        sw["PERSISTENT"] = decisions.dkdv_persistent_wins(head_dim, sk, sw["DYNAMIC"] and sw["ONE_PASS"])
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)
     gluon = sw.get("GLUON", False)
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
-    if gluon and kernel == "fwd" and configs.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
+    if gluon and kernel == "fwd" and decisions.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
     if gluon and kernel == "fwd" and not sw.get("PINGPONG") and not over_sw.get("LATE_SUM") \
             and _three_warpgroups(q, head_dim, p, sq, sk):      # (asked-for switches of two warpgroups win)
@@ -127,10 +127,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         cfg["LATE_SUM"] = False              # (three warpgroups add their row sums beside the exponentials)
     elif "LATE_SUM" in sw and "LATE_SUM" not in over_sw:   # (the Gluon forward's; where it measured faster)
         # (on the tiles chosen; autotune, if on, timed its candidates with the default, True)
-        diag_first = configs.fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
+        diag_first = decisions.fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
                                               p.varlen, p.fp8, bool(cfg.get("PINGPONG")),
                                               bool(cfg.get("FP8_DIAG_FIRST")))[1]
-        cfg["LATE_SUM"] = gluon and configs.fwd_late_sum_wins(head_dim, p.has_window, p.fp8 and not fp8_inputs,
+        cfg["LATE_SUM"] = gluon and decisions.fwd_late_sum_wins(head_dim, p.has_window, p.fp8 and not fp8_inputs,
                                                               diag_first)
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
@@ -149,12 +149,12 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
 
 
 def _three_warpgroups(q, head_dim: int, p: AttnParams, sq: int, sk: int) -> bool:
-    """configs.fwd_gluon_three_warpgroups for this call (q: (B, S, H, D), or packed for varlen,
+    """decisions.fwd_gluon_three_warpgroups for this call (q: (B, S, H, D), or packed for varlen,
     which the rule leaves out); SMs of q's GPU (132, an H100's or H200's, off a GPU: CPU tests)."""
     if p.varlen:
         return False
     sms = launch_gluon._sm_count(q.device) if q.is_cuda else 132
-    return configs.fwd_gluon_three_warpgroups(head_dim, p.has_window, sq, sk, p.fp8, p.varlen,
+    return decisions.fwd_gluon_three_warpgroups(head_dim, p.has_window, sq, sk, p.fp8, p.varlen,
                                               q.shape[0] * q.shape[2], sms)
 
 

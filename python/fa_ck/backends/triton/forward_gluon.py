@@ -493,7 +493,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126). EVEN_N: seqlen_k
     is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
     DIAG_FIRST (causal, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile; 128 keys per
-    block, or 64 without PINGPONG; fp8 only where asked: configs.fwd_whole_blocks): each tile's blocks stream last
+    block, or 64 without PINGPONG; fp8 only where asked: decisions.fwd_whole_blocks): each tile's blocks stream last
     to first. A warpgroup releases unread the leading block it cannot see (64-key blocks), then
     its first block read, the diagonal's, is the only masked one (FlashAttention-3's order), so
     the loop compiles no masked softmax. Q_CONVERT (FP8, 128 queries): Q is q's 16-bit tensor, QD

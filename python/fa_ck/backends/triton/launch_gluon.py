@@ -10,7 +10,7 @@ import math
 import torch
 
 from ...params import AttnParams
-from . import configs
+from . import configs, decisions
 from .host import _causal_mask, _cdiv, _keys_padded, _lse_strides, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
@@ -79,14 +79,14 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     o_cols = configs.fwd_gluon_out_cols(d, cfg, k.dtype, p.fp8, out.element_size())
     o_arg = _desc4(out, 64, o_cols) if tma_store else out     # (unused without TMA_STORE)
     q_rows = 64 if bm == 192 else bm      # Q's TMA box: 192 queries load as three (forward_gluon._copy_q)
-    p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (__init__ decides: v's keys then in key_position's order)
+    p_regs = p.fp8 and bool(cfg.get("P_REGS"))      # (call_config decides: v's keys then in key_position's order)
     if host_desc:
         q_arg, k_arg = _desc4(q, q_rows, bd), _desc4(k, bn, bd)
         v_arg = _desc4(v, bd, bn, keys_contiguous=True, padded=p_regs) if p.fp8 else _desc4(v, bn, bd)
     else:
         _tma_allocator()
         q_arg, k_arg, v_arg = q, k, v
-    even_n, diag_first = configs.fwd_whole_blocks(sq, sk, bm, bn, p.window_left, p.window_right, p.varlen, p.fp8,
+    even_n, diag_first = decisions.fwd_whole_blocks(sq, sk, bm, bn, p.window_left, p.window_right, p.varlen, p.fp8,
                                                   bool(cfg.get("PINGPONG")), bool(cfg.get("FP8_DIAG_FIRST")))
     persistent = bool(cfg.get("PERSISTENT"))
     n_m = _cdiv(sq, bm)

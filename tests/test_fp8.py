@@ -293,6 +293,28 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
         assert [_key_position(s) for s in sigma.tolist()] == list(range(block_n))
 
 
+@pytest.mark.parametrize("sk", [1, 15, 16, 17, 70, 300])
+@pytest.mark.parametrize("layout", ["bshd", "keys-contiguous"])
+def test_callers_fp8_v_copied_in_the_gluon_forwards_key_order(sk, layout):
+    """A caller's fp8 v, as it comes or keys-contiguous, copied for the Gluon forward's P in
+    registers (quantize.keys_for_registers): keys-contiguous, key s at key_position(s), zeros past
+    the last key to a multiple of 16, every byte of v as it was (NaN bytes too: the copy moves
+    bytes, it does not round)."""
+    b, hkv, d = 2, 3, 24
+    v = rand(b, sk, hkv, d, dtype=torch.float32).to(torch.float8_e4m3fn)
+    v.view(torch.uint8)[0, 0, 0, 0] = 0x7f                       # a NaN byte in e4m3fn
+    if layout == "keys-contiguous":
+        v = tq.empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
+    out = tq.keys_for_registers(v)
+    assert out.shape == v.shape and out.dtype == v.dtype and out.stride(1) == 1
+    got = tq.padded_keys(out)
+    assert got.shape[1] == -(-sk // 16) * 16
+    pos = torch.tensor([_key_position(s) for s in range(sk)])
+    assert torch.equal(got[:, pos].view(torch.uint8), v.view(torch.uint8))
+    padding = sorted(set(range(got.shape[1])) - set(pos.tolist()))
+    assert (got[:, padding].view(torch.uint8) == 0).all()
+
+
 def _key_position(s: int) -> int:
     """quantize.key_position in Python (a Triton function needs a kernel to run)."""
     return (s & ~15) | ((s & 6) << 1) | ((s & 8) >> 2) | (s & 1)

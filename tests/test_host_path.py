@@ -414,38 +414,45 @@ def test_a_plan_takes_parts_of_a_slot_alone_in_its_storage():
     assert plans._Plan.make([(plans._zero, part)], [work], False) is None                # not contiguous
 
 
-@pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs"])
-def test_fp8_p_in_registers_only_where_fa_ck_quantises(gpu_path, monkeypatch, case):
-    """The Gluon fp8 forward keeps P in registers (P_REGS) where fa_ck quantises: the quantisation
-    launch writes v's keys in the kernel's order (PERMUTE_V) and the kernel reads v through a
-    descriptor of the padded length (70 keys -> 80). With P_REGS off, and for a caller's fp8 v
-    (read as it comes), P is staged and v described as it is, after a quantising call of the same
-    shapes (their configs are remembered apart); asking P_REGS for fp8 inputs is an error naming
-    it where the Gluon kernel would run, and ignored where forward.py does."""
+@pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs", "fp8-inputs-staged",
+                                  "fp8-inputs-bshd"])
+def test_fp8_p_in_registers_and_v_in_the_kernels_order(gpu_path, monkeypatch, case):
+    """The Gluon fp8 forward keeps P in registers (P_REGS) with v's keys in its order: where fa_ck
+    quantises, the quantisation launch writes them so (PERMUTE_V); for a caller's fp8 v (keys-
+    contiguous, or (B, S, H, D) as it comes) fa_ck copies v so (quantize.keys_for_registers). The
+    kernel reads v through a descriptor of the padded length (70 keys -> 80). With P_REGS off
+    (asked), P is staged and v described as it is (a caller's keys-contiguous v itself, no
+    copy), after a quantising call of the same shapes (their configs are remembered apart)."""
     f8 = torch.float8_e4m3fn
     q, k, v = _inputs(sk=70)
-    if case == "quantised-staged":
+    if case.endswith("staged"):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": false}}')
-    if case == "fp8-inputs":
+    caller_v = None
+    if case.startswith("fp8-inputs"):
         tb.forward(q, k, v, dataclasses.replace(_params(q, k, True), fp8=True))
         gpu_path.clear()
         q, k = q.to(f8), k.to(f8)
-        v = quantize.empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))    # keys-contiguous, rows padded
+        caller_v = v.to(f8) if case == "fp8-inputs-bshd" else \
+            quantize.empty_bshd(v.shape, f8, v.device, True).copy_(v.to(f8))    # keys-contiguous, rows padded
+        v = caller_v
     p = dataclasses.replace(_params(q, k, True), fp8=True)
     tb.forward(q, k, v, p)
     launches = [e for e in gpu_path if e != "set_allocator"]
     (_, _, args, consts), = [e for e in launches if e[0].fn.__name__ == "fwd_gluon_kernel"]
-    regs = case == "quantised"
+    regs = not case.endswith("staged")
     assert consts["P_REGS"] == regs and list(args[2].shape) == [2, 4, 128, 80 if regs else 70]
     assert [c["PERMUTE_V"] for kernel, _, _, c in launches if kernel.fn.__name__ == "quantize_kernel"] == \
-        ([] if case == "fp8-inputs" else [regs])
-    if case == "fp8-inputs":
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": true}}')
-        with pytest.raises(ValueError, match="P_REGS"):
-            tb.forward(q, k, v, p)
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": true, "GLUON": false}}')
-        tb.forward(q, k, v, p)                                     # (forward.py: nothing to refuse)
-        assert gpu_path[-1][0].fn.__name__ == "fwd_kernel"
+        ([] if caller_v is not None else [regs])
+    if caller_v is not None:
+        # the descriptor's tensor: v in the kernel's key order, zeros past the last key to the padded
+        # length (keys_for_registers, tested in test_fp8); a caller's keys-contiguous v itself where P is staged
+        got = args[2].base
+        if regs:
+            want = quantize.keys_for_registers(caller_v)
+            assert got.stride(1) == 1 and torch.equal(quantize.padded_keys(got).view(torch.uint8),
+                                                      quantize.padded_keys(want).view(torch.uint8))
+        else:
+            assert got.data_ptr() == caller_v.data_ptr()
 
 
 @pytest.mark.parametrize("case", ["default", "off", "misaligned", "fp8-inputs", "forward.py"])

@@ -420,13 +420,13 @@ def test_bwd_preprocess_writes_delta_and_lse_over_scale(monkeypatch):
 @pytest.mark.parametrize("head_dim,causal,seqlen,fp8_inputs,asked,expected", [
     (128, False, 4096, False, None, True), (128, True, 4096, False, None, True), (128, True, 4000, False, None, False),
     (64, True, 4000, False, None, True), (64, False, 4096, False, None, True), (128, True, 4000, False, True, True),
-    (128, False, 4096, False, False, False), (128, False, 4096, True, None, False)])
+    (128, False, 4096, False, False, False), (128, False, 4096, True, None, True), (128, True, 4000, True, None, False)])
 def test_late_sum_is_decided_per_call(monkeypatch, head_dim, causal, seqlen, fp8_inputs, asked, expected):
-    """LATE_SUM (the Gluon forward adds P's row sums a block late) is on for fa_ck's own fp8 of
-    16-bit inputs but where decisions.fwd_late_sum_wins says not (masked calls past d64 whose loop
+    """LATE_SUM (the Gluon forward adds P's row sums a block late) is on for fp8 with P in
+    registers (fa_ck's own of 16-bit inputs, and a caller's fp8, whose v fa_ck copies into the
+    kernel's order) but where decisions.fwd_late_sum_wins says not (masked calls past d64 whose loop
     branches on the mask: S 4000 is no whole number of tiles, so the diagonal's block cannot
-    stream first), off for a caller's fp8 and for 16-bit calls (not measured there), as asked
-    through FA_CK_TRITON_CONFIG; the sm90 choice is made without a GPU, and remembered per
+    stream first), off for 16-bit calls (not measured there), as asked through FA_CK_TRITON_CONFIG; the sm90 choice is made without a GPU, and remembered per
     sequence length's remainder (the two lengths one after the other)."""
     import json
     from fa_ck.backends import triton as tb

@@ -255,8 +255,9 @@ def gluon_kernels():
             yield f"fwd gluon device-desc fp8e4nv d{d} {mode}", fwd_gluon_kernel, \
                 _gluon_sig(fwd_gluon_kernel, device, dict(pointers, Q="*bf16", QD="*i32", K="*fp8e4nv", V="*fp8e4nv")), \
                 device, cfg
-            # a caller's fp8 q, k, v with their descales: Q read as it comes, P staged
-            inputs = dict(staged, Q_CONVERT=False, SMEM_Q=gluon._smem_layout(bm, bd, f8))
+            # a caller's fp8 q, k, v with their descales: Q read as it comes, P in registers (fa_ck
+            # copies v into the kernel's key order), row sums a block late, as launched
+            inputs = dict(late, Q_CONVERT=False, SMEM_Q=gluon._smem_layout(bm, bd, f8))
             yield f"fwd gluon fp8-inputs fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, inputs, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if inputs["TMA_STORE"] else {}))), inputs, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)

@@ -280,9 +280,11 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
     - fp8 (all float8_e4m3fn or all float8_e4m3fnuz, the device's native format) with float32
       descales q_descale (B, Hq), k_descale and v_descale (B, Hkv) (None: 1.0), so that
       q ~= q_fp8 * q_descale per (batch, head); out in out_dtype (default bfloat16); no backward.
-      The kernels read v keys-contiguous: a v stored (B, Hkv, D, Sk) in memory (stride(1) == 1)
-      is used without a copy (on sm90 the Gluon kernel also wants its other strides in multiples
-      of 16 bytes, else forward.py serves the call); any other v is copied into that layout.
+      The kernels read v keys-contiguous: on sm90 the Gluon kernel copies any v once into that
+      layout with its keys in the kernel's order (P stays in registers); elsewhere a v stored
+      (B, Hkv, D, Sk) in memory (stride(1) == 1) is used without a copy (on sm90 the Gluon
+      kernel also wants such a v's other strides in multiples of 16 bytes, else forward.py serves
+      the call), and any other v is copied into that layout.
     QK^T and PV run in fp8 with fp32 accumulation; softmax statistics stay fp32.
     Returns out, or (out, softmax_lse (B, Hq, Sq) float32) with return_lse.
     """

@@ -210,11 +210,14 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
     buffers = ()
     if p.fp8:
         # which kernel runs depends on the fp8 tensors it reads, which exist (fa_ck's buffers) before
-        # they are written: the Gluon kernel keeps P in registers (P_REGS) where fa_ck quantises,
-        # writing v's keys in that kernel's order; a caller's fp8 v is read as it comes, P staged
+        # they are written: the Gluon kernel keeps P in registers (P_REGS), v's keys in its order,
+        # written so by fa_ck's quantisation, or for a caller's fp8 by a copy of v
+        # (quantize.keys_for_registers); with P staged, a caller's keys-contiguous v is read as it comes
         fp8_inputs = q.dtype in FP8_DTYPES
         if fp8_inputs:
-            v = quantize.keys_contiguous(v)
+            caller_v = v
+            # (a v fa_ck copies anyway: its layout stands in for the copy, made once the kernel is known)
+            v = v if v.stride(1) == 1 or v.shape[1] <= 1 else quantize.empty_bshd(v.shape, v.dtype, v.device, True)
             fp8_q, fp8_k, fp8_v = q, k, v
         else:
             # q8 is made below only where the kernel reads it; until then k8 stands in for it: a
@@ -230,7 +233,9 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
         p_regs = bool(chosen.get("P_REGS"))
         # Q_CONVERT: q stays 16-bit, the Gluon kernel rounds each tile of it (where TMA reads q as it is)
         q_convert = bool(chosen.get("Q_CONVERT")) and _tma_ok(q)
-        if not (fp8_inputs or q_convert):
+        if fp8_inputs:
+            v = quantize.keys_for_registers(caller_v) if p_regs else quantize.keys_contiguous(caller_v)
+        elif not q_convert:
             buffers = quantize.add_q8(buffers, q)
         q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert)
     else:

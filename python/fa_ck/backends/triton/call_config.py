@@ -23,7 +23,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     """The kernel's switches (defaults, then FA_CK_TRITON_CONFIG; TMA only where `tma_possible`,
     a Gluon kernel only where `gluon_possible`, no one pass for deterministic calls; group: q
     heads per kv head, which the Gluon dK/dV kernel's default depends on; fp8_inputs: the
-    caller's fp8, read as it comes, so no P_REGS and no Q_CONVERT), then
+    caller's fp8: no Q_CONVERT), then
     tiles: the heuristic for those switches, or autotuned when switched on, with any
     FA_CK_TRITON_CONFIG tiles on top.
     Without autotune the answer is remembered per everything it reads: working it out took
@@ -63,17 +63,18 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             "GLUON" in over_sw or decisions.gluon_wins(kernel, head_dim, sk, p.has_window, group))
     if "ONE_PASS" in sw and "ONE_PASS" not in over_sw:   # by default only with the Gluon kernel, to d128
         sw["ONE_PASS"] = bool(sw.get("GLUON")) and configs.block_d(head_dim) <= 128
-    # The switches for fp8 of 16-bit inputs in the Gluon kernel only (P in registers, q rounded in
-    # the kernel): not in a 16-bit call's config, nor its autotune key; off for a caller's fp8 or
-    # forward.py's kernel, and an error where asked for a caller's fp8 in the Gluon kernel.
-    for name, why in (("P_REGS", "needs v's keys in the Gluon kernel's order, which only fa_ck's own "
-                                 "quantisation writes; fp8 inputs run with P staged"),
-                      ("Q_CONVERT", "rounds a 16-bit q inside the Gluon kernel; fp8 inputs have none")):
+    # The Gluon fp8 kernel's own switches (P in registers, q rounded in the kernel): not in a 16-bit
+    # call's config, nor its autotune key; off in forward.py's kernel. P_REGS for a caller's fp8
+    # too (fa_ck copies v into the kernel's key order: quantize.keys_for_registers); Q_CONVERT
+    # off for it, and an error where asked in the Gluon kernel.
+    for name in ("P_REGS", "Q_CONVERT"):
+        refused = fp8_inputs and name == "Q_CONVERT"
         if name in sw and not p.fp8:
             del sw[name]
-        elif name in sw and (fp8_inputs or not sw.get("GLUON")):
-            if fp8_inputs and sw.get("GLUON") and over_sw.get(name):
-                raise ValueError(f"FA_CK_TRITON_CONFIG['fwd']: {name} {why} (drop {name})")
+        elif name in sw and (refused or not sw.get("GLUON")):
+            if refused and sw.get("GLUON") and over_sw.get(name):
+                raise ValueError("FA_CK_TRITON_CONFIG['fwd']: Q_CONVERT rounds a 16-bit q inside the Gluon kernel; "
+                                 "fp8 inputs have none (drop Q_CONVERT)")
             sw[name] = False
         elif name == "Q_CONVERT" and name in sw and q.dtype in FP8_DTYPES:
             sw[name] = False                 # handed q8 (TMA cannot read q as it is): as launched, autotune's key too
@@ -130,8 +131,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         diag_first = decisions.fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
                                               p.varlen, p.fp8, bool(cfg.get("PINGPONG")),
                                               bool(cfg.get("FP8_DIAG_FIRST")))[1]
-        cfg["LATE_SUM"] = gluon and decisions.fwd_late_sum_wins(head_dim, p.has_window, p.fp8 and not fp8_inputs,
-                                                              diag_first)
+        cfg["LATE_SUM"] = gluon and decisions.fwd_late_sum_wins(head_dim, p.has_window,
+                                                              p.fp8 and bool(cfg.get("P_REGS")), diag_first)
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0

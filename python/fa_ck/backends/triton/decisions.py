@@ -6,12 +6,14 @@ forward's EVEN_N / DIAG_FIRST, which its launcher and the compile check ask too.
 from .configs import block_d
 
 
-def fwd_late_sum_wins(head_dim: int, masked: bool, own_fp8: bool, diag_first: bool = False) -> bool:
+def fwd_late_sum_wins(head_dim: int, masked: bool, fp8_p_regs: bool, diag_first: bool = False) -> bool:
     """Whether the Gluon forward adds each block's row sums in the next block (LATE_SUM): for fp8
-    of 16-bit inputs (own_fp8: P in registers) everywhere but masked calls (causal, windows) at
+    with P in registers (fp8_p_regs: measured on 16-bit inputs fa_ck quantises; a caller's fp8,
+    whose v fa_ck copies into the kernel's order, runs the same loop but for Q_CONVERT, not
+    measured) everywhere but masked calls (causal, windows) at
     head dims 65-128 whose loop branches on the mask per block (diag_first: the call streams each
     tile's diagonal block first, fwd_whole_blocks, so its loop has no masked softmax and takes it);
-    not yet for 16-bit calls or a caller's fp8 (not measured).
+    not yet for 16-bit calls (not measured).
     h200-20261203-timeline call 5 (3 rounds, same run, x SDPA cuDNN's bf16 forward): d128 full
     S1k / S4k / S16k 0.79 / 1.14 / 1.35x -> 0.83 / 1.24 / 1.41x; d64 full 0.74 / 0.98 / 1.10x ->
     0.79 / 1.12 / 1.26x, causal 0.59 / 0.88 / 1.05x -> 0.59 / 0.95 / 1.19x; but d128 causal 0.63 /
@@ -19,7 +21,7 @@ def fwd_late_sum_wins(head_dim: int, masked: bool, own_fp8: bool, diag_first: bo
     more: 15 spill stores against 12 in the sm90 compile). With the diagonal's block first
     (call 8, 3 rounds, same run) d128 causal S1k / S4k / S16k 0.65 / 1.12 / 1.41x -> 0.66 / 1.13 /
     1.42x (its loop spills nothing either way)."""
-    return own_fp8 and (block_d(head_dim) <= 64 or not masked or diag_first)
+    return fp8_p_regs and (block_d(head_dim) <= 64 or not masked or diag_first)
 
 
 def fwd_gluon_short_causal(head_dim: int, right_edge_at_diagonal: bool, seqlen_q: int, seqlen_k: int,

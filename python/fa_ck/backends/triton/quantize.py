@@ -296,6 +296,21 @@ def keys_contiguous(v: torch.Tensor) -> torch.Tensor:
     return empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
 
 
+def keys_for_registers(v: torch.Tensor) -> torch.Tensor:
+    """A caller's fp8 v (B, S, H, D), any layout, copied keys-contiguous in key_position's order
+    with zeros past the last key to a multiple of 16 (empty_bshd's padded storage): what fa_ck's
+    own quantisation writes for the Gluon forward's P in registers (PERMUTE_V), so a caller's fp8
+    takes that kernel too. One copy of v in fp8; the bytes move as uint8 (torch indexes no fp8)."""
+    b, s, h, d = v.shape
+    out = empty_bshd(v.shape, v.dtype, v.device, True)
+    rows = padded_keys(out).view(torch.uint8).permute(0, 2, 3, 1)         # (B, H, D, keys padded) storage
+    rows.zero_()
+    keys = torch.arange(s, device=v.device)
+    position = (keys & ~15) | ((keys & 6) << 1) | ((keys & 8) >> 2) | (keys & 1)    # key_position
+    rows[..., position] = v.view(torch.uint8).permute(0, 2, 3, 1)
+    return out
+
+
 def padded_keys(v8: torch.Tensor) -> torch.Tensor:
     """A keys-contiguous v from empty_bshd seen to its padded length (a multiple of 16 keys)."""
     b, s, h, d = v8.shape

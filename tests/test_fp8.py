@@ -295,16 +295,23 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
 
 @pytest.mark.parametrize("sk", [1, 15, 16, 17, 70, 300])
 @pytest.mark.parametrize("layout", ["bshd", "keys-contiguous"])
-def test_callers_fp8_v_copied_in_the_gluon_forwards_key_order(sk, layout):
+def test_callers_fp8_v_copied_in_the_gluon_forwards_key_order(monkeypatch, sk, layout):
     """A caller's fp8 v, as it comes or keys-contiguous, copied for the Gluon forward's P in
     registers (quantize.keys_for_registers): keys-contiguous, key s at key_position(s), zeros past
-    the last key to a multiple of 16, every byte of v as it was (NaN bytes too: the copy moves
-    bytes, it does not round)."""
+    the last key to a multiple of 16 (the new buffer poisoned first), every byte of v as it was
+    (NaN bytes too: the copy moves bytes, it does not round)."""
     b, hkv, d = 2, 3, 24
     v = rand(b, sk, hkv, d, dtype=torch.float32).to(torch.float8_e4m3fn)
     v.view(torch.uint8)[0, 0, 0, 0] = 0x7f                       # a NaN byte in e4m3fn
     if layout == "keys-contiguous":
         v = tq.empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
+    real = tq.empty_bshd
+
+    def poisoned(*args, **kwargs):
+        t = real(*args, **kwargs)
+        tq.padded_keys(t).view(torch.uint8).fill_(0x7f)
+        return t
+    monkeypatch.setattr(tq, "empty_bshd", poisoned)
     out = tq.keys_for_registers(v)
     assert out.shape == v.shape and out.dtype == v.dtype and out.stride(1) == 1
     got = tq.padded_keys(out)

@@ -304,11 +304,24 @@ def keys_for_registers(v: torch.Tensor) -> torch.Tensor:
     b, s, h, d = v.shape
     out = empty_bshd(v.shape, v.dtype, v.device, True)
     rows = padded_keys(out).view(torch.uint8).permute(0, 2, 3, 1)         # (B, H, D, keys padded) storage
-    rows.zero_()
-    keys = torch.arange(s, device=v.device)
-    position = (keys & ~15) | ((keys & 6) << 1) | ((keys & 8) >> 2) | (keys & 1)    # key_position
-    rows[..., position] = v.view(torch.uint8).permute(0, 2, 3, 1)
+    if s % 16:
+        rows[..., s // 16 * 16:].zero_()     # the last group: key_position keeps a key in its group of 16
+    rows[..., _key_positions(s, v.device)] = v.view(torch.uint8).permute(0, 2, 3, 1)
     return out
+
+
+_KEY_POSITIONS: dict = {}
+
+
+def _key_positions(s: int, device) -> torch.Tensor:
+    """key_position of keys 0..s-1 (int64, on device): a prefix of one tensor per device, made anew
+    only for a longer sequence than any before (each torch op is host time on every call of a
+    caller's fp8)."""
+    have = _KEY_POSITIONS.get(str(device))
+    if have is None or have.numel() < s:
+        keys = torch.arange(max(s, 16), device=device)
+        have = _KEY_POSITIONS[str(device)] = (keys & ~15) | ((keys & 6) << 1) | ((keys & 8) >> 2) | (keys & 1)
+    return have[:s]
 
 
 def padded_keys(v8: torch.Tensor) -> torch.Tensor:

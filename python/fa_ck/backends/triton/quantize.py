@@ -319,8 +319,7 @@ def _key_positions(s: int, device) -> torch.Tensor:
     caller's fp8)."""
     have = _KEY_POSITIONS.get(str(device))
     if have is None or have.numel() < s:
-        keys = torch.arange(max(s, 16), device=device)
-        have = _KEY_POSITIONS[str(device)] = (keys & ~15) | ((keys & 6) << 1) | ((keys & 8) >> 2) | (keys & 1)
+        have = _KEY_POSITIONS[str(device)] = key_position.fn(torch.arange(max(s, 16), device=device))
     return have[:s]
 
 

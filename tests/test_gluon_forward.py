@@ -882,18 +882,20 @@ def test_gluon_fp8_p_in_registers_other_blocks_and_windows(monkeypatch, block_n,
 @pytest.mark.gpu
 def test_gluon_fp8_inputs_float32_out(monkeypatch, schedule, gluon_calls):
     """fp8 tensors with descales and float32 out through the Gluon kernel: the same numbers as the
-    quantising call (out stored as float32 rather than bf16) with RAW_MAX and P_REGS off, as a
-    caller's fp8 always has them (fa_ck's own quantisation takes both by default: other
-    roundings, and P V summed in another key order)."""
+    quantising call (out stored as float32 rather than bf16), in the same kernel: by default
+    (RAW_MAX, P in registers, v copied into the kernel's key order), and with both off."""
     q, k, v = (torch.randn(2, 300, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
     v8 = tb.quantize.keys_contiguous(v8)
-    got = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
-                                    out_dtype=torch.float32, backend="triton")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, RAW_MAX=False, P_REGS=False))
-    want = fa_ck.flash_attn_fp8_func(q, k, v, causal=True, backend="triton")
-    assert got.dtype == torch.float32 and gluon_calls
-    assert torch.equal(got.to(torch.bfloat16), want)
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    for switches in ({}, dict(RAW_MAX=False, P_REGS=False)):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, **switches))
+        got = fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
+                                        out_dtype=torch.float32, backend="triton")
+        assert launches[-1][1]["RAW_MAX"] == launches[-1][1]["P_REGS"] == (not switches)
+        want = fa_ck.flash_attn_fp8_func(q, k, v, causal=True, backend="triton")
+        assert got.dtype == torch.float32 and gluon_calls
+        assert torch.equal(got.to(torch.bfloat16), want)
 
 
 @gpu
@@ -954,7 +956,7 @@ def test_gluon_fp8_forward_negative_scale(monkeypatch, causal):
 def test_gluon_fp8_forward_raw_max(monkeypatch, causal):
     """fp8 on fa_ck's own descales takes RAW_MAX (by default): the same numbers as without, to
     rounding; an all-zero head (descale 1e-12 / 448, its product with the scale kept normal)
-    gives the float64 reference's uniform average, not NaN; a caller's descales leave it off."""
+    gives the float64 reference's uniform average, not NaN; a caller's descales take it too."""
     from attn_check import assert_close, rel_err
     from test_fp8 import FWD_BOUND
     from fa_ck import reference
@@ -979,4 +981,42 @@ def test_gluon_fp8_forward_raw_max(monkeypatch, causal):
     (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
     fa_ck.flash_attn_fp8_func(q8, k8, tb.quantize.keys_contiguous(v8), causal=causal, q_descale=qd, k_descale=kd,
                               v_descale=vd, backend="triton")
+    assert launches[-1][1]["RAW_MAX"]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_fp8_callers_descales_of_any_sign(monkeypatch, causal):
+    """A caller's descales whose product is negative (some heads), zero (one) or positive with
+    both negative (one) keep RAW_MAX: those heads' q rows are negated in the kernel (_negate_q).
+    The same numbers, to rounding, as the scaled row max (RAW_MAX off), and the float64 reference
+    of the dequantised inputs within fp8's bound; heads with a negative product differ from the
+    positive descales' output (the sign reached the scores)."""
+    from attn_check import assert_close, rel_err
+    from test_fp8 import FWD_BOUND
+    from fa_ck import reference
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    q, k, v = (torch.randn(2, 1000, 4, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    q_sign = torch.tensor([[1.0, -1.0, 1.0, -1.0], [-1.0, 0.0, 1.0, 1.0]], device="cuda")
+    k_sign = torch.tensor([[1.0, 1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0]], device="cuda")
+    qs, ks = qd * q_sign, kd * k_sign
+
+    def run(q_descale, k_descale):
+        return fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=causal, q_descale=q_descale, k_descale=k_descale,
+                                         v_descale=vd, return_lse=True, backend="triton")
+    plain, _ = run(qd, kd)
+    out, lse = run(qs, ks)
+    assert launches[-1][1]["RAW_MAX"] and torch.isfinite(out).all()
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"RAW_MAX": False}}))
+    want, want_lse = run(qs, ks)
     assert not launches[-1][1]["RAW_MAX"]
+    assert rel_err(out.double(), want.double()) <= 2e-3
+    assert (lse - want_lse).abs().max().item() <= 1e-4
+    deq = [t.double() * d.double()[:, None, :, None] for t, d in ((q8, qs), (k8, ks), (v8, vd))]
+    ref, _ = reference.attention(*deq, causal=causal, dtype=torch.float64)
+    assert_close("signed descales vs float64", out, ref, FWD_BOUND)
+    negative = (q_sign * k_sign) < 0
+    for b, h in negative.nonzero().tolist():
+        assert rel_err(out[b, :, h].double(), plain[b, :, h].double()) > 0.1

@@ -35,7 +35,7 @@ from ck_compile_check import compile_triton  # noqa: E402
 from fa_ck.backends.triton import configs, decisions  # noqa: E402
 from fa_ck.backends.triton.backward import bwd_dkdv_kernel, bwd_dq_kernel, dq_from_acc  # noqa: E402
 from fa_ck.backends.triton.forward import fwd_kernel  # noqa: E402
-from fa_ck.backends.triton.quantize import amax_kernel, quantize_kernel  # noqa: E402
+from fa_ck.backends.triton.quantize import amax_kernel, keys_for_registers_kernel, quantize_kernel  # noqa: E402
 
 _TY = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _FLOATS = {"scale", "scale_log2", "softcap_in", "softcap_out", "dropout_p"}
@@ -502,6 +502,12 @@ def quantize_kernels(target: str):
     if target == "sm90":     # for the Gluon fp8 forward: v's keys in its order (P_REGS), no q8 (Q_CONVERT)
         yield f"quantize bf16->{ty} d128 (k, v; v's keys reordered)", quantize_kernel, sig, \
             dict(consts, PERMUTE_V=True, COPY_Q=False)
+        # a caller's fp8 v copied into that order (bytes), from (B, S, H, D) rows
+        sig = {n: "i32" for n in keys_for_registers_kernel.arg_names}
+        sig.update(V="*u8", V8="*u8", BLOCK_S="constexpr", BLOCK_D="constexpr", stride_d="constexpr",
+                   stride_8s="constexpr")
+        yield "keys_for_registers fp8 d128 (v's keys reordered)", keys_for_registers_kernel, sig, \
+            dict(BLOCK_S=64, BLOCK_D=128, stride_d=1, stride_8s=1)
 
 
 def _compile(failures: list, target: str, name: str, fn, sig: dict, consts: dict, num_warps: int, num_stages: int,

@@ -164,6 +164,18 @@ def _convert_q(q16_smem, q_smem, scale, FP8_MAX: gl.constexpr):
 
 
 @gluon.jit
+def _negate_q(q_smem):
+    """This warpgroup's fp8 Q rows negated in place, each value's sign bit flipped (exact; NaN stays
+    NaN): a caller's descales of any sign keep RAW_MAX, whose scale must be positive, as
+    (-q).k times -scale (see _consumer)."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [gl.num_warps(), 1], [1, 0])
+    x = q_smem.load(layout).to(gl.uint8, bitcast=True) ^ 0x80
+    q_smem.store(x.to(gl.uint8).to(q_smem.dtype, bitcast=True))
+    fence_async_shared()                  # the generic-proxy stores before wgmma's async reads
+    _partition_barrier()                  # every row written before the warpgroup's first QK^T
+
+
+@gluon.jit
 def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
     """Issue acc += P V (async); a keys-major v tile (fp8) is read through its transpose. P_REGS
     (fp8): p is fp32, rounded to fp8 here, where the multiply uses it (see _p_operand)."""
@@ -384,6 +396,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                 out_scale = 1.0
                 q_scale = 1.0                 # (Q_CONVERT's)
                 tile_scale_log2 = scale_log2
+                negate_q = False
                 if FP8:     # descales folded as in forward.py
                     hk = (h // group).to(gl.int64)
                     if Q_CONVERT:
@@ -391,8 +404,12 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     else:
                         q_descale = gl.load(QD + b64 * stride_qdb + h)
                     tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
-                    if RAW_MAX:     # fa_ck's own descales (host._raw_max), > 0; kept a normal float, as
-                        # -inf times a product flushed to 0 would be NaN (the scores are ~0 then anyway)
+                    if RAW_MAX:     # scale_log2 > 0 (host._raw_max)
+                        if not Q_CONVERT:     # a caller's descales, of any sign: a negative product
+                            negate_q = tile_scale_log2 < 0      # is taken as (-q).k times its magnitude
+                            tile_scale_log2 = gl.abs(tile_scale_log2)
+                        # kept a normal float, as -inf times a product flushed to 0 would be NaN
+                        # (the scores are ~0 then anyway)
                         tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
                     out_scale = gl.load(VD + b64 * stride_kdb + hk)     # (P_SCALE cancels: in l_i too)
                 if n_blocks > 0:
@@ -408,6 +425,8 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     mbarrier.wait(q_full, n_q & 1)
                     if Q_CONVERT:
                         _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
+                    elif negate_q:
+                        _negate_q(q_smem)
                     first = it
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)

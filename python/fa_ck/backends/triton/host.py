@@ -77,9 +77,8 @@ def _raw_max(cfg: dict, p: AttnParams, scale_log2: float) -> bool:
     by default, where the score is the raw one scaled (no softcap or ALiBi) by a scale_log2 (the
     kernels' argument, from _scalars) known positive in float32: with a negative one the raw max
     would be the minimum's, and with one that rounds to 0 a masked score's -inf times it would be
-    NaN. fp8 kernels fold the descales into the scale: only fa_ck's own (quantize.py's: >= 1e-12 /
-    fp8 max), not a caller's (of any sign, or 0); forward.py's fp8 kernel spilled with it (the
-    launcher leaves it off)."""
-    own_descales = p.q_descale is None and p.k_descale is None
+    NaN. The Gluon fp8 kernel folds the descales into the scale and keeps that product positive
+    and normal itself (a caller's descales may be of any sign, or 0: forward_gluon._consumer);
+    forward.py's fp8 kernel spilled with it (the launcher leaves it off)."""
     return (bool(cfg.get("RAW_MAX", True)) and scale_log2 >= _FP32_TINY
-            and (not p.fp8 or own_descales) and p.softcap == 0 and p.alibi_slopes is None)
+            and p.softcap == 0 and p.alibi_slopes is None)

@@ -296,31 +296,37 @@ def keys_contiguous(v: torch.Tensor) -> torch.Tensor:
     return empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
 
 
+@triton.jit
+def keys_for_registers_kernel(V, V8, stride_b, stride_s, stride_h, stride_d, stride_8b, stride_8s, stride_8h,
+                              stride_8d, seqlen, head_dim, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Bytes of v's rows (BLOCK_S keys of one (batch, head)) to v8's key_position(s), v8's keys
+    written to a multiple of 16 (zeros past the last key); BLOCK_S a multiple of 16."""
+    b, h = tl.program_id(2), tl.program_id(1)
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d[None, :] < head_dim
+    x = tl.load(V + wide(b) * stride_b + wide(h) * stride_h + wide(offs_s)[:, None] * stride_s
+                + wide(offs_d)[None, :] * stride_d, mask=(offs_s[:, None] < seqlen) & d_ok, other=0)
+    tl.store(V8 + wide(b) * stride_8b + wide(h) * stride_8h + wide(key_position(offs_s))[:, None] * stride_8s
+             + wide(offs_d)[None, :] * stride_8d, x, mask=(offs_s[:, None] < tl.cdiv(seqlen, 16) * 16) & d_ok)
+
+
 def keys_for_registers(v: torch.Tensor) -> torch.Tensor:
     """A caller's fp8 v (B, S, H, D), any layout, copied keys-contiguous in key_position's order
     with zeros past the last key to a multiple of 16 (empty_bshd's padded storage): what fa_ck's
     own quantisation writes for the Gluon forward's P in registers (PERMUTE_V), so a caller's fp8
-    takes that kernel too. One copy of v in fp8; the bytes move as uint8 (torch indexes no fp8)."""
+    takes that kernel too. One launch moving bytes (torch's index_put of them was 144 us at
+    B4 S4096 H16 d128 on the H200, h200-20261203-rescale call 5)."""
     b, s, h, d = v.shape
     out = empty_bshd(v.shape, v.dtype, v.device, True)
-    rows = padded_keys(out).view(torch.uint8).permute(0, 2, 3, 1)         # (B, H, D, keys padded) storage
-    if s % 16:
-        rows[..., s // 16 * 16:].zero_()     # the last group: key_position keeps a key in its group of 16
-    rows[..., _key_positions(s, v.device)] = v.view(torch.uint8).permute(0, 2, 3, 1)
+    if not out.numel():
+        return out
+    block_s = 16 if configs.INTERPRET else 64
+    src, dst = v.view(torch.uint8), padded_keys(out).view(torch.uint8)
+    _launch(keys_for_registers_kernel, (_cdiv(_keys_padded(s), block_s), h, b),
+            (src, dst, *src.stride(), *dst.stride(), s, d),
+            dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d)))
     return out
-
-
-_KEY_POSITIONS: dict = {}
-
-
-def _key_positions(s: int, device) -> torch.Tensor:
-    """key_position of keys 0..s-1 (int64, on device): a prefix of one tensor per device, made anew
-    only for a longer sequence than any before (each torch op is host time on every call of a
-    caller's fp8)."""
-    have = _KEY_POSITIONS.get(str(device))
-    if have is None or have.numel() < s:
-        have = _KEY_POSITIONS[str(device)] = key_position.fn(torch.arange(max(s, 16), device=device))
-    return have[:s]
 
 
 def padded_keys(v8: torch.Tensor) -> torch.Tensor:

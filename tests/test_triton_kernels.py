@@ -372,9 +372,10 @@ def test_raw_row_max_where_it_is_exact(monkeypatch, case):
     assert launches and all(c["RAW_MAX"] == (case in ("default", "window")) for _, c in launches)
 
 
-def test_raw_row_max_for_fp8_only_with_our_descales():
-    """fp8 kernels fold the descales into the scale: a raw max only with fa_ck's own (positive),
-    not a caller's (of any sign, or 0)."""
+def test_raw_row_max_for_fp8_with_any_descales():
+    """fp8 kernels fold the descales into the scale: a raw max with fa_ck's own (positive) and with
+    a caller's (of any sign, or 0: the Gluon kernel keeps the product positive by negating q,
+    forward_gluon._negate_q; forward.py's fp8 kernel never takes it, its launcher's choice)."""
     from fa_ck.params import AttnParams
     tb = importlib.import_module("fa_ck.backends.triton")
     host = importlib.import_module("fa_ck.backends.triton.host")
@@ -383,7 +384,8 @@ def test_raw_row_max_for_fp8_only_with_our_descales():
         return host._raw_max(cfg, p, tb._scalars(p)["scale_log2"])
     assert raw_max({}, AttnParams(scale=0.125)) and not raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
     assert raw_max({}, AttnParams(scale=0.125, fp8=True))          # fa_ck quantises: its descales
-    assert not raw_max({}, AttnParams(scale=0.125, fp8=True, q_descale=torch.ones(1, 1)))   # a caller's
+    assert raw_max({}, AttnParams(scale=0.125, fp8=True, q_descale=-torch.ones(1, 1)))   # a caller's
+    assert not raw_max({}, AttnParams(scale=-0.125, fp8=True, q_descale=-torch.ones(1, 1)))   # the scale's sign
     assert not raw_max({}, AttnParams(scale=1e-39)) and raw_max({}, AttnParams(scale=1e-37))
 
 

@@ -425,8 +425,9 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     mbarrier.wait(q_full, n_q & 1)
                     if Q_CONVERT:
                         _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
-                    elif negate_q:
-                        _negate_q(q_smem)
+                    elif FP8 and RAW_MAX:       # (constexpr first: a 16-bit q has no fp8 sign bit to flip)
+                        if negate_q:
+                            _negate_q(q_smem)
                     first = it
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)

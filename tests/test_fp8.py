@@ -305,15 +305,11 @@ def test_callers_fp8_v_copied_in_the_gluon_forwards_key_order(monkeypatch, sk, l
     v.view(torch.uint8)[0, 0, 0, 0] = 0x7f                       # a NaN byte in e4m3fn
     if layout == "keys-contiguous":
         v = tq.empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
-    real = tq.empty_bshd
-
-    def poisoned(*args, **kwargs):
-        t = real(*args, **kwargs)
-        tq.padded_keys(t).view(torch.uint8).fill_(0x7f)
-        return t
-    monkeypatch.setattr(tq, "empty_bshd", poisoned)
-    out = tq.keys_for_registers(v)
+    real = tq.fp8_workspace
+    monkeypatch.setattr(tq, "fp8_workspace", lambda *args: real(*args).fill_(0x7f))
+    out, work = tq.keys_for_registers(v)
     assert out.shape == v.shape and out.dtype == v.dtype and out.stride(1) == 1
+    assert out.untyped_storage().data_ptr() == work.data_ptr() and work.dtype == torch.uint8
     got = tq.padded_keys(out)
     assert got.shape[1] == -(-sk // 16) * 16
     pos = torch.tensor([_key_position(s) for s in range(sk)])
@@ -399,6 +395,36 @@ def test_a_repeated_call_replays_the_slow_path_bit_for_bit(monkeypatch):
     assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
     assert not torch.equal(again[0], first[0])
     ref, _ = reference.attention(q2.double(), k2.double(), v2.double(), causal=True, dtype=torch.float64)
+    assert_close("replayed out vs float64 reference", again[0], ref, FWD_BOUND)
+
+
+def test_a_repeated_call_of_fp8_inputs_replays_bit_for_bit(monkeypatch):
+    """fp8 inputs with their three descales replay as plans on a GPU (the descales and the copy of v
+    into the kernel's key order are the call's own); under the interpreter every call is slow.
+    Either way a second call on other tensors gives exactly what the slow path gives for them."""
+    slow = count_calls(monkeypatch, tb, "_launch_forward")
+
+    def inputs():
+        q, k, v = (rand(2, 40, 4, 64, dtype=torch.bfloat16) for _ in range(3))
+        (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, F8) for t in (q, k, v))
+        return q8, k8, v8, qd, kd, vd
+
+    def call(q8, k8, v8, qd, kd, vd):
+        return fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
+                                         return_lse=True, backend="triton")
+    first = call(*inputs())
+    second = inputs()
+    n = len(slow)
+    again = call(*second)
+    assert len(slow) == n + (1 if configs.INTERPRET else 0)          # replayed on a GPU
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", "{}")        # (another plan key: the slow path, as reference)
+    fresh = call(*second)
+    assert len(slow) == n + (2 if configs.INTERPRET else 1)
+    assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
+    assert not torch.equal(again[0], first[0])
+    q8, k8, v8, qd, kd, vd = second
+    deq = [t.double() * d.double()[:, None, :, None] for t, d in ((q8, qd), (k8, kd), (v8, vd))]
+    ref, _ = reference.attention(*deq, causal=True, dtype=torch.float64)
     assert_close("replayed out vs float64 reference", again[0], ref, FWD_BOUND)
 
 

@@ -502,9 +502,9 @@ def quantize_kernels(target: str):
     if target == "sm90":     # for the Gluon fp8 forward: v's keys in its order (P_REGS), no q8 (Q_CONVERT)
         yield f"quantize bf16->{ty} d128 (k, v; v's keys reordered)", quantize_kernel, sig, \
             dict(consts, PERMUTE_V=True, COPY_Q=False)
-        # a caller's fp8 v copied into that order (bytes), from (B, S, H, D) rows
+        # a caller's fp8 v copied into that order (moved as it is), from (B, S, H, D) rows
         sig = {n: "i32" for n in keys_for_registers_kernel.arg_names}
-        sig.update(V="*u8", V8="*u8", BLOCK_S="constexpr", BLOCK_D="constexpr", stride_d="constexpr",
+        sig.update(V="*fp8e4nv", V8="*fp8e4nv", BLOCK_S="constexpr", BLOCK_D="constexpr", stride_d="constexpr",
                    stride_8s="constexpr")
         yield "keys_for_registers fp8 d128 (v's keys reordered)", keys_for_registers_kernel, sig, \
             dict(BLOCK_S=64, BLOCK_D=128, stride_d=1, stride_8s=1)

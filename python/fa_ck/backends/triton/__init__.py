@@ -168,7 +168,7 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
         return _backward(do, q, k, v, out, lse, p, dlse)
 
 
-_WORKSPACE = 5               # the fp8 workspace's place among a forward's slots: (q, k, v, out, lse, workspace)
+_WORKSPACE = 5     # the fp8 workspace's place among a forward's slots: (q, k, v, out, lse, workspace, descales)
 
 
 def _forward(q, k, v, p: AttnParams):
@@ -178,20 +178,24 @@ def _forward(q, k, v, p: AttnParams):
     out = _empty(q.shape, out_dtype, q.device, poison)
     lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device, poison)
     # (the key leaves out fp8's workspace: a fresh allocation, its parts at 256-byte offsets)
-    key = plans._plan_key("fwd", p, poison, (q, k, v), (out, lse))
+    # (a caller's fp8 descales are slots too, after the workspace's place)
+    descales = (p.q_descale, p.k_descale, p.v_descale)
+    key = plans._plan_key("fwd", p, poison, (q, k, v, *(t for t in descales if t is not None)), (out, lse),
+                          *(t is not None for t in descales))
     plan = plans._PLANS.get(key)
     if plan is not None:
-        # fp8 of 16-bit inputs: the quantised k, v (q where the kernel reads q8) and their scales are
-        # parts of a workspace made per call, a slot of the plan, so that such calls replay too (their
-        # slow path cost ~0.8 ms of host time per call on the H200: more than the kernels below 4k
-        # keys); one tensor at the size the slow path's had, its parts taken by byte offset
-        quantises = p.fp8 and q.dtype not in FP8_DTYPES
-        work = (quantize.fp8_workspace(plan.slot_bytes[_WORKSPACE], q.device),) if quantises else ()
-        plan.replay((q, k, v, out, lse, *work))
+        # fp8: the quantised k, v (q where the kernel reads q8) and their scales, or a caller's v in
+        # the kernel's key order, are parts of a workspace made per call, a slot of the plan, so that
+        # such calls replay too (their slow path cost ~0.8 ms of host time per call on the H200: more
+        # than the kernels below 4k keys); one tensor at the size the slow path's had, its parts
+        # taken by byte offset
+        work = quantize.fp8_workspace(plan.slot_bytes[_WORKSPACE], q.device) if _WORKSPACE in plan.slot_bytes \
+            else None
+        plan.replay((q, k, v, out, lse, work, *descales))
     else:
         with plans._Recording(key) as rec:
             work = _launch_forward(q, k, v, out, lse, p)
-            rec.save((q, k, v, out, lse, *work))
+            rec.save((q, k, v, out, lse, *(work or (None,)), *descales))
     if _canaries:
         _check_canaries("forward")
         out, lse = out.clone(), lse.clone()   # own storage, as the op's fake kernel promises
@@ -234,7 +238,11 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
         # Q_CONVERT: q stays 16-bit, the Gluon kernel rounds each tile of it (where TMA reads q as it is)
         q_convert = bool(chosen.get("Q_CONVERT")) and _tma_ok(q)
         if fp8_inputs:
-            v = quantize.keys_for_registers(caller_v) if p_regs else quantize.keys_contiguous(caller_v)
+            if p_regs:      # (into a workspace of its own, the plan's slot, as quantising's)
+                v, work = quantize.keys_for_registers(caller_v)
+                buffers = (work,)
+            else:
+                v = quantize.keys_contiguous(caller_v)
         elif not q_convert:
             buffers = quantize.add_q8(buffers, q)
         q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert)

@@ -299,8 +299,10 @@ def keys_contiguous(v: torch.Tensor) -> torch.Tensor:
 @triton.jit
 def keys_for_registers_kernel(V, V8, stride_b, stride_s, stride_h, stride_d, stride_8b, stride_8s, stride_8h,
                               stride_8d, seqlen, head_dim, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Bytes of v's rows (BLOCK_S keys of one (batch, head)) to v8's key_position(s), v8's keys
-    written to a multiple of 16 (zeros past the last key); BLOCK_S a multiple of 16."""
+    """v's rows (BLOCK_S keys of one (batch, head)) to v8's key_position(s), as they are (bytes, no
+    arithmetic), v8's keys written to a multiple of 16 (zeros past the last key);
+    BLOCK_S a multiple of 16."""
+    V, V8 = V.to(tl.pointer_type(tl.uint8)), V8.to(tl.pointer_type(tl.uint8))     # bytes (the interpreter's fp8 has no zero)
     b, h = tl.program_id(2), tl.program_id(1)
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, BLOCK_D)
@@ -316,17 +318,19 @@ def keys_for_registers(v: torch.Tensor) -> torch.Tensor:
     with zeros past the last key to a multiple of 16 (empty_bshd's padded storage): what fa_ck's
     own quantisation writes for the Gluon forward's P in registers (PERMUTE_V), so a caller's fp8
     takes that kernel too. One launch moving bytes (torch's index_put of them was 144 us at
-    B4 S4096 H16 d128 on the H200, h200-20261203-rescale call 5)."""
+    B4 S4096 H16 d128 on the H200, h200-20261203-rescale call 5). Returns (the copy, the workspace
+    it lies in: fp8_workspace's, a slot of the forward's plan, so that such calls replay)."""
     b, s, h, d = v.shape
-    out = empty_bshd(v.shape, v.dtype, v.device, True)
-    if not out.numel():
-        return out
-    block_s = 16 if configs.INTERPRET else 64
-    src, dst = v.view(torch.uint8), padded_keys(out).view(torch.uint8)
-    _launch(keys_for_registers_kernel, (_cdiv(_keys_padded(s), block_s), h, b),
-            (src, dst, *src.stride(), *dst.stride(), s, d),
-            dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d)))
-    return out
+    v_rows = (b, h, d, _keys_padded(s))                       # stored (B, H, D, S padded), as empty_bshd
+    work = fp8_workspace(_round_up(math.prod(v_rows)), v.device)
+    vb, vh, vd, _ = _contiguous_strides(v_rows)
+    out = work.view(v.dtype).as_strided(v.shape, (vb, 1, vh, vd), 0)
+    if out.numel():
+        block_s = 16 if configs.INTERPRET else 64
+        dst = padded_keys(out)
+        _launch(keys_for_registers_kernel, (_cdiv(_keys_padded(s), block_s), h, b),
+                (v, dst, *v.stride(), *dst.stride(), s, d), dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d)))
+    return out, work
 
 
 def padded_keys(v8: torch.Tensor) -> torch.Tensor:

@@ -2,8 +2,8 @@
 that can add dQ itself (ONE_PASS), and a dQ kernel (dq_gluon.py) for the calls it does not
 (deterministic=True, head dims past 128, and GQA the dK/dV kernel leaves to backward.py: varlen,
 expanded tensors, or where decisions.gluon_wins says so). Where each is the default:
-decisions.gluon_wins and configs.switches (ONE_PASS); FA_CK_TRITON_CONFIG switches them ('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}',
-'{"bwd_dq": {"GLUON": ...}}').
+decisions.gluon_wins and configs.switches (ONE_PASS); FA_CK_TRITON_CONFIG switches them
+('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}', '{"bwd_dq": {"GLUON": ...}}').
 
 dK and dV:
 

@@ -31,7 +31,8 @@ def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, 
     q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
                                              MASK_LEFT, MASK_RIGHT)
-    return b, h, n0, q_start, k_start, seqlen_q, seqlen_k, lo, full_lo, full_hi, gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
+    n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
+    return b, h, n0, q_start, k_start, seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks
 
 
 @gluon.jit

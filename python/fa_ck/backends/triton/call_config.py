@@ -29,7 +29,8 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
     Without autotune the answer is remembered per everything it reads: working it out took
     ~25 us of host time per kernel and call (h200-20261130-sixth call 1)."""
     autotune = bench is not None and tuning.autotune_enabled()
-    key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window, p.deterministic,
+    key = None if autotune else (kernel, configs.arch(q.device), q.dtype, head_dim, p.fp8, p.has_window,
+                                 p.deterministic,
                                  decisions.gluon_wins(kernel, head_dim, sk, p.has_window, group),
                                  decisions.dkdv_host_desc_wins(head_dim, p.has_window, sk, _causal_mask(p)),
                                  decisions.dkdv_persistent_wins(head_dim, sk, False),
@@ -214,4 +215,5 @@ def _check_gluon_tiles(kernel: str, cfg: dict, head_dim: int, dtype: torch.dtype
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {what} needs {tiles} bytes of shared memory with {tile} "
                          f"{cfg[tile]} and num_stages {cfg['num_stages']} at head dim {head_dim} (sm90 has "
                          f"{configs.SMEM_BYTES_SM90}); use fewer stages or smaller tiles"
-                         + (" (or Q_CONVERT false: its 16-bit Q tile)" if kernel == "fwd" and cfg.get("Q_CONVERT") else ""))
+                         + (" (or Q_CONVERT false: its 16-bit Q tile)"
+                            if kernel == "fwd" and cfg.get("Q_CONVERT") else ""))

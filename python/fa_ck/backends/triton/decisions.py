@@ -74,12 +74,13 @@ def gluon_wins(kernel: str, head_dim: int, seqlen_k: int, masked: bool = False, 
     a sliding window.
     fwd: everywhere since its softmax takes the row max of the raw scores (h200-20261130-eleventh
     call 2, same run: at d64 S1024 causal 0.77x -> 0.85x cuDNN and the nanoGPT shape 0.80x ->
-    0.88x, where forward.py had served). Before that (h200-20261130-gluon): at head dims 65-128 everywhere (call 4: +13-22% at
-    S >= 4k; call 6, timed alternately: +4-10% at S1024-2048, causal or not); at d64 from S4k and
-    on full calls (persistent, host-made descriptors; h200-20261130-ninth call 2, 5 rounds: S4k
-    causal +9 %, full +4 %, S1024 full +4 %; S1024 causal -1 %, the nanoGPT shape +1 %: level, so
-    forward.py stays there). Before persistence (call 4): at d64 S4k -4 to -6%, S1024 causal -10%,
-    the nanoGPT shape -30% (descriptors per tile and pipeline fill not amortised).
+    0.88x, where forward.py had served). Before that (h200-20261130-gluon): at head dims 65-128
+    everywhere (call 4: +13-22% at S >= 4k; call 6, timed alternately: +4-10% at S1024-2048, causal
+    or not); at d64 from S4k and on full calls (persistent, host-made descriptors;
+    h200-20261130-ninth call 2, 5 rounds: S4k causal +9 %, full +4 %, S1024 full +4 %; S1024
+    causal -1 %, the nanoGPT shape +1 %: level, so forward.py stays there). Before persistence
+    (call 4): at d64 S4k -4 to -6%, S1024 causal -10%, the nanoGPT shape -30% (descriptors per
+    tile and pipeline fill not amortised).
     bwd_dq (h200-20261130-bwd, call 6, fwd+bwd with 3-deep rings): d128 +7-24% at every length;
     d64 +3-10% from S4k, -4 to -6% at S1024 (nanoGPT's shape among them).
     bwd_dkdv, since it adds dQ itself (ONE_PASS; h200-20261130-seventh calls 5, 9): at head

@@ -42,7 +42,8 @@ _SMEM_LAYOUTS: dict = {}
 
 
 def _gl_dtype(dtype: torch.dtype):
-    return {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv, torch.float32: gl.float32}.get(dtype, gl.bfloat16)
+    types = {torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv, torch.float32: gl.float32}
+    return types.get(dtype, gl.bfloat16)
 
 
 def _smem_layout4(block: list, dtype: torch.dtype):

@@ -302,7 +302,8 @@ def keys_for_registers_kernel(V, V8, stride_b, stride_s, stride_h, stride_d, str
     """v's rows (BLOCK_S keys of one (batch, head)) to v8's key_position(s), as they are (bytes, no
     arithmetic), v8's keys written to a multiple of 16 (zeros past the last key);
     BLOCK_S a multiple of 16."""
-    V, V8 = V.to(tl.pointer_type(tl.uint8)), V8.to(tl.pointer_type(tl.uint8))     # bytes (the interpreter's fp8 has no zero)
+    # as bytes: the interpreter's fp8 has no zero to fill masked loads with
+    V, V8 = V.to(tl.pointer_type(tl.uint8)), V8.to(tl.pointer_type(tl.uint8))
     b, h = tl.program_id(2), tl.program_id(1)
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, BLOCK_D)

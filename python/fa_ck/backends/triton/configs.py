@@ -240,17 +240,17 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     -> 0.95-0.97x), without GQA at S4k +2-3 % (d128 0.98x -> 1.02x).
     RAW_MAX (fwd, both kernels): the softmax's row max of the raw scores, each scaled inside its
     exponential's argument (common.softmax_step), where host._raw_max allows (a positive scale,
-    no softcap or ALiBi; fp8 only in the Gluon kernel, on fa_ck's own descales): one instruction
+    no softcap or ALiBi; fp8 only in the Gluon kernel, with any descales): one instruction
     fewer per score. On the H200 (h200-20261130-eleventh calls 2 and 8, same runs): the Gluon
     forward +3-12 %, forward.py +0.5-3.6 % at d64 and +0-1.3 % at d128; the Gluon fp8 forward at
     d128 (h200-20261130-twelfth call 1) +3.5 % at S4k, +7.5 % at S16k full, -2.3 % S16k causal.
     On gfx942 compile-checked only: VALU instructions -4 to -6 % per forward kernel, VGPRs at d128
     308/320 -> 286/291.
-    P_REGS (fwd, GLUON, fp8 of 16-bit inputs: call_config decides): P stays in registers as the PV
-    multiply's A operand, its keys and v's stored in an order that makes the QK^T accumulator's
-    registers that operand (forward_gluon._keys_for_registers, quantize.key_position); else P is
-    staged through shared memory (a caller's fp8 v, read as it comes: asking P_REGS there is an
-    error where the Gluon kernel would run). The loop's SASS at d128
+    P_REGS (fwd, GLUON, fp8: call_config decides): P stays in registers as the PV multiply's A
+    operand, its keys and v's stored in an order that makes the QK^T accumulator's registers that
+    operand (forward_gluon._keys_for_registers, quantize.key_position: quantising writes v so, a
+    caller's fp8 v is copied so, quantize.keys_for_registers); else P is staged through shared
+    memory (and a caller's keys-contiguous fp8 v is read as it comes). The loop's SASS at d128
     -17 %; on the H200 (h200-20261201-seventeenth calls 2-3, same runs) +1-2 % at S4k-16k, S1k
     +3 % full and +23 % causal.
     Q_CONVERT (fwd, GLUON, fp8 of 16-bit inputs whose q TMA can read: call_config decides): the

@@ -510,7 +510,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     unused. TMA_STORE: out is also written through O_DESC, (64, O_COLS) tiles of (batch, heads,
     rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where shared memory holds no more:
     configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
-    float32; FP8 only with fa_ck's own descales, the folded scale kept >= 2^-126). EVEN_N: seqlen_k
+    float32; FP8: the folded scale's magnitude, kept >= 2^-126, a negative one negating q's rows,
+    _negate_q). EVEN_N: seqlen_k
     is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
     DIAG_FIRST (causal, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile; 128 keys per
     block, or 64 without PINGPONG; fp8 only where asked: decisions.fwd_whole_blocks): each tile's blocks stream last

@@ -989,7 +989,8 @@ def test_gluon_fp8_forward_raw_max(monkeypatch, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_fp8_callers_descales_of_any_sign(monkeypatch, causal):
     """A caller's descales whose product is negative (some heads), zero (one) or positive with
-    both negative (one) keep RAW_MAX: those heads' q rows are negated in the kernel (_negate_q).
+    both negative (one) keep RAW_MAX: those heads' q rows are negated in the kernel
+    (forward_gluon_loads._copy_q_signed, by the producer warp).
     The same numbers, to rounding, as the scaled row max (RAW_MAX off), and the float64 reference
     of the dequantised inputs within fp8's bound; heads with a negative product differ from the
     positive descales' output (the sign reached the scores)."""

@@ -375,7 +375,7 @@ def test_raw_row_max_where_it_is_exact(monkeypatch, case):
 def test_raw_row_max_for_fp8_with_any_descales():
     """fp8 kernels fold the descales into the scale: a raw max with fa_ck's own (positive) and with
     a caller's (of any sign, or 0: the Gluon kernel keeps the product positive by negating q,
-    forward_gluon._negate_q; forward.py's fp8 kernel never takes it, its launcher's choice)."""
+    forward_gluon_loads._copy_q_signed; forward.py's fp8 kernel never takes it, its launcher's choice)."""
     from fa_ck.params import AttnParams
     tb = importlib.import_module("fa_ck.backends.triton")
     host = importlib.import_module("fa_ck.backends.triton.host")

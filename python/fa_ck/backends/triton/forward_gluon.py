@@ -164,18 +164,6 @@ def _convert_q(q16_smem, q_smem, scale, FP8_MAX: gl.constexpr):
 
 
 @gluon.jit
-def _negate_q(q_smem):
-    """This warpgroup's fp8 Q rows negated in place, each value's sign bit flipped (exact; NaN stays
-    NaN): a caller's descales of any sign keep RAW_MAX, whose scale must be positive, as
-    (-q).k times -scale (see _consumer)."""
-    layout: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [gl.num_warps(), 1], [1, 0])
-    x = q_smem.load(layout).to(gl.uint8, bitcast=True) ^ 0x80
-    q_smem.store(x.to(gl.uint8).to(q_smem.dtype, bitcast=True))
-    fence_async_shared()                  # the generic-proxy stores before wgmma's async reads
-    _partition_barrier()                  # every row written before the warpgroup's first QK^T
-
-
-@gluon.jit
 def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
     """Issue acc += P V (async); a keys-major v tile (fp8) is read through its transpose. P_REGS
     (fp8): p is fp32, rounded to fp8 here, where the multiply uses it (see _p_operand)."""
@@ -396,7 +384,6 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                 out_scale = 1.0
                 q_scale = 1.0                 # (Q_CONVERT's)
                 tile_scale_log2 = scale_log2
-                negate_q = False
                 if FP8:     # descales folded as in forward.py
                     hk = (h // group).to(gl.int64)
                     if Q_CONVERT:
@@ -406,7 +393,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
                     if RAW_MAX:     # scale_log2 > 0 (host._raw_max)
                         if not Q_CONVERT:     # a caller's descales, of any sign: a negative product
-                            negate_q = tile_scale_log2 < 0      # is taken as (-q).k times its magnitude
+                            # is taken as (-q).k times its magnitude (the producer negates the rows)
                             tile_scale_log2 = gl.abs(tile_scale_log2)
                         # kept a normal float, as -inf times a product flushed to 0 would be NaN
                         # (the scores are ~0 then anyway)
@@ -425,9 +412,6 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     mbarrier.wait(q_full, n_q & 1)
                     if Q_CONVERT:
                         _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
-                    elif FP8 and RAW_MAX:       # (constexpr first: a 16-bit q has no fp8 sign bit to flip)
-                        if negate_q:
-                            _negate_q(q_smem)
                     first = it
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
@@ -510,8 +494,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     unused. TMA_STORE: out is also written through O_DESC, (64, O_COLS) tiles of (batch, heads,
     rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where shared memory holds no more:
     configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
-    float32; FP8: the folded scale's magnitude, kept >= 2^-126, a negative one negating q's rows,
-    _negate_q). EVEN_N: seqlen_k
+    float32; FP8: the folded scale's magnitude, kept >= 2^-126, a negative one negating q's rows:
+    forward_gluon_loads._copy_q_signed). EVEN_N: seqlen_k
     is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
     DIAG_FIRST (causal, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile; 128 keys per
     block, or 64 without PINGPONG; fp8 only where asked: decisions.fwd_whole_blocks): each tile's blocks stream last
@@ -578,6 +562,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     Q_BARS: gl.constexpr = 4 if CONSUMERS == 3 else 1
     q_full = gl.allocate_shared_memory(gl.int64, [Q_BARS, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [Q_BARS, 1], mbarrier.MBarrierLayout())
+    # a caller's fp8 q under RAW_MAX: a tile to negate lands here first (forward_gluon_loads._copy_q_signed)
+    NEG_Q: gl.constexpr = FP8 and RAW_MAX and not Q_CONVERT
+    gl.static_assert(not NEG_Q or CONSUMERS == 2, "fp8: 128 queries")
+    q_landed = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_landed.index(0), count=1)
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF, CONSUMERS)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(Q_BARS):
@@ -593,7 +582,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
               batch, num_heads, group, head_dim, scale_log2, window_left, window_right)
     loads = (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
              stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left,
-             window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty)
+             window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, QD, KD,
+             stride_qdb, stride_kdb, q_landed.index(0))
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
@@ -603,7 +593,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M, DIAG_FIRST)),
+                         P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])
     else:
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for
@@ -619,12 +609,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                          turn.index(1), shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE,
                          FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M, DIAG_FIRST)),
+                         P_REGS, BLOCK_M, DIAG_FIRST, False)),
         ], [4, 4, 1], [160, 160, 24])
 
     for i in gl.static_range(Q_BARS):
         mbarrier.invalidate(q_full.index(i))
         mbarrier.invalidate(q_empty.index(i))
+    mbarrier.invalidate(q_landed.index(0))
     mbarrier.invalidate(turn.index(0))
     mbarrier.invalidate(turn.index(1))
     _invalidate_rings(k_full, v_full, k_empty, v_empty)

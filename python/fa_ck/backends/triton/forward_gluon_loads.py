@@ -5,7 +5,7 @@ rings by TMA (_producer, _copy_q). The consumers' side, the softmax and the mult
 forward_gluon.py's."""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from .gluon_common import _copy, _key_blocks, _rows, _sequence, _stream_kv
 
@@ -71,10 +71,60 @@ def _copy_q(desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, FOUR_D: gl.const
         _copy(desc, m0, 0, q_full.index(0), q_smem, b, h, FOUR_D)
 
 
+@gluon.constexpr_function
+def _byte_rows_layout(cols):
+    """A one-warp layout over (8, cols) bytes, 16 consecutive bytes per thread (cols 64 or 128)."""
+    per_row = max(cols // 16, 1)
+    return gl.BlockedLayout([1, 16], [32 // per_row, per_row], [1, 1], [1, 0])
+
+
+@gluon.jit
+def _negate_rows(q_smem):
+    """q_smem's fp8 values negated in place by this warp, eight rows at a time (its few registers),
+    each value's sign bit flipped (exact; NaN stays NaN); then fenced for wgmma's async reads."""
+    ROWS: gl.constexpr = q_smem.shape[0]
+    layout: gl.constexpr = _byte_rows_layout(q_smem.shape[1])
+    for r in gl.static_range(0, ROWS, 8):
+        rows = q_smem.slice(r, 8)
+        x = rows.load(layout).to(gl.uint8, bitcast=True) ^ 0x80
+        rows.store(x.to(gl.uint8).to(q_smem.dtype, bitcast=True))
+    fence_async_shared()
+
+
+@gluon.jit
+def _negative(QD, KD, stride_qdb, stride_kdb, b, h, group):
+    """Whether (batch b, head h)'s q and k descales multiply to a negative number (the consumers'
+    scale then too: its other factor is positive under RAW_MAX)."""
+    b64 = b.to(gl.int64)
+    return gl.load(QD + b64 * stride_qdb + h) * gl.load(KD + b64 * stride_kdb + (h // group).to(gl.int64)) < 0
+
+
+@gluon.jit
+def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, negative, b, h,
+                   FOUR_D: gl.constexpr):
+    """_copy_q for a caller's fp8 q with RAW_MAX: where the tile's descales multiply to a negative
+    scale (negative), the consumers take the scale's magnitude, so the rows must arrive negated.
+    Then the TMA lands on q_landed, this warp flips the rows' signs and arrives on q_full; else Q
+    lands on q_full as _copy_q's. Done here, not in the consumers: their code beside the loop
+    made ptxas schedule the loop 4-6 % slower on full calls (h200-20261203-fp8-inputs call 3).
+    Returns the negated tiles counted (q_landed's phase)."""
+    if negative:
+        mbarrier.wait(q_empty.index(0), (n_q - 1) & 1, pred=n_q > 0)
+        _copy(desc, m0, 0, q_landed, q_smem, b, h, FOUR_D)
+        mbarrier.wait(q_landed, n_neg & 1)
+        _negate_rows(q_smem)
+        mbarrier.arrive(q_full.index(0), count=1)
+        n_neg += 1
+    else:
+        _copy_q(desc, m0, q_full, q_empty, n_q, q_smem, 0, b, h, FOUR_D)
+    return n_neg
+
+
 @gluon.jit
 def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
-              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr):
+              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr,
+              NEG_Q: gl.constexpr):
     """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
     (192 queries: per warpgroup, the third's after the tile's first blocks), then K_j and V_j
     through the rings. A persistent program so loads the next tile's first
@@ -82,16 +132,19 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
     tile's descriptors are built here on the device (varlen: its bounds come free), which took
     ~2-3 us per tile on the H200 (h200-20261130-eighth call 2). BLOCK_M: queries per tile (192:
-    q_smem holds (64, BLOCK_D) tiles, see _copy_q). loads: fwd_gluon_kernel's run-time arguments
-    for this partition, as one tuple."""
+    q_smem holds (64, BLOCK_D) tiles, see _copy_q). NEG_Q: a caller's fp8 q under RAW_MAX, its rows
+    negated here where the tile's descales multiply to a negative number (_copy_q_signed). loads:
+    fwd_gluon_kernel's run-time arguments for this partition, as one tuple."""
     Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, \
         stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right, \
-        q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty = loads
+        q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, QD, KD, stride_qdb, stride_kdb, \
+        q_landed = loads
     BLOCK_D: gl.constexpr = q_smem.shape[-1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
     n_q = 0                                    # Q tiles loaded
+    n_neg = 0                                  # of them negated (NEG_Q)
     it = 0                                     # K/V blocks streamed
     for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
@@ -113,7 +166,11 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo + first * BLOCK_N,
                                n_blocks - first, FP8, it + first, b, h // group, True)
                 elif HOST_DESC:
-                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
+                    if NEG_Q:
+                        n_neg = _copy_q_signed(Q, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
+                                               _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, True)
+                    else:
+                        _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
                                h // group, True, DIAG_FIRST)
                 else:
@@ -140,8 +197,12 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:
                         v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-                    for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
-                        _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
+                    if NEG_Q:
+                        n_neg = _copy_q_signed(q_desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
+                                               _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, False)
+                    else:
+                        for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
+                            _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
                     _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it,
                                DIAG_FIRST=DIAG_FIRST)
                 n_q += 1

@@ -565,8 +565,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     # a caller's fp8 q under RAW_MAX: a tile to negate lands here first (forward_gluon_loads._copy_q_signed)
     NEG_Q: gl.constexpr = FP8 and RAW_MAX and not Q_CONVERT
     gl.static_assert(not NEG_Q or CONSUMERS == 2, "fp8: 128 queries")
-    q_landed = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_landed.index(0), count=1)
+    if NEG_Q:       # (only there: every other kernel stays as it was, shared memory included)
+        q_landed = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+        mbarrier.init(q_landed.index(0), count=1)
+    else:
+        q_landed = q_full                     # a stand-in, unused
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF, CONSUMERS)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(Q_BARS):
@@ -615,7 +618,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     for i in gl.static_range(Q_BARS):
         mbarrier.invalidate(q_full.index(i))
         mbarrier.invalidate(q_empty.index(i))
-    mbarrier.invalidate(q_landed.index(0))
+    if NEG_Q:
+        mbarrier.invalidate(q_landed.index(0))
     mbarrier.invalidate(turn.index(0))
     mbarrier.invalidate(turn.index(1))
     _invalidate_rings(k_full, v_full, k_empty, v_empty)

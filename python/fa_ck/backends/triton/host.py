@@ -78,7 +78,8 @@ def _raw_max(cfg: dict, p: AttnParams, scale_log2: float) -> bool:
     kernels' argument, from _scalars) known positive in float32: with a negative one the raw max
     would be the minimum's, and with one that rounds to 0 a masked score's -inf times it would be
     NaN. The Gluon fp8 kernel folds the descales into the scale and keeps that product positive
-    and normal itself (a caller's descales may be of any sign, or 0: forward_gluon._consumer);
+    and normal itself (a caller's descales may be of any sign, or 0: forward_gluon._consumer takes
+    its magnitude, forward_gluon_loads._copy_q_signed negates q where it is negative);
     forward.py's fp8 kernel spilled with it (the launcher leaves it off)."""
     return (bool(cfg.get("RAW_MAX", True)) and scale_log2 >= _FP32_TINY
             and p.softcap == 0 and p.alibi_slopes is None)

@@ -247,22 +247,34 @@ def fp8_workspace(nbytes: int, device) -> torch.Tensor:
 def _carve(q_shape, k_shape, v_shape, dtype, device, with_q8: bool) -> tuple:
     """fp8_buffers' tuple for these shapes: the amax bits, the descales, k8, v8 and q8 (with_q8)
     in this order in one workspace."""
-    (b, _, hq, _), (_, sk, hkv, d) = q_shape, k_shape
+    (b, _, hq, _), hkv = q_shape, k_shape[2]
     *starts, n = fp8_slots(b, hq, hkv)
-    v_rows = (b, hkv, d, _keys_padded(sk))                    # v8 stored (B, H, D, S padded)
     at_descale = _round_up(4 * n)
     at_k = at_descale + _round_up(4 * n)
     at_v = at_k + _round_up(math.prod(k_shape))
-    at_q = at_v + _round_up(math.prod(v_rows))
+    at_q = at_v + _round_up(_keys_contiguous_bytes(v_shape))
     work = fp8_workspace(at_q + (_round_up(math.prod(q_shape)) if with_q8 else 0), device)
     bits, floats, fp8 = work.view(torch.int32), work.view(torch.float32), work.view(dtype)
     amax_bits, descale = bits[:n], floats[at_descale // 4:at_descale // 4 + n]
-    vb, vh, vd, _ = _contiguous_strides(v_rows)
     k8 = fp8.as_strided(k_shape, _contiguous_strides(k_shape), at_k)
-    v8 = fp8.as_strided(v_shape, (vb, 1, vh, vd), at_v)
+    v8 = _keys_contiguous_view(fp8, v_shape, at_v)
     q8 = fp8.as_strided(q_shape, _contiguous_strides(q_shape), at_q) if with_q8 else None
     descales = (descale[lo:lo + b * h].view(b, h) for lo, h in zip(starts, (hq, hkv, hkv)))
     return (q8, k8, v8, amax_bits, descale, *descales, amax_bits[:b * hq].view(b, hq), work)
+
+
+def _keys_contiguous_bytes(shape) -> int:
+    """Bytes of an fp8 v (B, S, H, D) stored keys-contiguous, (B, H, D, S padded), as empty_bshd's."""
+    b, s, h, d = shape
+    return b * h * d * _keys_padded(s)
+
+
+def _keys_contiguous_view(fp8: torch.Tensor, shape, offset: int) -> torch.Tensor:
+    """A (B, S, H, D) view of flat fp8 memory from `offset` (elements), stored keys-contiguous with
+    each row of keys padded to a multiple of 16, as empty_bshd makes it."""
+    b, s, h, d = shape
+    vb, vh, vd, _ = _contiguous_strides((b, h, d, _keys_padded(s)))
+    return fp8.as_strided(shape, (vb, 1, vh, vd), offset)
 
 
 def _round_up(nbytes: int) -> int:
@@ -314,7 +326,7 @@ def keys_for_registers_kernel(V, V8, stride_b, stride_s, stride_h, stride_d, str
              + wide(offs_d)[None, :] * stride_8d, x, mask=(offs_s[:, None] < tl.cdiv(seqlen, 16) * 16) & d_ok)
 
 
-def keys_for_registers(v: torch.Tensor) -> torch.Tensor:
+def keys_for_registers(v: torch.Tensor) -> tuple:
     """A caller's fp8 v (B, S, H, D), any layout, copied keys-contiguous in key_position's order
     with zeros past the last key to a multiple of 16 (empty_bshd's padded storage): what fa_ck's
     own quantisation writes for the Gluon forward's P in registers (PERMUTE_V), so a caller's fp8
@@ -322,10 +334,8 @@ def keys_for_registers(v: torch.Tensor) -> torch.Tensor:
     B4 S4096 H16 d128 on the H200, h200-20261203-rescale call 5). Returns (the copy, the workspace
     it lies in: fp8_workspace's, a slot of the forward's plan, so that such calls replay)."""
     b, s, h, d = v.shape
-    v_rows = (b, h, d, _keys_padded(s))                       # stored (B, H, D, S padded), as empty_bshd
-    work = fp8_workspace(_round_up(math.prod(v_rows)), v.device)
-    vb, vh, vd, _ = _contiguous_strides(v_rows)
-    out = work.view(v.dtype).as_strided(v.shape, (vb, 1, vh, vd), 0)
+    work = fp8_workspace(_round_up(_keys_contiguous_bytes(v.shape)), v.device)
+    out = _keys_contiguous_view(work.view(v.dtype), v.shape, 0)
     if out.numel():
         block_s = 16 if configs.INTERPRET else 64
         dst = padded_keys(out)

@@ -398,10 +398,12 @@ def test_a_repeated_call_replays_the_slow_path_bit_for_bit(monkeypatch):
     assert_close("replayed out vs float64 reference", again[0], ref, FWD_BOUND)
 
 
-def test_a_repeated_call_of_fp8_inputs_replays_bit_for_bit(monkeypatch):
-    """fp8 inputs with their three descales replay as plans on a GPU (the descales and the copy of v
-    into the kernel's key order are the call's own); under the interpreter every call is slow.
-    Either way a second call on other tensors gives exactly what the slow path gives for them."""
+@pytest.mark.parametrize("given", [("q", "k", "v"), (), ("k",)])
+def test_a_repeated_call_of_fp8_inputs_replays_bit_for_bit(monkeypatch, given):
+    """fp8 inputs replay as plans on a GPU, with their three descales or with ones standing in for
+    those not given (the descales and the copy of v into the kernel's key order are the call's
+    own); under the interpreter every call is slow. Either way a second call on other tensors gives
+    exactly what the slow path gives for them."""
     slow = count_calls(monkeypatch, tb, "_launch_forward")
 
     def inputs():
@@ -410,8 +412,8 @@ def test_a_repeated_call_of_fp8_inputs_replays_bit_for_bit(monkeypatch):
         return q8, k8, v8, qd, kd, vd
 
     def call(q8, k8, v8, qd, kd, vd):
-        return fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
-                                         return_lse=True, backend="triton")
+        ds = {f"{n}_descale": d for n, d in zip("qkv", (qd, kd, vd)) if n in given}
+        return fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, return_lse=True, backend="triton", **ds)
     first = call(*inputs())
     second = inputs()
     n = len(slow)
@@ -423,7 +425,8 @@ def test_a_repeated_call_of_fp8_inputs_replays_bit_for_bit(monkeypatch):
     assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
     assert not torch.equal(again[0], first[0])
     q8, k8, v8, qd, kd, vd = second
-    deq = [t.double() * d.double()[:, None, :, None] for t, d in ((q8, qd), (k8, kd), (v8, vd))]
+    deq = [t.double() * (d.double()[:, None, :, None] if n in given else 1.0)
+           for n, t, d in zip("qkv", (q8, k8, v8), (qd, kd, vd))]
     ref, _ = reference.attention(*deq, causal=True, dtype=torch.float64)
     assert_close("replayed out vs float64 reference", again[0], ref, FWD_BOUND)
 

@@ -414,43 +414,48 @@ def test_a_plan_takes_parts_of_a_slot_alone_in_its_storage():
     assert plans._Plan.make([(plans._zero, part)], [work], False) is None                # not contiguous
 
 
-@pytest.mark.parametrize("case", ["descales", "descales-staged", "no-descales"])
+@pytest.mark.parametrize("case", ["descales", "descales-staged", "no-descales", "k-descale"])
 def test_a_repeated_fp8_inputs_forward_replays_on_its_own_descales(gpu_path, monkeypatch, case):
-    """A caller's fp8 q, k, v with descales replay: the descales are slots of the plan (each call's
-    own, by identity), and so is the workspace v is copied into for P in registers (at the slow
-    path's offset; with P staged a keys-contiguous v is read as it is, no workspace). Without
-    all three descales (ones made per call for those missing) every call takes the slow path."""
+    """A caller's fp8 q, k, v replay: the descales are slots of the plan (each call's own, by
+    identity), ones kept per shape standing in for those that did not come (quantize.
+    with_unit_descales: the same tensors call after call, so nothing is made per call); and so is
+    the workspace v is copied into for P in registers (at the slow path's offset; with P staged a
+    keys-contiguous v is read as it is, no workspace)."""
     f8, staged = torch.float8_e4m3fn, case.endswith("staged")
+    names = {"no-descales": (), "k-descale": ("k_descale",)}.get(case, ("q_descale", "k_descale", "v_descale"))
     if staged:
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"P_REGS": false}}')
+    monkeypatch.setattr(quantize, "_UNIT_DESCALES", {})
     workspaces = _workspaces(monkeypatch)
 
-    def call(names=("q_descale", "k_descale", "v_descale")):
+    def call():
         q, k, v = (t.to(f8) for t in _inputs(sk=70))
         if staged:
             v = quantize.empty_bshd(v.shape, f8, v.device, True).copy_(v)
-        ds = {} if case == "no-descales" else {n: torch.rand(2, 4) + 0.5 for n in names}
+        ds = {n: torch.rand(2, 4) + 0.5 for n in names}
         p = dataclasses.replace(_params(q, k, True), fp8=True, **ds)
         start, slow, n = len(gpu_path), len(gpu_path.slow), len(workspaces)
         out, lse = tb.forward(q, k, v, p)
-        known = dict(q=q, k=k, v=v, out=out, lse=lse, **ds, **_placeholders())
+        ones = {f"ones{i}": t for i, t in enumerate(quantize._UNIT_DESCALES.values())}
+        known = dict(q=q, k=k, v=v, out=out, lse=lse, **ds, **ones, **_placeholders())
         work = workspaces[-1] if len(workspaces) > n else None
         return _described(gpu_path[start:], known, work), len(gpu_path.slow) > slow
     slow, was_slow = call()
     fast, again_slow = call()
-    assert was_slow and again_slow == (case == "no-descales")
-    if case == "no-descales":
-        return
+    assert was_slow and not again_slow
     assert fast == slow
+    # the ones: (B, Hq) for q, one (B, Hkv) for k and v (of one shape here), the same in both calls
+    assert len(quantize._UNIT_DESCALES) == (0 if len(names) == 3 else 1)
+    assert all(torch.equal(t, torch.ones(2, 4)) for t in quantize._UNIT_DESCALES.values())
     launches = [e for e in slow if e != "set_allocator"]
     assert _kernels(launches) == ["fwd_gluon_kernel"] if staged else ["keys_for_registers_kernel", "fwd_gluon_kernel"]
-    roles = {a[1] for a in launches[-1][2] if a[0] == "tensor"}
-    assert {"q_descale", "k_descale", "v_descale"} <= roles
+    roles = [a[1] for a in launches[-1][2] if a[0] == "tensor" and a[1] not in ("out", "lse")]
+    descale_roles = [r for r in roles if r.endswith("descale") or r.startswith("ones")]
+    assert sorted(r for r in descale_roles if r.endswith("descale")) == sorted(names)
+    assert len(descale_roles) == 3
     v_bases = {a[1][0] for a in launches[-1][2] if a[0] == "descriptor" and a[1][0] in ("v", "workspace+0")}
     assert v_bases == ({"v"} if staged else {"workspace+0"})
-    assert not any(a[1].startswith("fresh") for e in launches[:-1] for a in e[2] if a[0] == "tensor")
-    # some descales given, ones made for the others per call: the slow path every time
-    assert call(("k_descale",))[1] and call(("k_descale",))[1]
+    assert not any(a[1].startswith("fresh") for e in launches for a in e[2] if a[0] == "tensor")
 
 
 @pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs", "fp8-inputs-staged",

@@ -178,7 +178,10 @@ def _forward(q, k, v, p: AttnParams):
     out = _empty(q.shape, out_dtype, q.device, poison)
     lse = _empty((hq, q.shape[0]) if p.varlen else (b, hq, sq), torch.float32, q.device, poison)
     # (the key leaves out fp8's workspace: a fresh allocation, its parts at 256-byte offsets)
-    # (a caller's fp8 descales are slots too, after the workspace's place)
+    # (a caller's fp8 descales are slots too, after the workspace's place; ones kept for those
+    # that did not come)
+    if q.dtype in FP8_DTYPES:
+        p = quantize.with_unit_descales(p, q, k)
     descales = (p.q_descale, p.k_descale, p.v_descale)
     key = plans._plan_key("fwd", p, poison, (q, k, v, *(t for t in descales if t is not None)), (out, lse),
                           *(t is not None for t in descales))

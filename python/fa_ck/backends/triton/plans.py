@@ -53,14 +53,14 @@ def _plan_key(kind: str, p: AttnParams, poison: bool, inputs, outputs, *extra):
     the interpreter switch and the environment switches read per call (FA_CK_TRITON_CONFIG,
     FA_CK_POISON). Always slow: calls with tensors among their parameters (ALiBi slopes,
     dropout's RNG state, varlen's cu_seqlens: a plan would have to key or carry them; fp8 inputs'
-    descales only where the caller does not pass them among `inputs`), fp8 under the interpreter
+    descales where they are not among `inputs`), fp8 under the interpreter
     (quantising ends in a torch copy there, not a launch) and autotune (a search may run;
     _config does not remember its answer either). fp8 of 16-bit inputs replays: what quantising
     writes lies in one workspace, a slot after the outputs made per call (the slow path's by
     _launch_forward once it has decided, a replay's at the size its plan recorded), left out of
     the key: a fresh allocation, 16-byte aligned, and its parts at 256-byte offsets. So do fp8
-    inputs with their three descales (slots after the workspace, keyed by which came), the copy
-    of v in the kernel's key order being the workspace."""
+    inputs with their descales (slots after the workspace; ones kept for any that did not come,
+    quantize.with_unit_descales), the copy of v in the kernel's key order being the workspace."""
     if ((p.fp8 and configs.INTERPRET) or p.alibi_slopes is not None or p.rng is not None or p.cu_seqlens_q is not None
             or p.cu_seqlens_k is not None
             or any(d is not None and not any(d is t for t in inputs) for d in (p.q_descale, p.k_descale, p.v_descale))

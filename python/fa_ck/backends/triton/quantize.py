@@ -35,6 +35,7 @@ a slot of the forward's replay plan, so fp8 calls of 16-bit inputs replay, a rep
 workspace alone: fp8_workspace; q8 only where the kernel reads it) and hands the forward its fp8
 inputs (fp8_inputs).
 """
+import dataclasses
 import math
 
 import torch
@@ -350,18 +351,42 @@ def padded_keys(v8: torch.Tensor) -> torch.Tensor:
     return v8.as_strided((b, _keys_padded(s), h, d), v8.stride())
 
 
+_UNIT_DESCALES: dict = {}
+_MAX_UNIT_DESCALES = 256
+
+
+def with_unit_descales(p: AttnParams, q, k) -> AttnParams:
+    """p with ones for the descales of a caller's fp8 q, k, v that did not come ((B, Hq) for q,
+    (B, Hkv) for k and v), so that every fp8-inputs call has three, slots of its replay plan. The
+    ones are kept per device and shape (kernels only read descales): made per call they cost a
+    fill and an allocation each time. Not kept inside a CUDA graph capture (the graph's memory,
+    its fill run at replay), nor past _MAX_UNIT_DESCALES shapes (none is ever freed: a kernel on
+    another stream may still read it)."""
+    if p.q_descale is not None and p.k_descale is not None and p.v_descale is not None:
+        return p
+    b = q.shape[0]
+
+    def ones(h):
+        key = (q.device, b, h)
+        kept = _UNIT_DESCALES.get(key)
+        if kept is not None:
+            return kept
+        t = torch.ones((b, h), dtype=torch.float32, device=q.device)
+        if len(_UNIT_DESCALES) < _MAX_UNIT_DESCALES and not (q.is_cuda and torch.cuda.is_current_stream_capturing()):
+            _UNIT_DESCALES[key] = t
+        return t
+    return dataclasses.replace(p, q_descale=p.q_descale if p.q_descale is not None else ones(q.shape[2]),
+                               k_descale=p.k_descale if p.k_descale is not None else ones(k.shape[2]),
+                               v_descale=p.v_descale if p.v_descale is not None else ones(k.shape[2]))
+
+
 def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool = False):
     """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
-    contiguous) with their descales (ones where none came), or 16-bit ones quantised into buffers
+    contiguous) with their three descales (with_unit_descales'), or 16-bit ones quantised into buffers
     (fp8_buffers' tuple), permute_v: v8 in key_position's order (P_REGS); convert_q (the Gluon kernel's
     Q_CONVERT): q itself and its amax bits in place of q8 and q's descales, q8 left unwritten."""
     if q.dtype in FP8_DTYPES:
-        b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
-        ones = lambda h: torch.ones((b, h), dtype=torch.float32, device=q.device)  # noqa: E731
-        qd = p.q_descale if p.q_descale is not None else ones(hq)
-        kd = p.k_descale if p.k_descale is not None else ones(hkv)
-        vd = p.v_descale if p.v_descale is not None else ones(hkv)
-        return q, k, v, qd.contiguous(), kd.contiguous(), vd.contiguous()
+        return q, k, v, p.q_descale.contiguous(), p.k_descale.contiguous(), p.v_descale.contiguous()
     q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax, _ = buffers
     quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v, copy_q=not convert_q)
     return (q, k8, v8, q_amax, kd, vd) if convert_q else (q8, k8, v8, qd, kd, vd)

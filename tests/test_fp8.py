@@ -200,13 +200,13 @@ def test_fp8_buffers_are_parts_of_one_workspace(b, sq, sk, hq, hkv):
     """fp8_buffers' parts lie in its last item, the workspace (uint8; the slot of the forward's
     plan), each from a multiple of 256 bytes, none overlapping another (v8 with its padded keys,
     the views of the descales and amax bits inside theirs), with the shapes, strides and dtypes
-    of their own allocations (empty_bshd's); q8 only with room made for it (add_q8 carves anew).
+    of their own allocations (empty_bshd's); q8 only with room made for it.
     quantize zeroes the amax bits itself: from a poisoned workspace, torch's arithmetic still."""
     fmt = configs.fp8_dtype(torch.device(DEVICE))
     q, k, v = rand(b, sq, hq, 24, dtype=torch.bfloat16), rand(b, sk, hkv, 24, dtype=torch.bfloat16), \
         rand(b, sk, hkv, 24, dtype=torch.bfloat16)
     without = tq.fp8_buffers(q, k, v, with_q8=False)
-    buffers = tq.add_q8(without, q)
+    buffers = tq.fp8_buffers(q, k, v)
     work = buffers[-1]
     assert without[0] is None and len(buffers) == 10 and work.dtype == torch.uint8 and work.dim() == 1
     assert without[-1].numel() < work.numel() or q.numel() == 0
@@ -245,7 +245,7 @@ def test_quantize_without_q_copy():
     q = rand(b, 37, hq, d, dtype=torch.bfloat16) * 5
     k, v = rand(b, 50, hkv, d, dtype=torch.bfloat16), rand(b, 50, hkv, d, dtype=torch.bfloat16)
     full, no_q, none = tq.fp8_buffers(q, k, v), tq.fp8_buffers(q, k, v), tq.fp8_buffers(q, k, v, with_q8=False)
-    assert none[0] is None and tq.add_q8(none, q)[0].shape == q.shape
+    assert none[0] is None and full[0].shape == q.shape
     tq.quantize(q, k, v, *full[:5])
     no_q[0].view(torch.uint8).fill_(0x7f)                            # (a NaN byte in e4m3fn) poisoned
     tq.quantize(q, k, v, *no_q[:5], copy_q=False)

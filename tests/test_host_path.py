@@ -9,6 +9,7 @@ import dataclasses
 import json
 import importlib
 import types
+import weakref
 
 import pytest
 import torch
@@ -118,21 +119,15 @@ def _backward(log, q, k, v, p):
 
 
 def _record_buffers(monkeypatch) -> list:
-    """Each fp8 forward's quantisation buffers as its kernels get them: quantize.fp8_buffers'
-    tuple, with q8 in place once quantize.add_q8 makes it (None where the kernel reads no q8)."""
+    """Each fp8_buffers tuple made (the slow path makes a second, with q8, where the kernel reads q8,
+    once it has let the first go)."""
     made = []
-    real_buffers, real_add = quantize.fp8_buffers, quantize.add_q8
+    real_buffers = quantize.fp8_buffers
 
     def buffers(*args, **kwargs):
         made.append(real_buffers(*args, **kwargs))
         return made[-1]
-
-    def add_q8(buffers, q):      # (fp8_buffers' own call comes before its tuple is in `made`)
-        with_q8 = real_add(buffers, q)
-        made[:] = [with_q8 if m is buffers else m for m in made]
-        return with_q8
     monkeypatch.setattr(quantize, "fp8_buffers", buffers)
-    monkeypatch.setattr(quantize, "add_q8", add_q8)
     return made
 
 
@@ -219,21 +214,23 @@ def test_a_repeated_fp8_forward_launches_what_the_slow_path_did(gpu_path, monkey
     again = _inputs(d=d)
     fast, again_slow, n_workspaces = forward(*again, p)
     assert was_slow and not again_slow and fast == slow
-    assert len(made) == 1 and n_workspaces == 1                    # the replay: its workspace alone
-    assert made[0][-1] is workspaces[-2]                            # (the slow path's, of its buffers)
+    # the slow path: its buffers, made again with q8 where the kernel reads q8; the replay: its
+    # workspace alone
+    gluon_serves = d > 32 and d % 16 == 0
+    assert len(made) == (1 if gluon_serves else 2) and n_workspaces == 1
+    assert made[-1][-1] is workspaces[-2]                           # (the slow path's, of its buffers)
     assert not any(a[0] == "tensor" and a[1].startswith("fresh") for e in slow if e != "set_allocator" for a in e[2])
     parts = {a[1] for e in slow if e != "set_allocator" for a in e[2] if a[0] == "tensor"} | \
         {a[1][0] for e in slow if e != "set_allocator" for a in e[2] if a[0] == "descriptor"}
     assert sum(role.startswith("workspace+") for role in parts) >= 4    # amax, descales, k8, v8 (q8, q's amax)
     # (the Gluon fp8 forward by default at head dims 33-128 whose fp8 rows of q and k TMA can
     # address, multiples of 16; forward.py's elsewhere: configs.switches, launch_gluon._gluon_ok)
-    gluon_serves = d > 32 and d % 16 == 0
     assert [k for k in _kernels(slow) if k != "set_allocator"] == ["amax_kernel", "quantize_kernel",
                                                                   "fwd_gluon_kernel" if gluon_serves else "fwd_kernel"]
     assert amax_zero == [True] * 2
     # no q8 made where the Gluon kernel rounds q itself (Q_CONVERT), nor room for it: the replay's
     # workspace is the slow path's size
-    assert (made[0][0] is None) == gluon_serves and workspaces[-1].numel() == workspaces[-2].numel()
+    assert (made[-1][0] is None) == gluon_serves and workspaces[-1].numel() == workspaces[-2].numel()
 
 
 class _Driver:
@@ -458,6 +455,24 @@ def test_a_repeated_fp8_inputs_forward_replays_on_its_own_descales(gpu_path, mon
     assert not any(a[1].startswith("fresh") for e in launches for a in e[2] if a[0] == "tensor")
 
 
+def test_fp8_slow_path_lets_its_first_buffers_go_before_making_them_with_q8(gpu_path, monkeypatch):
+    """Where the kernel reads q8 (Q_CONVERT off), the slow path makes its buffers again with room
+    for q8; by then nothing holds the first ones (views of them kept had held k8 and v8 twice at the
+    peak: h200-20261204-descales call 1)."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"Q_CONVERT": false}}')
+    real, refs, alive = quantize.fp8_buffers, [], []
+
+    def buffers(*args, **kwargs):
+        alive.append(sum(r() is not None for r in refs))
+        made = real(*args, **kwargs)
+        refs.extend(weakref.ref(t) for t in made if t is not None)
+        return made
+    monkeypatch.setattr(quantize, "fp8_buffers", buffers)
+    q, k, v = _inputs(d=64)
+    tb.forward(q, k, v, dataclasses.replace(_params(q, k, True), fp8=True))
+    assert alive == [0, 0] and len(refs) == 2 * 9 + 1         # (the first without q8)
+
+
 @pytest.mark.parametrize("case", ["quantised", "quantised-staged", "fp8-inputs", "fp8-inputs-staged",
                                   "fp8-inputs-bshd"])
 def test_fp8_p_in_registers_and_v_in_the_kernels_order(gpu_path, monkeypatch, case):
@@ -527,14 +542,16 @@ def test_fp8_q_rounded_in_the_gluon_kernel_where_fa_ck_quantises(gpu_path, monke
     (_, _, args, consts), = [e for e in launches if e[0].fn.__name__ in ("fwd_gluon_kernel", "fwd_kernel")]
     converting = case == "default"
     if case == "forward.py":
-        assert "Q_CONVERT" not in consts and args[0] is made[0][0]
+        assert "Q_CONVERT" not in consts and args[0] is made[-1][0]
     else:
         assert consts["Q_CONVERT"] == converting
         q_arg = args[0].base                       # (host-made descriptors)
-        assert q_arg is (q if case in ("default", "fp8-inputs") else made[0][0])
+        assert q_arg is (q if case in ("default", "fp8-inputs") else made[-1][0])
         assert q_arg.dtype == (torch.bfloat16 if converting else f8)
     if case != "fp8-inputs":
-        (buffers,) = made
+        # the buffers the kernel got: the first, or (q8 read) those made with q8 once it was let go
+        assert len(made) == (1 if converting else 2)
+        buffers = made[-1]
         qd = args[8 if case != "forward.py" else 9]
         assert qd is (buffers[8] if converting else buffers[5])          # QD: q's amax bits, or descales
         assert buffers[8].dtype == torch.int32 and buffers[8].shape == (q.shape[0], q.shape[2])

@@ -247,7 +247,11 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
             else:
                 v = quantize.keys_contiguous(caller_v)
         elif not q_convert:
-            buffers = quantize.add_q8(buffers, q)
+            # q8 too: a workspace with room for it, the first (nothing written into it yet) let go
+            # before it is made, so that the slow path's peak holds one (views of it kept here had
+            # held both: h200-20261204-descales call 1)
+            del buffers, fp8_q, fp8_k, fp8_v
+            buffers = quantize.fp8_buffers(q, k, v)
         q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert)
     else:
         tma_possible = _tma_ok(k, v)

@@ -30,7 +30,7 @@ One launch for both passes, each quantising item waiting on its (batch, head)'s 
 measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU time than these
 two launches, and no more even with the waits left out; not kept.
 
-The host side below makes what quantising writes (fp8_buffers, add_q8: parts of one workspace,
+The host side below makes what quantising writes (fp8_buffers: parts of one workspace,
 a slot of the forward's replay plan, so fp8 calls of 16-bit inputs replay, a replay making the
 workspace alone: fp8_workspace; q8 only where the kernel reads it) and hands the forward its fp8
 inputs (fp8_inputs).
@@ -224,20 +224,14 @@ def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
     where it rounds q itself: Q_CONVERT), and last the workspace (uint8) they are all parts of,
     each from a multiple of 256 bytes, with the strides torch gives them alone (v8's storage
     padded as empty_bshd's). with_q8 False: q8 is None (Q_CONVERT: nothing writes or reads it, so
-    the forward's peak memory has no copy of q in fp8; add_q8 makes it where the kernel turns out
-    to need it).
+    the forward's peak memory has no copy of q in fp8; where the kernel turns out to need it, the
+    forward lets this workspace go and makes one with q8).
 
     One workspace, as each tensor made cost host time (5 us an empty, 12 us torch.zeros, 6 us a
     view on the H200's host: these 14 were 107 us of a 313 us replayed fp8 call, bench/results/
     h200-20261203-timeline call 3); it is the plan's slot, its parts taken by byte offset, so a
     replay makes it alone (fp8_workspace, at the size the plan recorded)."""
     return _carve(q.shape, k.shape, v.shape, configs.fp8_dtype(q.device), q.device, with_q8)
-
-
-def add_q8(buffers: tuple, q) -> tuple:
-    """fp8_buffers' tuple with q8 made: all of it carved anew, with room for q8 (nothing has been
-    written into the first yet: the slow path decides before it quantises)."""
-    return _carve(q.shape, buffers[1].shape, buffers[2].shape, buffers[1].dtype, q.device, True)
 
 
 def fp8_workspace(nbytes: int, device) -> torch.Tensor:

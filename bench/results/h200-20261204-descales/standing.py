@@ -1,5 +1,7 @@
 """fa_ck's fp8 forward at d128 against cuDNN's bf16 forward, kernels and calls, rounds interleaved
-(call1.sh). Per point and round, in one process: fa_ck's fp8 call on bf16 inputs ("own": amax and
+(call1.sh; call2.sh with --q-convert-ab: fa_ck's own quantisation with q rounded in the kernel,
+"own", and with q8 from the quantize launch, "own, no Q_CONVERT", the variants' order rotated
+each round, the SM clock, power and temperature read after each). Per point and round, in one process: fa_ck's fp8 call on bf16 inputs ("own": amax and
 quantize launches, then the Gluon forward with q rounded inside it, Q_CONVERT), on fp8 inputs with
 their three descales ("fp8 in"), on fp8 inputs without descales ("fp8 in, none": ones kept by
 fa_ck stand in, so they replay too), and SDPA's cuDNN bf16 forward. Each: 3 warm-up calls, 20 calls

@@ -462,6 +462,24 @@ def test_fp8_inputs_with_descales():
     assert_close("fp8 inputs, unit descales", dflt, emu, EMU_BOUND[torch.bfloat16])
 
 
+def test_q_descale_per_head_of_k_and_v():
+    """q_descale (B, Hkv), flash-attn 3's shape: each kv head's descale for the query heads of its
+    group, the same numbers as that descale given per query head; and a strided (expanded) one."""
+    q8, k8, v8 = _qkv8(hq=6, hkv=2)
+    kv = torch.rand(2, 2, device=DEVICE) + 0.5
+    per_q = kv.repeat_interleave(3, dim=1)                  # query heads 0-2 read kv head 0, 3-5 head 1
+    assert not torch.equal(per_q[:, 0], per_q[:, 3])
+    kd, vd = torch.rand(2, 2, device=DEVICE) + 0.5, torch.rand(2, 2, device=DEVICE) + 0.5
+    call = lambda qd: fa_ck.flash_attn_fp8_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd,  # noqa: E731
+                                                v_descale=vd, backend="triton")
+    want = call(per_q)
+    assert torch.equal(call(kv), want)
+    assert torch.equal(call(kv[:, :1].expand(2, 2)), call(kv[:, :1].expand(2, 6).contiguous()))
+    deq = [t.double() * d.double()[:, None, :, None] for t, d in ((q8, per_q), (k8, kd), (v8, vd))]
+    ref, _ = reference.attention(*deq, causal=True, dtype=torch.float64)
+    assert_close("q_descale per kv head vs float64", want, ref, FWD_BOUND)
+
+
 def test_fp8_keys_contiguous_v_is_not_copied(monkeypatch):
     """fp8 v stored keys-contiguous (as the kernels read it) reaches the kernel as it is; other
     layouts are copied once, into keys-contiguous memory (on the H200 a keys-contiguous v went
@@ -526,6 +544,8 @@ def _qkv8(b=2, hq=4, hkv=2):
     (dict(v_descale=torch.ones(2)), ValueError, "v_descale must have 2 dims"),
     (dict(v_descale=torch.ones(2, 2, device="meta")), ValueError, "v_descale must be on"),
     (dict(q_descale=[1.0]), TypeError, "q_descale must be a torch.Tensor"),
+    (dict(q_descale=torch.ones(2, 3)), ValueError,
+     r"q_descale must have shape \(batch, heads of q\) = \(2, 4\) or \(batch, heads of k and v\) = \(2, 2\)"),
     (dict(out_dtype=torch.int8), TypeError, "out_dtype must be float16"),
 ])
 def test_descale_validation(kw, exc, match):

@@ -253,14 +253,20 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     return out, lse, _attn_probs(q, k, p, name)
 
 
-def _check_descale(name, t, batch: int, heads: int, device, heads_of: str):
+def _check_descale(name, t, batch: int, heads: int, device, heads_of: str, kv_heads: Optional[int] = None):
+    """t, float32 (batch, heads), contiguous. kv_heads (q's descale under GQA): (batch, kv_heads)
+    is taken too, one descale per head of k and v for the query heads of its group, as flash-attn
+    3 takes q_descale, and repeated over each group."""
     if t is None:
         return None
     _tensor(name, t, rank=2)
     if t.dtype != torch.float32:
         raise TypeError(f"{name} must be float32, got {t.dtype}")
+    if kv_heads is not None and kv_heads != heads and tuple(t.shape) == (batch, kv_heads):
+        t = t.repeat_interleave(heads // kv_heads, dim=1)
     if tuple(t.shape) != (batch, heads):
-        raise ValueError(f"{name} must have shape (batch, heads of {heads_of}) = ({batch}, {heads}), "
+        also = f" or (batch, heads of k and v) = ({batch}, {kv_heads})" if kv_heads not in (None, heads) else ""
+        raise ValueError(f"{name} must have shape (batch, heads of {heads_of}) = ({batch}, {heads}){also}, "
                          f"got {tuple(t.shape)}")
     if t.device != device:
         raise ValueError(f"{name} must be on {device} like q, got {t.device}")
@@ -279,7 +285,9 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
       high-precision one over these tensors, with the fp8 forward's out and lse); or
     - fp8 (all float8_e4m3fn or all float8_e4m3fnuz, the device's native format) with float32
       descales q_descale (B, Hq), k_descale and v_descale (B, Hkv) (None: 1.0), so that
-      q ~= q_fp8 * q_descale per (batch, head); out in out_dtype (default bfloat16); no backward.
+      q ~= q_fp8 * q_descale per (batch, head); q_descale may also be (B, Hkv), as flash-attn 3
+      takes it: one per head of k and v, for each query head of its group; out in out_dtype
+      (default bfloat16); no backward.
       The kernels read v keys-contiguous: on sm90 the Gluon kernel copies any v once into that
       layout with its keys in the kernel's order (P stays in registers); elsewhere a v stored
       (B, Hkv, D, Sk) in memory (stride(1) == 1) is used without a copy (on sm90 the Gluon
@@ -302,7 +310,7 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
     p = _params(q, k, batch=b, causal=causal, scale=softmax_scale, window_size=window_size,
                 alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=0.0, deterministic=deterministic, fp8=True)
     if fp8_in:
-        p.q_descale = _check_descale("q_descale", q_descale, b, hq, q.device, "q")
+        p.q_descale = _check_descale("q_descale", q_descale, b, hq, q.device, "q", kv_heads=hkv)
         p.k_descale = _check_descale("k_descale", k_descale, b, hkv, q.device, "k and v")
         p.v_descale = _check_descale("v_descale", v_descale, b, hkv, q.device, "k and v")
         p.out_dtype = out_dtype or torch.bfloat16

@@ -182,9 +182,8 @@ def _forward(q, k, v, p: AttnParams):
     # that did not come)
     if q.dtype in FP8_DTYPES:
         p = quantize.with_unit_descales(p, q, k)
-    descales = (p.q_descale, p.k_descale, p.v_descale)
-    key = plans._plan_key("fwd", p, poison, (q, k, v, *(t for t in descales if t is not None)), (out, lse),
-                          *(t is not None for t in descales))
+    descales = (p.q_descale, p.k_descale, p.v_descale)      # (all three, or none: 16-bit inputs)
+    key = plans._plan_key("fwd", p, poison, (q, k, v, *(t for t in descales if t is not None)), (out, lse))
     plan = plans._PLANS.get(key)
     if plan is not None:
         # fp8: the quantised k, v (q where the kernel reads q8) and their scales, or a caller's v in

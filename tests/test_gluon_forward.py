@@ -798,6 +798,90 @@ def test_gluon_fp8_forward_diagonal_first(monkeypatch, shape, late_sum, p_regs):
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
 
+def test_lazy_max_is_asked_for_checked_and_taken_where_no_later_block_is_masked(monkeypatch):
+    """LAZY_MAX: off unless asked (no default switch), an integer 0-8 (the error names it); the
+    launcher takes it only where no key block past a warpgroup's first is masked (whole blocks
+    without a window, or the diagonal first), with two warpgroups."""
+    from fa_ck.backends.triton import configs
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+    for fp8 in (False, True):
+        monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
+        cfg = tb._config("fwd", q, 128, _params(fp8=fp8), 4096, 4096, tma_possible=True, gluon_possible=True)
+        assert cfg["GLUON"] and cfg.get("LAZY_MAX", 0) == 0
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"fwd": {"LAZY_MAX": 4}}')
+        assert tb._config("fwd", q, 128, _params(fp8=fp8), 4096, 4096, tma_possible=True,
+                          gluon_possible=True)["LAZY_MAX"] == 4
+        for bad in (9, -1, 4.0, "4", True, None):
+            monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"LAZY_MAX": bad}}))
+            with pytest.raises(ValueError, match=rf"\['fwd'\]: LAZY_MAX .* an integer 0-8 \(0: off\), got {bad!r}"):
+                tb._config("fwd", q, 128, _params(fp8=fp8), 4096, 4096, tma_possible=True, gluon_possible=True)
+    lazy = decisions.fwd_lazy_max
+    assert lazy(4, 128, True, False, -1, -1) == 4            # whole blocks, no window
+    assert lazy(4, 128, True, True, -1, 0) == 4              # causal, the diagonal first
+    assert lazy(4, 128, True, False, -1, 0) == 0             # causal, the mask decided per block
+    assert lazy(4, 128, False, False, -1, -1) == 0           # keys past the last whole block
+    assert lazy(4, 128, True, False, 100, 100) == 0          # a window
+    assert lazy(4, 192, True, False, -1, -1) == 0            # three warpgroups
+    assert lazy(0, 128, True, False, -1, -1) == 0
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,causal", [((2, 1024, 1024, 4, 2, 128), False), ((2, 1024, 1024, 4, 2, 128), True),
+                                          ((1, 512, 1536, 4, 2, 64), False), ((1, 384, 384, 4, 2, 96), True),
+                                          ((1, 1000, 1000, 2, 2, 128), True), ((1, 300, 1000, 2, 2, 128), False)])
+def test_gluon_fp8_forward_lazy_max(monkeypatch, shape, causal):
+    """LAZY_MAX 4 (asked for): a warpgroup keeps its running max until a block passes it by more
+    than 2^4, P's scale 448 / 16. Against float64 and against the emulation of that scheme, on
+    heads whose scores rise block after block (test_fp8.rising_inputs: every block rescales) beside
+    random ones (almost none does); taken only where no block but a warpgroup's first is masked (not at 1000 keys)."""
+    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate, rising_inputs
+    from attn_check import assert_close, rel_err
+    from fa_ck import reference
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, "LAZY_MAX": 4}}))
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    b, sq, sk, hq, hkv, d = shape
+    diag_first = causal and sq % 128 == 0 and sk % 128 == 0
+    q, k, v = rising_inputs(*shape, last_first=diag_first, device="cuda")
+    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
+    (_, c), = launches
+    assert c["DIAG_FIRST"] == diag_first and c["LAZY_MAX"] == (4 if sk % 128 == 0 and (diag_first or not causal)
+                                                              else 0)
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
+    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=diag_first,
+                              lazy_max=c["LAZY_MAX"])
+    eager, _, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=diag_first)
+    random_heads = slice(0, hq // 2)         # (those of key head 0; key head 1 rises)
+    assert_close("random heads' out vs float64", out[:, :, random_heads], ref[:, :, random_heads], FWD_BOUND)
+    assert rel_err(out, ref) <= 1.1 * rel_err(eager, ref)      # (the rising heads: fp8's 10-14 % either way)
+    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16])
+    assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,causal", [((2, 1024, 1024, 4, 2, 128), False), ((2, 1024, 1024, 4, 2, 64), True),
+                                          ((1, 256, 768, 4, 2, 96), False)])
+def test_gluon_forward_lazy_max_16bit(monkeypatch, dtype, shape, causal):
+    """LAZY_MAX 4 in a 16-bit forward (P up to 2^4 as it comes): out and lse against float64 with
+    the 16-bit forward's tolerance, on rising and random heads (see rising_inputs)."""
+    from test_fp8 import rising_inputs
+    from attn_check import FWD_TOL, assert_close
+    from fa_ck import reference
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, "LAZY_MAX": 4}}))
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    diag_first = causal
+    q, k, v = rising_inputs(*shape, last_first=diag_first, dtype=dtype, device="cuda")
+    out, lse, _ = fa_ck.flash_attn_func(q, k, v, causal=causal, return_attn_probs=True, backend="triton")
+    assert launches and all(c["LAZY_MAX"] == 4 and c["DIAG_FIRST"] == diag_first for _, c in launches)
+    ref, ref_lse = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
+    assert_close("out", out, ref, FWD_TOL[dtype])
+    assert_close("lse", lse, ref_lse, FWD_TOL[dtype] * 10)      # (as attn_check.check)
+
+
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(2, 1024, 1024, 4, 2, 128), (1, 333, 1001, 2, 1, 64), (2, 777, 1536, 4, 4, 96),

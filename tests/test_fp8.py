@@ -60,15 +60,13 @@ def round_fp8(x, dtype=F8):
 
 
 def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None,
-            softcap=0.0, block_n=None, near_edge=0.0, last_first=False, lazy_max=0):
+            softcap=0.0, block_n=None, near_edge=0.0, last_first=False):
     """What the fp8 kernel computes, in float64: fp8 q, k, v (B, S, H, D) with (B, H) descales.
     Returns (out, lse, slack); slack (out's shape) bounds how far each output element moves if
     P values within near_edge (relative) of an fp8 rounding edge round the other way (what float32
     arithmetic in the kernel may do to them); zeros for near_edge 0. last_first: the key blocks
     walked last to first (the Gluon kernel's DIAG_FIRST: a row's blocks past its diagonal are
-    hidden, so each row meets its diagonal's block first). lazy_max: the Gluon kernel's LAZY_MAX,
-    each warpgroup's 64 rows keeping their running max until a block passes it by more than
-    2^lazy_max in one of them, P's scale the format's max / 2^lazy_max."""
+    hidden, so each row meets its diagonal's block first)."""
     device = q8.device                                    # computed on the CPU, returned on q8's device
     q8, k8, v8, qd, kd, vd = (t.cpu() for t in (q8, k8, v8, qd, kd, vd))
     alibi_slopes = None if alibi_slopes is None else alibi_slopes.cpu()
@@ -77,7 +75,6 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     g = hq // hkv
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     pmax = torch.finfo(v8.dtype).max
-    p_scale = pmax / 2 ** lazy_max
     # P is rounded relative to the running max of each key block: use the kernel's block size
     block_n = block_n or configs.for_fp8(configs.default("fwd", configs.arch(device), d, v8.dtype))["BLOCK_N"]
     qf = q8.double().transpose(1, 2)                                            # (B, Hq, Sq, D)
@@ -101,58 +98,21 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     for n0 in (reversed(starts) if last_first else starts):   # the kernel's online softmax, block by block
         sb = s[..., n0:n0 + block_n]
         m_new = torch.maximum(m, sb.amax(-1, keepdim=True))
-        if lazy_max:      # a warpgroup's rows keep their max unless one passes it by more (-inf: not seen yet)
-            rise = torch.where(m == float("-inf"), float("inf"), m_new - m)
-            grew = torch.nn.functional.pad(rise, (0, 0, 0, -sq % 64)).view(b, hq, -1, 64).amax(-1, keepdim=True)
-            grew = (grew > lazy_max * math.log(2)).repeat_interleave(64, 2)[:, :, :sq]
-            m_new = torch.where(grew, m_new, m)
         m_safe = torch.where(m_new == float("-inf"), 0.0, m_new)
         p = torch.exp(sb - m_safe)
         alpha = torch.exp(m - m_safe)
         l = l * alpha + p.sum(-1, keepdim=True)
-        p8 = round_fp8(p * p_scale, v8.dtype)
-        down, up = (round_fp8(p * p_scale * (1 + e), v8.dtype) for e in (-near_edge, near_edge))
+        p8 = round_fp8(p * pmax, v8.dtype)
+        down, up = (round_fp8(p * pmax * (1 + e), v8.dtype) for e in (-near_edge, near_edge))
         slack = slack * alpha + (up - down) @ vf[:, :, n0:n0 + block_n].abs()   # 0 where unambiguous
         acc = acc * alpha + p8 @ vf[:, :, n0:n0 + block_n]
         m = m_new
     empty = l == 0
-    v_descale = vd.double().repeat_interleave(g, 1)[:, :, None, None] / p_scale
+    v_descale = vd.double().repeat_interleave(g, 1)[:, :, None, None] / pmax
     out = torch.where(empty, 0.0, acc / torch.where(empty, 1.0, l)) * v_descale
     slack = torch.where(empty, 0.0, slack / torch.where(empty, 1.0, l)) * v_descale
     lse = torch.where(empty, float("-inf"), m + torch.log(torch.where(empty, 1.0, l)))[..., 0]
     return out.transpose(1, 2).to(device), lse.to(device), slack.transpose(1, 2).to(device)
-
-
-def rising_inputs(b, sq, sk, hq, hkv, d, last_first=False, dtype=torch.bfloat16, device="cpu"):
-    """q, k, v (B, S, H, D) whose scores, in the odd key heads, rise by about 6 nats per 128 keys in
-    the order the kernel reads them (last_first: last to first), so that every key block passes a
-    running max by more than 2^4 there (LAZY_MAX's rescaling taken); the even heads random."""
-    q = torch.randn(b, sq, hq, d, device=device) + 1.0
-    k, v = (torch.randn(b, sk, hkv, d, device=device) for _ in range(2))
-    keys = torch.arange(sk, device=device, dtype=torch.float32)
-    ramp = (sk - 1 - keys if last_first else keys) * (6.0 / 128 / d ** 0.5)      # q's mean 1 times d columns
-    k[:, :, 1::2] += ramp[None, :, None, None]
-    return tuple(t.to(dtype) for t in (q, k, v))
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_lazy_max_emulation_keeps_the_softmax_exact(causal):
-    """The emulation of LAZY_MAX (the Gluon forward's, GPU-tested against it): with every row's max
-    kept until it moves by 2^4, lse is still the float64 reference's and out's error that of the
-    eager max within 10 %; P's rounding moves (its scale is 448 / 16), so out is not the eager
-    max's bit for bit. (The rising heads' scores are large: fp8's error there is 10-14 % either way.)"""
-    torch.manual_seed(0)
-    q, k, v = rising_inputs(1, 256, 512, 4, 2, 64, last_first=causal)
-    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
-    ref, ref_lse = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
-    eager, eager_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=causal)
-    lazy, lazy_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=causal, lazy_max=4)
-    assert_close("random heads' out vs float64", lazy[:, :, :2], ref[:, :, :2], FWD_BOUND)
-    for heads in (slice(0, 2), slice(2, 4)):
-        assert rel_err(lazy[:, :, heads], ref[:, :, heads]) <= 1.1 * rel_err(eager[:, :, heads], ref[:, :, heads])
-    torch.testing.assert_close(lazy_lse, eager_lse, rtol=1e-12, atol=1e-12)   # (the same scores)
-    assert_close("lse vs float64", lazy_lse, ref_lse, 1e-2)
-    assert not torch.equal(lazy, eager)
 
 
 def _ref_kw(kw):

@@ -183,7 +183,7 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
-                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False, LAZY_MAX=0,
+                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False,
                           SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
@@ -216,9 +216,6 @@ def gluon_kernels():
                 late = dict(consts, LATE_SUM=True)
                 yield f"fwd gluon late-sum bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, dict(
                     pointers, **_descs(bf16, bm, bn, bd), **(out_desc if late["TMA_STORE"] else {}))), late, cfg
-            lazy = dict(consts, LAZY_MAX=4)      # (asked for, as for fp8 below)
-            yield f"fwd gluon lazy-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, lazy, dict(
-                pointers, **_descs(bf16, bm, bn, bd), **(out_desc if lazy["TMA_STORE"] else {}))), lazy, cfg
             # a softmax scale <= 0: the row max of scaled scores
             scaled = dict(consts, RAW_MAX=False, **whole(sk=4000))    # (and keys past the last whole block)
             yield f"fwd gluon scaled-max bf16 d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, scaled, dict(
@@ -241,10 +238,6 @@ def gluon_kernels():
             late = dict(consts, LATE_SUM=True)
             yield f"fwd gluon late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if late["TMA_STORE"] else {})}), late, cfg
-            # the running max kept until it moves by 2^4 (LAZY_MAX, asked for; whole blocks or the diagonal first)
-            lazy = dict(late, LAZY_MAX=4)
-            yield f"fwd gluon lazy-max fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, lazy, {
-                **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if lazy["TMA_STORE"] else {})}), lazy, cfg
             if causal:      # lengths in no whole number of tiles: the mask decided per block, not the diagonal first
                 edges = dict(consts, **whole(sk=4000, fp8=True))
                 yield f"fwd gluon edges fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(

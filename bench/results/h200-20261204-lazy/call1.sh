@@ -2,7 +2,9 @@
 # (1) its GPU tests (fp8 and 16-bit, against float64 and the fp8 emulation, on rising and random
 # heads) and the diagonal-first fp8 tests beside them; (2) standing_lazy.py, ROUNDS rounds (default 1):
 # fp8 own / lazy 3 / lazy 4, fp8 in / lazy 4, bf16 / lazy 4, SDPA cuDNN and flash, same process.
-#   bash bench/results/h200-20261204-lazy/call1.sh [ROUNDS]      (from the repo root)
+# It ran at 804f558 (LAZY_MAX on main then; taken out after this call, lazy_max.patch holds it): to run it
+# again, from the repo root at a later main, git apply bench/results/h200-20261204-lazy/lazy_max.patch, then
+#   bash bench/results/h200-20261204-lazy/call1.sh [ROUNDS]      (ran with ROUNDS 1)
 set -uo pipefail
 source bench/device_env.sh
 D=bench/results/h200-20261204-lazy

@@ -113,11 +113,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                      if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
             cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
-    lazy = cfg.get("LAZY_MAX", 0)
-    if type(lazy) is not int or not 0 <= lazy <= 8:
-        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: LAZY_MAX is how far (log2) the Gluon forward's running "
-                         f"max may fall behind a row's scores before O is rescaled, an integer 0-8 (0: off), "
-                         f"got {lazy!r}")
     for tile in ("BLOCK_M", "BLOCK_N"):      # (arange sizes in every kernel: a compile error otherwise)
         size = cfg[tile]
         if gluon and kernel == "fwd" and tile == "BLOCK_M" and size == 192:

@@ -264,12 +264,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     16-bit inputs but masked calls past d64 that do not stream the diagonal first
     (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x of cuDNN's bf16 forward, S16k
     1.35 -> 1.41x, d64 +6-16 %), not for 16-bit calls (call 6: d64 level or -2 to -5 %; at d128
-    it spills).
-    LAZY_MAX (fwd, GLUON, asked for only: an integer 0-8, not a default switch): a warpgroup keeps
-    its running row max until a block's scores pass it by more than 2^LAZY_MAX in some row, and
-    only then rescales O (FlashAttention-4's lazy rescaling); fp8's P scale is lowered by
-    2^LAZY_MAX to leave the room. Taken where no block past a warpgroup's first is masked (whole
-    key blocks without a window, or causal calls streaming the diagonal first), else 0."""
+    it spills)."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -427,8 +422,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 # kernels' algorithmic switches (see forward.py and backward.py).
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
-            "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST",
-            "LAZY_MAX"),
+            "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

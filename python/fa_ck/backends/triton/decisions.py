@@ -202,12 +202,3 @@ def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, windo
     diag_first = even_n and bm == 128 and (bn == 128 or (bn == 64 and not pingpong)) and sq % bm == 0 \
         and window_left < 0 and window_right == 0 and (not fp8 or fp8_diag_first)
     return even_n, diag_first
-
-
-def fwd_lazy_max(asked: int, bm: int, even_n: bool, diag_first: bool, window_left: int, window_right: int) -> int:
-    """The Gluon forward's LAZY_MAX for a call (asked: FA_CK_TRITON_CONFIG's, 0 by default): taken
-    only where no key block past a warpgroup's first is masked, as its lazy step has no mask:
-    keys in whole blocks without a window (even_n), or causal calls streaming the diagonal first
-    (diag_first); two warpgroups (bm 128). Else 0."""
-    whole = even_n and window_left < 0 and window_right < 0
-    return asked if bm == 128 and (whole or diag_first) else 0

@@ -106,33 +106,6 @@ def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
     return p, alpha, m_i, l_i
 
 
-@gluon.jit
-def _lazy_step(qk, m_i, l_i, scale_log2, RAW_MAX: gl.constexpr, P_LOG2: gl.constexpr, LAZY_MAX: gl.constexpr,
-               ROW_SUM: gl.constexpr):
-    """_step for a whole block (no mask) that keeps the running max unless a row's block max
-    passes it by more than 2^LAZY_MAX (in exp2's units) in any row of the warpgroup (FlashAttention-4's
-    lazy rescaling): (p, alpha, row max, row sum, grew). P is made against the running max at once,
-    its exponentials not waiting on the block's row max, and comes out in [0, 2^(P_LOG2 + LAZY_MAX)]
-    (the caller's P_LOG2 is lowered to leave that room); where a row grew, the warpgroup takes the
-    ordinary step (P against the new max, alpha) and the caller rescales O, only then (grew). A
-    row still at -inf (it saw no key yet) grows by +inf."""
-    s = qk if RAW_MAX else qk * scale_log2
-    sc = scale_log2 if RAW_MAX else 1.0
-    m_blk = gl.max(s, 1)
-    p = gl.exp2(s * sc - (m_i * sc - P_LOG2)[:, None])
-    grew = gl.max(((m_blk - m_i) * sc > LAZY_MAX).to(gl.int32), 0) > 0
-    alpha = gl.full_like(m_i, 1.0)
-    if grew:
-        m_new = gl.maximum(m_i, m_blk)
-        p = gl.exp2(s * sc - (m_new * sc - P_LOG2)[:, None])
-        alpha = gl.exp2((m_i - m_new) * sc)
-        m_i = m_new
-        l_i = l_i * alpha
-    if ROW_SUM:
-        l_i = l_i + gl.sum(p, 1)
-    return p, alpha, m_i, l_i, grew
-
-
 @gluon.constexpr_function
 def _mask_at(first, whole, diag_first):
     """_step's MASK_AT for a tile's first block (first) or the others: every block whole (whole:
@@ -141,13 +114,6 @@ def _mask_at(first, whole, diag_first):
     if diag_first:
         return "all" if first else "none"
     return "none" if whole else "edges"
-
-
-@gluon.constexpr_function
-def _p_log2(p_scale, lazy_max):
-    """log2 of P's scale: the format's max for fp8 (1 for 16-bit), less LAZY_MAX's room for fp8
-    (16-bit P takes values up to 2^LAZY_MAX as they come)."""
-    return math.log2(p_scale) - (lazy_max if p_scale > 1.0 else 0)
 
 
 @gluon.jit
@@ -274,7 +240,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
-            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, LAZY_MAX: gl.constexpr):
+            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -284,16 +250,13 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     block, once its PV multiply is issued, not beside its exponentials, where ptxas put each sum's
     FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the MUFU's latency at
     every one (the loop's SASS, h200-20261203-timeline). P then crosses the loop in fp32 and
-    becomes the multiply's operand there (_p_operand). LAZY_MAX > 0 (whole blocks past the first
-    only: the host passes 0 elsewhere): the running max is kept while no row passes it by more
-    than 2^LAZY_MAX (_lazy_step), O rescaled only where it moved; P's scale is lowered by
-    2^LAZY_MAX to leave the room."""
+    becomes the multiply's operand there (_p_operand)."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    P_LOG2: gl.constexpr = _p_log2(P_SCALE, LAZY_MAX)      # 0 but for fp8
+    P_LOG2: gl.constexpr = _log2(P_SCALE)      # 0 but for fp8
     WHOLE: gl.constexpr = EVEN_N and not MASK_LEFT and not MASK_RIGHT      # no block needs the mask
     # wgmma's K per instruction: 32 bytes (16 halves, 32 fp8 values)
     s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype)
@@ -345,21 +308,13 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
-        if LAZY_MAX > 0:
-            p_next, alpha, m_i, l_i, grew = _lazy_step(qk, m_i, l_i, scale_log2, RAW_MAX, P_LOG2, LAZY_MAX,
-                                                       not LATE_SUM)
-        else:
-            p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
-                                            full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
-                                            window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
-                                            _mask_at(False, WHOLE, DIAG_FIRST), not LATE_SUM)
+        p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
+                                        full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
+                                        window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
+                                        _mask_at(False, WHOLE, DIAG_FIRST), not LATE_SUM)
         acc, p_op = _pv_wait(acc, p_op, dtype)
         mbarrier.arrive(v_empty.index(prev), count=1)
-        if LAZY_MAX > 0:
-            if grew:
-                acc = acc * gl.convert_layout(alpha, row_o)[:, None]
-        else:
-            acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+        acc = acc * gl.convert_layout(alpha, row_o)[:, None]
         p = p_next
         if not LATE_SUM:
             p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
@@ -385,7 +340,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, LAZY_MAX: gl.constexpr):
+              Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -465,7 +420,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
                                             sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
                                             PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS,
-                                            LATE_SUM, LAZY_MAX)
+                                            LATE_SUM)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -502,7 +457,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     m_i = m_i * tile_scale_log2
                 log2_l = gl.log2(gl.where(empty, 1.0, l_i))
                 if FP8:
-                    log2_l = log2_l - _p_log2(P_SCALE, LAZY_MAX)      # l_i sums P times its scale
+                    log2_l = log2_l - _log2(P_SCALE)      # l_i sums P times P_SCALE
                 lse = gl.where(empty, float("-inf"), (m_i + log2_l) * 0.6931471805599453)
                 lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
                 gl.store(lse_rows + rows, lse, mask=m0 + rows < sq)
@@ -524,7 +479,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
-                     LAZY_MAX: gl.constexpr, num_warps: gl.constexpr):
+                     num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -548,10 +503,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     its first block read, the diagonal's, is the only masked one (FlashAttention-3's order), so
     the loop compiles no masked softmax. Q_CONVERT (FP8, 128 queries): Q is q's 16-bit tensor, QD
     its amax bits (quantize.amax_kernel's, int32 (B, Hq)); each consumer rounds its rows into a
-    (128, BLOCK_D) e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's.
-    LAZY_MAX (an int, 0: off): the running max kept unless it moves by more than 2^LAZY_MAX
-    (_attend), only where no block but a warpgroup's first is masked (EVEN_N without a window, or
-    DIAG_FIRST), two warpgroups; P's fp8 scale is then 448 / 2^LAZY_MAX."""
+    (128, BLOCK_D) e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
@@ -559,8 +511,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                                         and not MASK_LEFT),
                      "DIAG_FIRST: causal, whole key blocks, 128 queries (64-key blocks: no PINGPONG)")
     gl.static_assert(not Q_CONVERT or (FP8 and BLOCK_M == 128), "Q_CONVERT: fp8, 128 queries")
-    gl.static_assert(LAZY_MAX == 0 or (BLOCK_M == 128 and (DIAG_FIRST or (EVEN_N and not MASK_LEFT and not MASK_RIGHT))),
-                     "LAZY_MAX: 128 queries, no masked block past a warpgroup's first")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -641,10 +591,10 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, LAZY_MAX)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, LAZY_MAX)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])
@@ -654,13 +604,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, 0)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_consumer, (q_smem1, q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, 0)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_consumer, (q_smem2, q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0),
                          turn.index(1), shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE,
-                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, 0)),
+                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, False)),
         ], [4, 4, 1], [160, 160, 24])

@@ -89,8 +89,6 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         q_arg, k_arg, v_arg = q, k, v
     even_n, diag_first = decisions.fwd_whole_blocks(sq, sk, bm, bn, p.window_left, p.window_right, p.varlen, p.fp8,
                                                   bool(cfg.get("PINGPONG")), bool(cfg.get("FP8_DIAG_FIRST")))
-    lazy_max = decisions.fwd_lazy_max(int(cfg.get("LAZY_MAX", 0)), bm, even_n, diag_first, p.window_left,
-                                      p.window_right)
     persistent = bool(cfg.get("PERSISTENT"))
     n_m = _cdiv(sq, bm)
     per_head = _cdiv(n_m, 2) if persistent else n_m       # forward_gluon._tile: pairs of query blocks
@@ -116,8 +114,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(64, o_cols, out.dtype),
         RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
         P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, Q_CONVERT=q_convert,
-        SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")), LAZY_MAX=lazy_max,
-        num_warps=cfg["num_warps"]))
+        SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")), num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

@@ -580,8 +580,11 @@ def test_input_validation():
     q8, k8, v8 = _qkv8()
     with pytest.raises(TypeError, match="k must be float8_e4m3fn or float8_e4m3fnuz"):
         fa_ck.flash_attn_fp8_func(q8, k8.float(), v8)
-    with pytest.raises(TypeError, match="q must be float16, bfloat16 or float32"):
+    with pytest.raises(TypeError, match=r"q must be float16, bfloat16 or float32 \(fp8 tensors go to "
+                                        r"flash_attn_fp8_func, as float8_e4m3fn or float8_e4m3fnuz"):
         fa_ck.flash_attn_fp8_func(q8.float().to(torch.float8_e5m2), k8, v8)
+    with pytest.raises(TypeError, match=r"q must be float16, bfloat16 or float32 \(fp8 tensors go to"):
+        fa_ck.flash_attn_func(q8, k8, v8)             # (the 16-bit entry points say where fp8 goes)
     q = rand(2, 16, 4, 16)
     with pytest.raises(ValueError, match="q_descale is only for fp8"):
         fa_ck.flash_attn_fp8_func(q, q[:, :, :2], q[:, :, :2], q_descale=torch.ones(2, 4))

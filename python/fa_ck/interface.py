@@ -33,6 +33,9 @@ def _check_qkv(q, k, v, rank: int, layout: str, dtypes=_DTYPES):
         if t.dtype not in dtypes:
             names = ("float16, bfloat16 or float32" if dtypes == _DTYPES
                      else "float8_e4m3fn or float8_e4m3fnuz (all three alike)")
+            if dtypes == _DTYPES and t.dtype.is_floating_point and t.dtype.itemsize == 1:
+                names += (" (fp8 tensors go to flash_attn_fp8_func, as float8_e4m3fn or float8_e4m3fnuz with "
+                          "their descales)")
             raise TypeError(f"{name} must be {names}, got {t.dtype}")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")

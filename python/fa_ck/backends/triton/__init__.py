@@ -251,7 +251,9 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
             # held both: h200-20261204-descales call 1)
             del buffers, fp8_q, fp8_k, fp8_v
             buffers = quantize.fp8_buffers(q, k, v)
-        q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert)
+        # S_F16 (experiment): q and k to 16, so that the Gluon kernel's f16 score sums cannot overflow
+        qk_max = 16.0 if chosen.get("S_F16") and q_convert and not fp8_inputs else 0.0
+        q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert, qk_max)
     else:
         tma_possible = _tma_ok(k, v)
         gluon_possible = launch_gluon._gluon_ok(q, k, v, out, p)

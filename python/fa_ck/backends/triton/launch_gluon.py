@@ -114,7 +114,9 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(64, o_cols, out.dtype),
         RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
         P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, Q_CONVERT=q_convert,
-        SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")), num_warps=cfg["num_warps"]))
+        SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")),
+        S_F16=bool(cfg.get("S_F16")) and q_convert, EXP_EMU=int(cfg.get("EXP_EMU", 0)) if cfg.get("S_F16") else 0,
+        num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

@@ -127,7 +127,7 @@ def _quantize_tile(X, X8, scale, b, h, stride_b, stride_s, stride_h, stride_8b, 
 def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks,
                     stride_kh, stride_vb, stride_vs, stride_vh, stride_q8b, stride_q8s, stride_q8h, stride_q8d,
                     stride_k8b, stride_k8s, stride_k8h, stride_k8d, stride_v8b, stride_v8s, stride_v8h, stride_v8d,
-                    seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v, fp8_max,
+                    seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v, fp8_max, qk_max,
                     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr,
                     PERMUTE_V: tl.constexpr = False, COPY_Q: tl.constexpr = True):
     pid_s = tl.program_id(0)
@@ -137,7 +137,8 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
         return                       # (program 0 of each head stays: it writes the descale)
     amax = tl.load(AMAX_BITS + slot).to(tl.float32, bitcast=True)
     # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
-    scale = tl.math.div_rn(fp8_max, tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
+    # (q and k to qk_max: the format's max, or less where the kernel's scores are f16 sums)
+    scale = tl.math.div_rn(tl.where(t == 2, fp8_max, qk_max), tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
     if pid_s == 0:
         tl.store(DESCALE + slot, tl.math.div_rn(1.0, scale))
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
@@ -167,7 +168,8 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = Fa
     return x8, descale.view(b, h)
 
 
-def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, copy_q: bool = True):
+def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, copy_q: bool = True,
+             qk_max: float = 0.0):
     """q, k, v (k and v None: q alone) quantised into q8, k8, v8 (any layout; fp8) in two launches
     (the amax, then the scaled, rounded copy); amax_bits (int32, contiguous: zeroed here, a step of
     the plan, as the amax kernel folds maxima into it) and descale (float32) hold q's (batch, head)
@@ -203,7 +205,8 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     dtype = k8.dtype                                          # (q8's too: one fp8 type)
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
     _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
-                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max),
+                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max,
+                                    qk_max or torch.finfo(dtype).max),
             dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v, COPY_Q=copy_q))
     for x8 in {id(t): t for t in (q8, k8, v8) if id(t) in temps}.values():
         padded.get(id(x8), x8).copy_(temps[id(x8)])
@@ -374,7 +377,7 @@ def with_unit_descales(p: AttnParams, q, k) -> AttnParams:
                                v_descale=p.v_descale if p.v_descale is not None else ones(k.shape[2]))
 
 
-def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool = False):
+def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool = False, qk_max: float = 0.0):
     """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
     contiguous) with their three descales (with_unit_descales'), or 16-bit ones quantised into buffers
     (fp8_buffers' tuple), permute_v: v8 in key_position's order (P_REGS); convert_q (the Gluon kernel's
@@ -382,5 +385,5 @@ def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool
     if q.dtype in FP8_DTYPES:
         return q, k, v, p.q_descale.contiguous(), p.k_descale.contiguous(), p.v_descale.contiguous()
     q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax, _ = buffers
-    quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v, copy_q=not convert_q)
+    quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v, copy_q=not convert_q, qk_max=qk_max)
     return (q, k8, v8, q_amax, kd, vd) if convert_q else (q8, k8, v8, qd, kd, vd)

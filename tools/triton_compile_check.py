@@ -183,7 +183,8 @@ def gluon_kernels():
                           SMEM_P=gluon._smem_layout(cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], bf16),
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
-                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False, S_F16=False, EXP_EMU=0,
+                          BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False, F16_SCORES=False, EXP2_POLY=0,
+                          QK_MAX=448.0,
                           SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
@@ -238,12 +239,14 @@ def gluon_kernels():
             late = dict(consts, LATE_SUM=True)
             yield f"fwd gluon late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if late["TMA_STORE"] else {})}), late, cfg
-            f16s = dict(late, S_F16=True)      # (experiment: scores summed in f16, a packed softmax)
-            yield f"fwd gluon s-f16 fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, f16s, {
+            # scores summed in f16, the softmax on f16 pairs (F16_SCORES, asked for), 1 in 2 or 4 of its
+            # exponentials by a polynomial (EXP2_POLY)
+            f16s = dict(late, F16_SCORES=True, QK_MAX=16.0)
+            yield f"fwd gluon f16-scores fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, f16s, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if f16s["TMA_STORE"] else {})}), f16s, cfg
             for emu in (2, 4):
-                f16e = dict(f16s, EXP_EMU=emu)
-                yield f"fwd gluon s-f16 emu{emu} fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
+                f16e = dict(f16s, EXP2_POLY=emu)
+                yield f"fwd gluon f16-scores poly{emu} fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
                     fwd_gluon_kernel, f16e, {**pointers, **_descs(f8, bm, bn, bd), **q16,
                                              **(out_desc if f16e["TMA_STORE"] else {})}), f16e, cfg
             if causal:      # lengths in no whole number of tiles: the mask decided per block, not the diagonal first

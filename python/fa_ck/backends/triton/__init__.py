@@ -16,7 +16,7 @@ import os
 import torch
 
 from ...params import FP8_DTYPES, AttnParams
-from . import configs, launch_gluon, plans
+from . import configs, decisions, launch_gluon, plans
 from .call_config import _config
 from .host import _cdiv, _lse_strides, _placeholders, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
@@ -214,6 +214,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
     fp8 = dict(FP8=False, P_SCALE=1.0)
     p_regs = fp8_inputs = False
     buffers = ()
+    qk_max = 0.0                                          # (q's and k's quantised max: the format's)
     if p.fp8:
         # which kernel runs depends on the fp8 tensors it reads, which exist (fa_ck's buffers) before
         # they are written: the Gluon kernel keeps P in registers (P_REGS), v's keys in its order,
@@ -251,8 +252,10 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
             # held both: h200-20261204-descales call 1)
             del buffers, fp8_q, fp8_k, fp8_v
             buffers = quantize.fp8_buffers(q, k, v)
-        # S_F16 (experiment): q and k to 16, so that the Gluon kernel's f16 score sums cannot overflow
-        qk_max = 16.0 if chosen.get("S_F16") and q_convert and not fp8_inputs else 0.0
+        # F16_SCORES (asked for): q and k quantised to 16, so that the kernel's f16 sums of scores
+        # cannot overflow (the kernel then rounds q to 16 too: qk_max reaches it through run)
+        qk_max = configs.F16_SCORES_QK_MAX if decisions.fwd_f16_scores(chosen, q_convert and not fp8_inputs, sq, sk,
+                                                                        p) else 0.0
         q, k, v, qd, kd, vd = quantize.fp8_inputs(q, k, v, p, buffers, p_regs, q_convert, qk_max)
     else:
         tma_possible = _tma_ok(k, v)
@@ -268,7 +271,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
             raise AssertionError("fp8: q was left 16-bit for the Gluon kernel (Q_CONVERT), not this one")
         if cfg.get("GLUON"):
             return launch_gluon._forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, cfg, sq, sk, hq, hkv, b,
-                                               d, scal, fp8["P_SCALE"])
+                                               d, scal, fp8["P_SCALE"], qk_max)
         if p.fp8:
             cfg = configs.for_fp8(cfg)
         if cfg["TMA"]:

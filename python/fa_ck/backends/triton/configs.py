@@ -264,7 +264,16 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     16-bit inputs but masked calls past d64 that do not stream the diagonal first
     (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x of cuDNN's bf16 forward, S16k
     1.35 -> 1.41x, d64 +6-16 %), not for 16-bit calls (call 6: d64 level or -2 to -5 %; at d128
-    it spills)."""
+    it spills).
+    F16_SCORES, EXP2_POLY (fwd, GLUON, fp8 of 16-bit inputs: asked for only, not default switches;
+    decisions.fwd_f16_scores says where F16_SCORES is taken): q and k quantised to 16
+    (F16_SCORES_QK_MAX), QK^T summed into f16, the loop's softmax on f16 pairs (softmax_f16.py);
+    EXP2_POLY 2 or 4: 1 in that many exponentials by a quadratic on the FMA pipe. On the H200
+    (h200-20261204-emu call 1, 2 rounds, x cuDNN's bf16 kernel in the same run) F16_SCORES with
+    EXP2_POLY 4 ran d128 S4k full / causal 1.32 / 1.34x -> 1.42 / 1.48x, S16k 1.44 / 1.45x -> 1.53 /
+    1.60x, d64 S4k full 1.16 -> 1.18x, errors unchanged; alone, F16_SCORES was -3 to +6 %.
+    Not yet the default: the GPU suite's fp8 tests (their emulation, Q_CONVERT against q8 bit for
+    bit) have not run with it."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -318,6 +327,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     return out
 
 
+# F16_SCORES: q and k quantised to this max, not the format's, so that a sum of 128 products of
+# them (a score, summed in f16 by the Gluon fp8 kernel) stays under f16's 65504 (16 * 16 * 128 = 32768)
+F16_SCORES_QK_MAX = 16.0
 SMEM_BYTES_SM90 = 232448      # shared memory a program may have on sm90 (227 KB)
 
 
@@ -423,7 +435,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST",
-            "S_F16", "EXP_EMU"),
+            "F16_SCORES", "EXP2_POLY"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

@@ -183,6 +183,21 @@ def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
     return dynamic or seqlen_k <= 1024
 
 
+def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:
+    """Whether the Gluon fp8 forward sums its scores in f16 (F16_SCORES, asked for in cfg): on fa_ck's
+    own quantisation with q rounded in the kernel (own_q_convert; q and k then go to 16, not the
+    format's max), P in registers, row sums a block late, 128 queries per tile, the raw row max (a
+    positive scale, no softcap or ALiBi), and no masked key block past a warpgroup's first: whole
+    key blocks without a window, or causal calls streaming the diagonal first (fwd_whole_blocks)."""
+    if not (cfg.get("F16_SCORES") and own_q_convert and cfg.get("GLUON") and cfg.get("P_REGS")
+            and cfg.get("LATE_SUM") and cfg["BLOCK_M"] == 128 and cfg.get("RAW_MAX", True) and p.scale > 0
+            and p.softcap == 0 and p.alibi_slopes is None):
+        return False
+    even_n, diag_first = fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
+                                          p.varlen, True, bool(cfg.get("PINGPONG")), bool(cfg.get("FP8_DIAG_FIRST")))
+    return diag_first or (even_n and p.window_left < 0 and p.window_right < 0)
+
+
 def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, window_right: int, varlen: bool,
                      fp8: bool, pingpong: bool = False, fp8_diag_first: bool = False) -> tuple:
     """(EVEN_N, DIAG_FIRST) for the Gluon forward (forward_gluon.fwd_gluon_kernel). EVEN_N: the keys

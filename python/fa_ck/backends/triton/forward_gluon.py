@@ -37,7 +37,9 @@ operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) t
 _keys_for_registers); else it is staged through shared memory. Q_CONVERT: q arrives 16-bit and
 each consumer rounds its rows to e4m3 itself (_convert_q), as the quantisation launch would have.
 LATE_SUM (by default for fp8 of 16-bit inputs): a block's row sums are added in the next block
-(see _attend).
+(see _attend). F16_SCORES (asked for; fa_ck's own quantisation, q and k to QK_MAX 16): S in f16 and
+the loop's softmax on f16 pairs, EXP2_POLY: 1 in 2 or 4 of its exponentials on the FMA pipe
+(softmax_f16.py).
 
 The PV wait: ptxas places it right after the row max, above the exponentials, though the PTX has
 it after them. Forced below them (the wait in the join block of a branch on the row sums) the
@@ -53,6 +55,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 from .common import softmax_step, warpgroup_blocks
 from .forward_gluon_loads import _producer, _tile, _units
+from .softmax_f16 import _f16_step, _fp8_operand_f16, _row_sum_f16
 from .gluon_common import (_acc_layout, _block_key, _invalidate_rings, _partition_barrier, _ring_barriers, _scores,
                            _store_out)
 
@@ -126,118 +129,6 @@ def _take_turn(my_turn, phase, PINGPONG: gl.constexpr):
 def _pass_turn(other_turn, PINGPONG: gl.constexpr):
     if PINGPONG:
         mbarrier.arrive(other_turn, count=1)
-
-
-@gluon.jit
-def _h2(a, b, op: gl.constexpr):
-    """a op b on f16 tensors, two values of a thread per instruction (op: PTX's max / add on f16x2)."""
-    return gl.inline_asm_elementwise(op + ".f16x2 $0, $1, $2;", "=r,r,r", [a, b], dtype=gl.float16, is_pure=True,
-                                     pack=2)
-
-
-@gluon.jit
-def _halves(x):
-    """x's columns in two halves, the left and the right (each thread's pairs of adjacent keys kept whole)."""
-    R: gl.constexpr = x.shape[0]
-    N: gl.constexpr = x.shape[1]
-    return gl.split(x.reshape([R, 2, N // 2]).permute((0, 2, 1)))
-
-
-@gluon.jit
-def _row_max_f16(x, row: gl.constexpr):
-    """Row max of f16 scores: halves folded by packed max down to 8 columns, then Triton's reduction."""
-    for _ in gl.static_range(4):
-        a, b = _halves(x)
-        x = _h2(a, b, "max")
-    return gl.convert_layout(gl.max(x, 1), row)
-
-
-@gluon.jit
-def _row_sum_f16(x, row: gl.constexpr):
-    """Row sum of f16 P (values up to P_SCALE: 16 of them stay under f16's max), folded as
-    _row_max_f16, the last 8 columns summed in f32."""
-    for _ in gl.static_range(4):
-        a, b = _halves(x)
-        x = _h2(a, b, "add")
-    return gl.convert_layout(gl.sum(x.to(gl.float32), 1), row)
-
-
-@gluon.jit
-def _join(left, right):
-    """_halves' inverse: left's columns, then right's."""
-    R: gl.constexpr = left.shape[0]
-    N: gl.constexpr = left.shape[1]
-    return gl.join(left, right).permute((0, 2, 1)).reshape([R, 2 * N])
-
-
-@gluon.jit
-def _rows(x, s):
-    """Row vector x as a column broadcast against s's layout."""
-    return gl.convert_layout(x, gl.SliceLayout(1, s.type.layout))[:, None]
-
-
-@gluon.jit
-def _exp2_mufu(s, scale, neg):
-    """2^(s * scale + neg) (scale, neg per row), f16 pairs, on the MUFU (ex2.approx.f16x2: two MUFU.EX2.F16)."""
-    scale = _rows(scale, s)
-    neg = _rows(neg, s)
-    return gl.inline_asm_elementwise("{ .reg .b32 t; fma.rn.f16x2 t, $1, $2, $3; ex2.approx.f16x2 $0, t; }",
-                                     "=r,r,r,r", [s, scale, neg], dtype=gl.float16, is_pure=True, pack=2)
-
-
-@gluon.jit
-def _exp2_poly(s, scale, neg):
-    """2^(s * scale + neg), f16 pairs, on the FMA pipe: the argument clamped at -14 (2^-14 rounds to 0
-    in e4m3 times P_SCALE's room), rounded to j by adding 1536 (f16's ulp there is 1), 2^f for
-    f in [-0.5, 0.5] by a quadratic (0.2 % at most), 2^j made from j's bits: (t - 0x65F1) << 10 per
-    half (j + 15 in 1..24: neither half borrows nor carries into the other)."""
-    scale = _rows(scale, s)
-    neg = _rows(neg, s)
-    return gl.inline_asm_elementwise(
-        "{ .reg .b32 x, t, j, f, p, e, c; "
-        "fma.rn.f16x2 x, $1, $2, $3; mov.b32 c, 0xCB00CB00; max.f16x2 x, x, c; "
-        "mov.b32 c, 0x66006600; add.rn.f16x2 t, x, c; sub.rn.f16x2 j, t, c; sub.rn.f16x2 f, x, j; "
-        "mov.b32 c, 0x33AD33AD; mov.b32 p, 0x39A039A0; fma.rn.f16x2 p, f, c, p; "
-        "mov.b32 c, 0x3C003C00; fma.rn.f16x2 p, p, f, c; "
-        "sub.u32 e, t, 0x65F165F1; shl.b32 e, e, 10; mul.rn.f16x2 $0, p, e; }",
-        "=r,r,r,r", [s, scale, neg], dtype=gl.float16, is_pure=True, pack=2)
-
-
-@gluon.jit
-def _step_f16(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, EXP_EMU: gl.constexpr):
-    """_softmax's step (RAW_MAX, no mask) on f16 scores (S_F16), two scores per instruction: the
-    row max, the exponent's argument (one f16x2 fma), the exponentials (ex2.approx.f16x2), P in
-    f16; the statistics stay f32."""
-    row: gl.constexpr = m_i.type.layout
-    m_new = gl.maximum(m_i, _row_max_f16(qk, row).to(gl.float32))
-    m_scaled = m_new * scale_log2
-    neg = (P_LOG2 - m_scaled).to(gl.float16)
-    scale = gl.full_like(m_i, scale_log2).to(gl.float16)
-    if EXP_EMU == 0:
-        p = _exp2_mufu(qk, scale, neg)
-    else:       # 1 / EXP_EMU of the columns on the FMA pipe (_exp2_poly), the rest on the MUFU
-        a, b = _halves(qk)
-        if EXP_EMU == 2:
-            p = _join(_exp2_poly(a, scale, neg), _exp2_mufu(b, scale, neg))
-        else:
-            a1, a2 = _halves(a)
-            left = gl.convert_layout(_join(_exp2_poly(a1, scale, neg), _exp2_mufu(a2, scale, neg)), a.type.layout)
-            p = _join(left, _exp2_mufu(b, scale, neg))
-        p = gl.convert_layout(p, qk.type.layout)      # (the same registers: no data moves)
-    alpha = gl.exp2(m_i * scale_log2 - m_scaled)
-    l_i = l_i * alpha
-    if ROW_SUM:
-        l_i = l_i + _row_sum_f16(p, row)
-    return p, alpha, m_new, l_i
-
-
-@gluon.jit
-def _fp8_operand_f16(p):
-    """_fp8_operand for f16 P (S_F16): one conversion per f16x2 register."""
-    return gl.inline_asm_elementwise(
-        "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f16x2 lo, $1; "
-        "cvt.rn.satfinite.e4m3x2.f16x2 hi, $2; mov.b32 $0, {lo, hi}; }",
-        "=r,r,r", [p], dtype=gl.int8, is_pure=True, pack=4).to(gl.float8e4nv, bitcast=True)
 
 
 @gluon.jit
@@ -355,8 +246,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
-            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, S_F16: gl.constexpr,
-            EXP_EMU: gl.constexpr = 0):
+            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr,
+            EXP2_POLY: gl.constexpr = 0):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -366,7 +257,9 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     block, once its PV multiply is issued, not beside its exponentials, where ptxas put each sum's
     FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the MUFU's latency at
     every one (the loop's SASS, h200-20261203-timeline). P then crosses the loop in fp32 and
-    becomes the multiply's operand there (_p_operand)."""
+    becomes the multiply's operand there (_p_operand). F16_SCORES: S comes out of QK^T in f16 and
+    every block but the first takes softmax_f16._f16_step (the first takes _step in f32, its P then
+    f16), P stays f16 across the loop; EXP2_POLY: see there."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -385,9 +278,9 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
     offs_m = m0 + gl.arange(0, ROWS, layout=row_s)
     offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    gl.static_assert(not S_F16 or (P_REGS and RAW_MAX and LATE_SUM and (WHOLE or DIAG_FIRST)),
-                     "S_F16: P in registers, raw max, late sums, no masked block past the first")
-    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float16 if S_F16 else gl.float32, s_layout)
+    gl.static_assert(not F16_SCORES or (P_REGS and RAW_MAX and LATE_SUM and (WHOLE or DIAG_FIRST)),
+                     "F16_SCORES: P in registers, raw max, late sums, no masked block past the first")
+    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float16 if F16_SCORES else gl.float32, s_layout)
     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
     l_i = gl.zeros([ROWS], gl.float32, row_s)
@@ -408,7 +301,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
                                full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST),
                                not LATE_SUM)
-    if S_F16:
+    if F16_SCORES:
         p = p.to(gl.float16)
     if not LATE_SUM:
         p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
@@ -425,15 +318,15 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
         acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
         if LATE_SUM:                                    # P_{j-1}'s row sum, while S_j is multiplied
-            if S_F16:
+            if F16_SCORES:
                 l_i = l_i + _row_sum_f16(p, row_s)
             else:
                 l_i = l_i + gl.sum(p, 1)
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
-        if S_F16:
-            p_next, alpha, m_i, l_i = _step_f16(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP_EMU)
+        if F16_SCORES:
+            p_next, alpha, m_i, l_i = _f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY)
         else:
             p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
                                             full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
@@ -453,7 +346,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     p_op = p
     if LATE_SUM:
         p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
-        if S_F16:
+        if F16_SCORES:
             l_i = l_i + _row_sum_f16(p, row_s)
         else:
             l_i = l_i + gl.sum(p, 1)
@@ -470,7 +363,8 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, S_F16: gl.constexpr, EXP_EMU: gl.constexpr = 0):
+              Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
+              EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -517,8 +411,8 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                 if FP8:     # descales folded as in forward.py
                     hk = (h // group).to(gl.int64)
                     if Q_CONVERT:
-                        # (e4m3fn's max; S_F16: 16, as quantize_kernel scaled k)
-                        q_scale, q_descale = _q_scales(QD, b64 * stride_qdb + h, 16.0 if S_F16 else P_SCALE)
+                        # (QK_MAX: e4m3fn's max, or 16 for F16_SCORES, as quantize_kernel scaled k)
+                        q_scale, q_descale = _q_scales(QD, b64 * stride_qdb + h, QK_MAX)
                     else:
                         q_descale = gl.load(QD + b64 * stride_qdb + h)
                     tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
@@ -551,7 +445,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                                             my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
                                             sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
                                             PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS,
-                                            LATE_SUM, S_F16, EXP_EMU)
+                                            LATE_SUM, F16_SCORES, EXP2_POLY)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -610,7 +504,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
-                     S_F16: gl.constexpr, EXP_EMU: gl.constexpr, num_warps: gl.constexpr):
+                     F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -634,7 +528,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     its first block read, the diagonal's, is the only masked one (FlashAttention-3's order), so
     the loop compiles no masked softmax. Q_CONVERT (FP8, 128 queries): Q is q's 16-bit tensor, QD
     its amax bits (quantize.amax_kernel's, int32 (B, Hq)); each consumer rounds its rows into a
-    (128, BLOCK_D) e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's."""
+    (128, BLOCK_D) e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's, to
+    QK_MAX (the format's max, or 16 under F16_SCORES, as quantize_kernel wrote k). F16_SCORES (with
+    Q_CONVERT, P_REGS, LATE_SUM, RAW_MAX, no masked block past a warpgroup's first): S in f16, the
+    loop's softmax on f16 pairs; EXP2_POLY (0, 2 or 4): 1 in that many exponentials by a quadratic
+    on the FMA pipe (softmax_f16.py)."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
@@ -642,6 +540,9 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                                         and not MASK_LEFT),
                      "DIAG_FIRST: causal, whole key blocks, 128 queries (64-key blocks: no PINGPONG)")
     gl.static_assert(not Q_CONVERT or (FP8 and BLOCK_M == 128), "Q_CONVERT: fp8, 128 queries")
+    gl.static_assert(not F16_SCORES or (Q_CONVERT and QK_MAX == 16.0), "F16_SCORES: Q_CONVERT, q and k to 16")
+    gl.static_assert(EXP2_POLY == 0 or (F16_SCORES and (EXP2_POLY == 2 or EXP2_POLY == 4)),
+                     "EXP2_POLY: 2 or 4, with F16_SCORES")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -722,12 +623,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, S_F16,
-                         EXP_EMU)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
+                         EXP2_POLY, QK_MAX)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, S_F16,
-                         EXP_EMU)),
+                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
+                         EXP2_POLY, QK_MAX)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])

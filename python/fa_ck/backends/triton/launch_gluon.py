@@ -62,16 +62,20 @@ def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
 
 
 def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal,
-                   p_scale):
+                   p_scale, qk_max: float = 0.0):
     """Launch forward_gluon.py into out and lse. q, k and v go as TMA descriptors made here
     (HOST_DESC), or for varlen (and on request) as pointers, the kernel building each tile's
     descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales;
-    or q still 16-bit (Q_CONVERT: the kernel rounds it) and qd its amax bits (int32)."""
+    or q still 16-bit (Q_CONVERT: the kernel rounds it) and qd its amax bits (int32). qk_max > 0: q and k
+    quantised to it (configs.F16_SCORES_QK_MAX), the kernel's F16_SCORES (decisions.fwd_f16_scores)."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     q_convert = p.fp8 and q.dtype != k.dtype
     if p.fp8 and q_convert != (qd.dtype == torch.int32):
         raise AssertionError("_forward_gluon: qd must be q's int32 amax bits exactly when q is 16-bit (Q_CONVERT)")
     cfg = dict(cfg, Q_CONVERT=q_convert)      # (what the shared memory holds)
+    f16_scores = qk_max > 0
+    if f16_scores and not decisions.fwd_f16_scores(cfg, q_convert, sq, sk, p):
+        raise AssertionError("_forward_gluon: q and k were quantised for F16_SCORES, which this config cannot take")
     bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
     host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and _host_desc_ok(q, k, v)
     # (float32 out, fp8 inputs' option, keeps plain stores: its TMA store has not run on a GPU)
@@ -115,8 +119,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
         P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, Q_CONVERT=q_convert,
         SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")),
-        S_F16=bool(cfg.get("S_F16")) and q_convert, EXP_EMU=int(cfg.get("EXP_EMU", 0)) if cfg.get("S_F16") else 0,
-        num_warps=cfg["num_warps"]))
+        F16_SCORES=f16_scores, EXP2_POLY=int(cfg.get("EXP2_POLY", 0)) if f16_scores else 0,
+        QK_MAX=qk_max if f16_scores else p_scale, num_warps=cfg["num_warps"]))
 
 
 def _host_desc_ok(*tensors) -> bool:

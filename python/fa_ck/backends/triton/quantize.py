@@ -137,7 +137,7 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
         return                       # (program 0 of each head stays: it writes the descale)
     amax = tl.load(AMAX_BITS + slot).to(tl.float32, bitcast=True)
     # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
-    # (q and k to qk_max: the format's max, or less where the kernel's scores are f16 sums)
+    # (q and k to qk_max: the format's max, or less where the kernel's scores are f16 sums, F16_SCORES)
     scale = tl.math.div_rn(tl.where(t == 2, fp8_max, qk_max), tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
     if pid_s == 0:
         tl.store(DESCALE + slot, tl.math.div_rn(1.0, scale))
@@ -154,17 +154,19 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
                        stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN, PERMUTE_V)
 
 
-def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False):
+def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False, target_max: float = 0.0):
     """x (B, S, H, D) -> (x in fp8 `dtype`, descale (B, H) float32), one scale per (batch, head):
-    scale = fp8 max / amax, so the largest |x| lands on the format's max; x ~= x8 * descale.
-    keys_contiguous (for v): the same logical tensor stored (B, H, D, S) in memory."""
+    scale = fp8 max / amax, so the largest |x| lands on the format's max (or on target_max, as
+    F16_SCORES quantises q and k); x ~= x8 * descale. keys_contiguous (for v): the same logical
+    tensor stored (B, H, D, S) in memory."""
     b, s, h, d = x.shape
     x8 = empty_bshd(x.shape, dtype, x.device, keys_contiguous)
     if not x.numel():        # torch's amax of nothing is 0: the scale of an all-zero head
         zeros = torch.zeros((b, h), dtype=torch.float32, device=x.device)
-        return x8, 1.0 / (torch.finfo(dtype).max / zeros.clamp_min(1e-12))
+        return x8, 1.0 / ((target_max or torch.finfo(dtype).max) / zeros.clamp_min(1e-12))
     descale = torch.empty(b * h, dtype=torch.float32, device=x.device)
-    quantize(x, None, None, x8, None, None, torch.empty(b * h, dtype=torch.int32, device=x.device), descale)
+    quantize(x, None, None, x8, None, None, torch.empty(b * h, dtype=torch.int32, device=x.device), descale,
+             qk_max=target_max)
     return x8, descale.view(b, h)
 
 
@@ -176,7 +178,8 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     slots, then k's and v's, each from the next multiple of 4 (see fp8_buffers).
     permute_v: v8 (keys-contiguous, from empty_bshd) written in key_position's order, its padding
     too (PERMUTE_V). copy_q False: q's amax and descale only, q8 not written and may be None (the
-    Gluon fp8 forward's Q_CONVERT rounds q itself, from its amax bits, as quantize_kernel would)."""
+    Gluon fp8 forward's Q_CONVERT rounds q itself, from its amax bits, as quantize_kernel would).
+    qk_max > 0: q and k scaled to it rather than to the format's max (F16_SCORES), v as ever."""
     if q8 is None and copy_q:
         raise AssertionError("quantize: q8 None needs copy_q False")
     alone = k is None
@@ -381,7 +384,8 @@ def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool
     """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
     contiguous) with their three descales (with_unit_descales'), or 16-bit ones quantised into buffers
     (fp8_buffers' tuple), permute_v: v8 in key_position's order (P_REGS); convert_q (the Gluon kernel's
-    Q_CONVERT): q itself and its amax bits in place of q8 and q's descales, q8 left unwritten."""
+    Q_CONVERT): q itself and its amax bits in place of q8 and q's descales, q8 left unwritten; qk_max
+    (F16_SCORES): q's and k's scale to it (quantize)."""
     if q.dtype in FP8_DTYPES:
         return q, k, v, p.q_descale.contiguous(), p.k_descale.contiguous(), p.v_descale.contiguous()
     q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax, _ = buffers

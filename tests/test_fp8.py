@@ -177,19 +177,21 @@ def test_quantize_kernel_is_torch_arithmetic_bit_for_bit(fmt, src):
 
 
 @pytest.mark.parametrize("b,sq,sk,hq,hkv", [(3, 5, 70, 5, 1), (2, 40, 17, 6, 2), (1, 1, 33, 3, 3)])
-def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, hq, hkv):
+@pytest.mark.parametrize("qk_max", [0.0, 16.0])
+def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, hq, hkv, qk_max):
     """The forward's quantisation (one launch per pass over q, k and v: GQA, q and k of other
     lengths, slots of k and v from 16-byte boundaries) gives each tensor what quantising it
-    alone in torch gives, bit for bit, v keys-contiguous."""
+    alone in torch gives, bit for bit, v keys-contiguous; with qk_max (F16_SCORES) q and k scaled
+    to it, v to the format's max."""
     fmt = configs.fp8_dtype(torch.device(DEVICE))
     fmax = torch.finfo(fmt).max
     q = rand(b, sq, hq, 24, dtype=torch.bfloat16) * 10
     k, v = rand(b, sk, hkv, 24, dtype=torch.bfloat16) * 300, rand(b, sk, hkv, 24, dtype=torch.bfloat16) * 1e-3
     buffers = tq.fp8_buffers(q, k, v)
-    tq.quantize(q, k, v, *buffers[:5])
-    for x, x8, descale in zip((q, k, v), buffers[:3], buffers[5:]):
+    tq.quantize(q, k, v, *buffers[:5], qk_max=qk_max)
+    for x, x8, descale, target in zip((q, k, v), buffers[:3], buffers[5:], (qk_max or fmax, qk_max or fmax, fmax)):
         amax = x.float().abs().amax(dim=(1, 3))
-        scale = torch.full_like(amax, fmax) / amax.clamp_min(1e-12)
+        scale = torch.full_like(amax, target) / amax.clamp_min(1e-12)
         assert torch.equal(x8.float(), (x.float() * scale[:, None, :, None]).clamp(-fmax, fmax).to(fmt).float())
         assert torch.equal(descale, 1.0 / scale) and descale.data_ptr() % 16 == 0
     assert buffers[2].stride(1) == 1                                  # v keys-contiguous

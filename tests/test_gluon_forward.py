@@ -798,6 +798,73 @@ def test_gluon_fp8_forward_diagonal_first(monkeypatch, shape, late_sum, p_regs):
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
 
+def test_f16_scores_are_asked_for_checked_and_taken_where_the_loop_has_no_mask(monkeypatch):
+    """F16_SCORES / EXP2_POLY: off unless asked (no default switches), EXP2_POLY 0, 2 or 4 and only
+    with F16_SCORES (the errors name them); F16_SCORES taken only on fa_ck's own quantisation with
+    q rounded in the kernel, P in registers, late row sums, 128 queries, a positive scale without
+    softcap or ALiBi, and no masked block past a warpgroup's first."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+    cfg = tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
+    assert cfg["GLUON"] and not cfg.get("F16_SCORES") and not cfg.get("EXP2_POLY")
+    for bad, match in ((3, "EXP2_POLY .* 0 \\(none\\), 2 or 4, got 3"), (2.0, "got 2.0"), (True, "got True")):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": True, "EXP2_POLY": bad}}))
+        with pytest.raises(ValueError, match=match):
+            tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 4}}))
+    with pytest.raises(ValueError, match="EXP2_POLY works on F16_SCORES' f16 scores; ask for both"):
+        tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": True, "EXP2_POLY": 4}}))
+    cfg = tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
+    assert cfg["F16_SCORES"] and cfg["EXP2_POLY"] == 4 and cfg["P_REGS"] and cfg["LATE_SUM"]
+    f16 = decisions.fwd_f16_scores
+    assert f16(cfg, True, 4096, 4096, _params(fp8=True))                              # whole blocks
+    assert f16(cfg, True, 4096, 4096, _params(fp8=True, window_left=-1, window_right=0))   # the diagonal first
+    assert not f16(cfg, False, 4096, 4096, _params(fp8=True))                         # a caller's fp8, or q8
+    assert not f16(cfg, True, 4000, 4000, _params(fp8=True, window_left=-1, window_right=0))   # masks per block
+    assert not f16(cfg, True, 4096, 4000, _params(fp8=True))                          # keys past whole blocks
+    assert not f16(cfg, True, 4096, 4096, _params(fp8=True, window_left=256, window_right=256))
+    assert not f16(cfg, True, 4096, 4096, _params(fp8=True, softcap=30.0))
+    assert not f16(dict(cfg, F16_SCORES=False), True, 4096, 4096, _params(fp8=True))
+    assert not f16(dict(cfg, LATE_SUM=False), True, 4096, 4096, _params(fp8=True))
+    assert not f16(dict(cfg, P_REGS=False), True, 4096, 4096, _params(fp8=True))
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,causal", [((2, 1024, 1024, 4, 2, 128), False), ((2, 1024, 1024, 4, 2, 128), True),
+                                          ((1, 512, 1536, 4, 4, 64), False), ((1, 384, 384, 4, 1, 96), True),
+                                          ((1, 1000, 1000, 2, 2, 128), True), ((1, 256, 256, 2, 2, 128), False)])
+@pytest.mark.parametrize("poly", [0, 2, 4])
+def test_gluon_fp8_f16_scores(monkeypatch, shape, causal, poly):
+    """F16_SCORES (asked for) with 0, 1 in 2 or 1 in 4 exponentials by a polynomial (EXP2_POLY):
+    against float64 (fp8's error) and against the float64 emulation of its quantisation (q and k
+    to 16), where taken (not at 1000 keys: the mask there is decided per block)."""
+    from test_fp8 import EMU_LSE_BOUND, FWD_BOUND, emulate
+    from attn_check import assert_close
+    from fa_ck import reference
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, "F16_SCORES": True,
+                                                                  "EXP2_POLY": poly}}))
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    b, sq, sk, hq, hkv, d = shape
+    q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(b, sk, hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
+    (_, c), = launches
+    taken = sk % 128 == 0 and (not causal or sq % 128 == 0)
+    assert c["F16_SCORES"] == taken and c["EXP2_POLY"] == (poly if taken else 0)
+    assert c["QK_MAX"] == (configs.F16_SCORES_QK_MAX if taken else 448.0)
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
+    assert_close("out vs float64", out, ref, FWD_BOUND)
+    qk_max = configs.F16_SCORES_QK_MAX if taken else 0.0
+    (q8, qd), (k8, kd) = (tb.quantize_fp8(t, torch.float8_e4m3fn, target_max=qk_max) for t in (q, k))
+    v8, vd = tb.quantize_fp8(v, torch.float8_e4m3fn)
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=c["DIAG_FIRST"])
+    # (f16 scores, f16 P and the polynomial's 0.24 % move some P across an e4m3 rounding edge)
+    assert_close("out vs fp8 emulation", out, emu, 1.5e-2)
+    assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
+
+
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(2, 1024, 1024, 4, 2, 128), (1, 333, 1001, 2, 1, 64), (2, 777, 1536, 4, 4, 96),

@@ -1,6 +1,6 @@
-"""Medians of standing_emu.py's rounds per point and variant: kernel us and x cuDNN's kernel,
+"""Medians of standing_poly.py's rounds per point and variant: kernel us and x cuDNN's kernel,
 call us and x cuDNN's call (ratios taken within each round, then the median), round 0's error.
-    python3 summarize.py callN/standing_emu.jsonl"""
+    python3 summarize.py callN/standing_poly.jsonl"""
 import json
 import statistics
 import sys

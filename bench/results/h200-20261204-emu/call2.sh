@@ -1,7 +1,7 @@
 # Device call 2 of this folder (nvidia-h200), 2026-12-04 (eleventh session), branch fp8-exp-emu as landed:
 # F16_SCORES and EXP2_POLY (asked for, softmax_f16.py). (1) their GPU tests and the default fp8 paths' tests
 # beside them (diagonal first, Q_CONVERT bit for bit, sharp softmaxes); (2) standing_poly.py, ROUNDS rounds.
-#   bash bench/results/h200-20261204-emu/call2.sh [ROUNDS]      (from the repo root)
+#   bash bench/results/h200-20261204-emu/call2.sh [ROUNDS]      (from the repo root; ran at 1007470 with ROUNDS 2)
 set -uo pipefail
 source bench/device_env.sh
 D=bench/results/h200-20261204-emu

@@ -1,4 +1,4 @@
-# Device call 3 of this folder (nvidia-h200), 2026-12-04 (eleventh session), at main after 4df696d: nanoGPT
+# Device call 3 of this folder (nvidia-h200), 2026-12-04 (eleventh session), at e6734f2: nanoGPT
 # (124M, head dim 64, causal, 1024 tokens) trained 200 steps with SDPA and with triton-fp8 whose forward
 # takes F16_SCORES with EXP2_POLY 4 (asked for through FA_CK_TRITON_CONFIG, which only fa_ck reads).
 #   bash bench/results/h200-20261204-emu/call3.sh      (from the repo root)

@@ -215,6 +215,16 @@ def _p_operand(p, p_smem, dtype: gl.constexpr, layout: gl.constexpr,
 
 
 @gluon.jit
+def _row_sum(p, row: gl.constexpr):
+    """P's row sums: f16 P (F16_SCORES) folded in pairs (softmax_f16._row_sum_f16), else Triton's sum."""
+    if p.dtype == gl.float16:
+        total = _row_sum_f16(p, row)
+    else:
+        total = gl.sum(p, 1)
+    return total
+
+
+@gluon.jit
 def _pv_wait(acc, p, dtype: gl.constexpr):
     """Wait for every multiply issued; P in registers is kept alive until its multiply is done
     (fp8: Triton's wait takes no 8-bit operands; _pv makes P's registers anew before each
@@ -317,11 +327,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         if LATE_SUM:
             p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
         acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
-        if LATE_SUM:                                    # P_{j-1}'s row sum, while S_j is multiplied
-            if F16_SCORES:
-                l_i = l_i + _row_sum_f16(p, row_s)
-            else:
-                l_i = l_i + gl.sum(p, 1)
+        if LATE_SUM:
+            l_i = l_i + _row_sum(p, row_s)              # P_{j-1}'s row sum, while S_j is multiplied
         _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
@@ -346,10 +353,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     p_op = p
     if LATE_SUM:
         p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
-        if F16_SCORES:
-            l_i = l_i + _row_sum_f16(p, row_s)
-        else:
-            l_i = l_i + gl.sum(p, 1)
+        l_i = l_i + _row_sum(p, row_s)
     acc = _pv(p_op, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
     _pass_turn(other_turn, PINGPONG)
     acc, p_op = _pv_wait(acc, p_op, dtype)

@@ -113,10 +113,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                      if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
             cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
-    if cfg.get("EXP2_POLY", 0) not in (0, 2, 4) or type(cfg.get("EXP2_POLY", 0)) is not int:
+    poly = cfg.get("EXP2_POLY", 0)
+    if type(poly) is not int or poly not in (0, 2, 4):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY is 1 in how many of the fp8 forward's "
-                         f"exponentials a polynomial takes, with F16_SCORES: 0 (none), 2 or 4, got "
-                         f"{cfg['EXP2_POLY']!r}")
+                         f"exponentials a polynomial takes, with F16_SCORES: 0 (none), 2 or 4, got {poly!r}")
     if cfg.get("EXP2_POLY") and not cfg.get("F16_SCORES"):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY works on F16_SCORES' f16 scores; ask for "
                          f"both")

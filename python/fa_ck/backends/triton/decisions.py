@@ -3,7 +3,10 @@ decision, its docstring the measurements behind it (bench/results). call_config.
 for each call (configs.switches holds the defaults they refine); fwd_whole_blocks is the
 forward's EVEN_N / DIAG_FIRST, which its launcher and the compile check ask too.
 """
+import math
+
 from .configs import block_d
+from .host import _raw_max
 
 
 def fwd_late_sum_wins(head_dim: int, masked: bool, fp8_p_regs: bool, diag_first: bool = False) -> bool:
@@ -186,12 +189,12 @@ def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
 def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:
     """Whether the Gluon fp8 forward sums its scores in f16 (F16_SCORES, asked for in cfg): on fa_ck's
     own quantisation with q rounded in the kernel (own_q_convert; q and k then go to 16, not the
-    format's max), P in registers, row sums a block late, 128 queries per tile, the raw row max (a
-    positive scale, no softcap or ALiBi), and no masked key block past a warpgroup's first: whole
-    key blocks without a window, or causal calls streaming the diagonal first (fwd_whole_blocks)."""
+    format's max), P in registers, row sums a block late, 128 queries per tile, the raw row max
+    (host._raw_max, on the scale the launcher passes), and no masked key block past a warpgroup's
+    first: whole key blocks without a window, or causal calls streaming the diagonal first
+    (fwd_whole_blocks)."""
     if not (cfg.get("F16_SCORES") and own_q_convert and cfg.get("GLUON") and cfg.get("P_REGS")
-            and cfg.get("LATE_SUM") and cfg["BLOCK_M"] == 128 and cfg.get("RAW_MAX", True) and p.scale > 0
-            and p.softcap == 0 and p.alibi_slopes is None):
+            and cfg.get("LATE_SUM") and cfg["BLOCK_M"] == 128 and _raw_max(cfg, p, p.scale * (1.0 / math.log(2.0)))):
         return False
     even_n, diag_first = fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
                                           p.varlen, True, bool(cfg.get("PINGPONG")), bool(cfg.get("FP8_DIAG_FIRST")))

@@ -138,7 +138,8 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
     amax = tl.load(AMAX_BITS + slot).to(tl.float32, bitcast=True)
     # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
     # (q and k to qk_max: the format's max, or less where the kernel's scores are f16 sums, F16_SCORES)
-    scale = tl.math.div_rn(tl.where(t == 2, fp8_max, qk_max), tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
+    target = tl.where(t == 2, fp8_max, qk_max)
+    scale = tl.math.div_rn(target, tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
     if pid_s == 0:
         tl.store(DESCALE + slot, tl.math.div_rn(1.0, scale))
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)

@@ -50,6 +50,23 @@ else:
     EMU_LSE_BOUND = 1e-3
 
 
+# The Gluon fp8 forward with F16_SCORES (its default on whole key blocks) against the emulation of
+# its quantisation (q and k to 16): f16 scores, f16 P and the polynomial's 0.24 % move some P
+# across an e4m3 rounding edge (bench/results/h200-20261204-emu call 2)
+F16_EMU_BOUND = 1.5e-2
+
+
+def quantize_as_launched(q, k, v, launches):
+    """((q8, qd), (k8, kd), (v8, vd)) as the recorded Gluon launches (attn_check.record_launches)
+    read them, and whether they summed their scores in f16: q and k quantised to
+    configs.F16_SCORES_QK_MAX where they did, else to the format's max."""
+    f16 = {bool(c["F16_SCORES"]) for _, c in launches}
+    assert len(f16) == 1, f"the launches disagree on F16_SCORES: {launches}"
+    f16 = f16.pop()
+    qk_max = configs.F16_SCORES_QK_MAX if f16 else 0.0
+    return (*(tb.quantize_fp8(t, F8, target_max=qk_max) for t in (q, k)), tb.quantize_fp8(v, F8)), f16
+
+
 def rand(*shape, dtype=torch.float32, requires_grad=False):
     return torch.randn(*shape, dtype=dtype, device=DEVICE).requires_grad_(requires_grad)
 

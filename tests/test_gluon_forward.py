@@ -730,7 +730,7 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     """The fp8 forward in Gluon (asked for): against the float64 reference (fp8's own error) and
     against the torch emulation of the fp8 scheme with the kernel's 128-key blocks; P in
     registers (v's keys reordered for it) or staged through shared memory."""
-    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
+    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, F16_EMU_BOUND, FWD_BOUND, emulate, quantize_as_launched
     from attn_check import assert_close
     from fa_ck import reference
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, P_REGS=p_regs))
@@ -742,15 +742,18 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     assert gluon_calls and launches and all(c["P_REGS"] == p_regs for _, c in launches)
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)
-    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    ((q8, qd), (k8, kd), (v8, vd)), f16 = quantize_as_launched(q, k, v, launches)
     # (causal calls in whole tiles stream each tile's diagonal block first: FP8_DIAG_FIRST)
     last_first = any(c["DIAG_FIRST"] for _, c in launches)
     assert last_first == (causal and sq % 128 == 0 and sk % 128 == 0)
+    # (F16_SCORES by default where no block past a warpgroup's first is masked, P in registers)
+    assert f16 == (p_regs and sk % 128 == 0 and (not causal or last_first))
     emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=last_first)
     # with a handful of rows the statistic spreads: at one query row both fp8 kernels (this and
     # forward.py's) reached 0.0074-0.0077 over ten seeds, median 0.004 (h200-20261130-bwd call 10)
     few_rows = b * sq * hq < 16
-    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16] * (2 if few_rows else 1))
+    bound = F16_EMU_BOUND if f16 else EMU_BOUND[torch.bfloat16]
+    assert_close("out vs fp8 emulation", out, emu, bound * (2 if few_rows else 1))
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
 
@@ -778,7 +781,7 @@ def test_gluon_fp8_forward_diagonal_first(monkeypatch, shape, late_sum, p_regs):
     """FP8_DIAG_FIRST (the default, asked for here): causal fp8 calls in whole 128-row tiles
     stream each tile's diagonal block first; against float64 and against the emulation walking
     the blocks last to first, with and without LATE_SUM, P in registers or staged."""
-    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, FWD_BOUND, emulate
+    from test_fp8 import EMU_BOUND, EMU_LSE_BOUND, F16_EMU_BOUND, FWD_BOUND, emulate, quantize_as_launched
     from attn_check import assert_close
     from fa_ck import reference
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, "FP8_DIAG_FIRST": True,
@@ -792,30 +795,39 @@ def test_gluon_fp8_forward_diagonal_first(monkeypatch, shape, late_sum, p_regs):
                             for _, c in launches)
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=True, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)
-    (q8, qd), (k8, kd), (v8, vd) = (tb.quantize_fp8(t, torch.float8_e4m3fn) for t in (q, k, v))
+    ((q8, qd), (k8, kd), (v8, vd)), f16 = quantize_as_launched(q, k, v, launches)
+    assert f16 == (late_sum and p_regs)      # (F16_SCORES, the default, where the loop can take it)
     emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=True, block_n=128, last_first=True)
-    assert_close("out vs fp8 emulation", out, emu, EMU_BOUND[torch.bfloat16])
+    assert_close("out vs fp8 emulation", out, emu, F16_EMU_BOUND if f16 else EMU_BOUND[torch.bfloat16])
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
 
-def test_f16_scores_are_asked_for_checked_and_taken_where_the_loop_has_no_mask(monkeypatch):
-    """F16_SCORES / EXP2_POLY: off unless asked (no default switches), EXP2_POLY 0, 2 or 4 and only
-    with F16_SCORES (the errors name them); F16_SCORES taken only on fa_ck's own quantisation with
-    q rounded in the kernel, P in registers, late row sums, 128 queries, a positive scale without
-    softcap or ALiBi, and no masked block past a warpgroup's first."""
+def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_mask(monkeypatch):
+    """F16_SCORES with EXP2_POLY 4: the fp8 forward's default (no 16-bit call's switch); F16_SCORES
+    off drops the default's polynomial; EXP2_POLY 0, 2 or 4 and only with F16_SCORES (the errors
+    name them); F16_SCORES taken only on fa_ck's own quantisation with q rounded in the kernel, P in
+    registers, late row sums, 128 queries, a positive scale without softcap or ALiBi, and no masked
+    block past a warpgroup's first."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
-    cfg = tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
-    assert cfg["GLUON"] and not cfg.get("F16_SCORES") and not cfg.get("EXP2_POLY")
+
+    def config(fp8=True):
+        return tb._config("fwd", q, 128, _params(fp8=fp8), 4096, 4096, tma_possible=True, gluon_possible=True)
+    cfg = config(fp8=False)
+    assert cfg["GLUON"] and "F16_SCORES" not in cfg and "EXP2_POLY" not in cfg
     for bad, match in ((3, "EXP2_POLY .* 0 \\(none\\), 2 or 4, got 3"), (2.0, "got 2.0"), (True, "got True")):
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": True, "EXP2_POLY": bad}}))
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": bad}}))
         with pytest.raises(ValueError, match=match):
-            tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 4}}))
+            config()
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": False, "EXP2_POLY": 4}}))
     with pytest.raises(ValueError, match="EXP2_POLY works on F16_SCORES' f16 scores; ask for both"):
-        tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": True, "EXP2_POLY": 4}}))
-    cfg = tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
+        config()
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": False}}))
+    assert not config()["F16_SCORES"] and not config().get("EXP2_POLY")
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 2}}))
+    assert config()["F16_SCORES"] and config()["EXP2_POLY"] == 2
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG")
+    cfg = config()
     assert cfg["F16_SCORES"] and cfg["EXP2_POLY"] == 4 and cfg["P_REGS"] and cfg["LATE_SUM"]
     f16 = decisions.fwd_f16_scores
     assert f16(cfg, True, 4096, 4096, _params(fp8=True))                              # whole blocks
@@ -837,14 +849,14 @@ def test_f16_scores_are_asked_for_checked_and_taken_where_the_loop_has_no_mask(m
                                           ((1, 1000, 1000, 2, 2, 128), True), ((1, 256, 256, 2, 2, 128), False)])
 @pytest.mark.parametrize("poly", [0, 2, 4])
 def test_gluon_fp8_f16_scores(monkeypatch, shape, causal, poly):
-    """F16_SCORES (asked for) with 0, 1 in 2 or 1 in 4 exponentials by a polynomial (EXP2_POLY):
+    """F16_SCORES with 0, 1 in 2 or 1 in 4 (the default) exponentials by a polynomial (EXP2_POLY):
     against float64 (fp8's error) and against the float64 emulation of its quantisation (q and k
     to 16), where taken (not at 1000 keys: the mask there is decided per block)."""
-    from test_fp8 import EMU_LSE_BOUND, FWD_BOUND, emulate
+    from test_fp8 import EMU_LSE_BOUND, F16_EMU_BOUND, FWD_BOUND, emulate
     from attn_check import assert_close
     from fa_ck import reference
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, "F16_SCORES": True,
-                                                                  "EXP2_POLY": poly}}))
+    asked = {} if poly == 4 else {"EXP2_POLY": poly}
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"GLUON": True, **asked}}))
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     b, sq, sk, hq, hkv, d = shape
     q = torch.randn(b, sq, hq, d, dtype=torch.bfloat16, device="cuda")
@@ -860,9 +872,39 @@ def test_gluon_fp8_f16_scores(monkeypatch, shape, causal, poly):
     (q8, qd), (k8, kd) = (tb.quantize_fp8(t, torch.float8_e4m3fn, target_max=qk_max) for t in (q, k))
     v8, vd = tb.quantize_fp8(v, torch.float8_e4m3fn)
     emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=c["DIAG_FIRST"])
-    # (f16 scores, f16 P and the polynomial's 0.24 % move some P across an e4m3 rounding edge)
-    assert_close("out vs fp8 emulation", out, emu, 1.5e-2)
+    assert_close("out vs fp8 emulation", out, emu, F16_EMU_BOUND)
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_fp8_f16_scores_sharp_heads_and_heads_past_f16(monkeypatch, causal):
+    """F16_SCORES (the default here) per head: N(0, 1) scores, scores of standard deviation 4, and
+    a head whose q and k are one tensor times 100, each query's own key ahead of the rest by
+    ~10^5 nats (in log2 units past f16's 65504, and its scale past softmax_f16.F16_SCORE_LIMIT):
+    that head takes the kernel's f32 loop (in the f16 loop every block after the first would give
+    P = 0). Against the float64 reference (the last head: v's own row, to v's rounding) and the
+    emulation of the quantisation to 16."""
+    from test_fp8 import EMU_LSE_BOUND, F16_EMU_BOUND, FWD_BOUND, emulate, quantize_as_launched
+    from attn_check import assert_close
+    from fa_ck import reference
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    q, k, v = (torch.randn(2, 1024, 3, 128, device="cuda") for _ in range(3))
+    q[:, :, 1] *= 4
+    q[:, :, 2] *= 100
+    k[:, :, 2] = q[:, :, 2]
+    q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
+    out, lse = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
+    ((q8, qd), (k8, kd), (v8, vd)), f16 = quantize_as_launched(q, k, v, launches)
+    assert f16
+    ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
+    assert_close("out vs float64 (N(0, 1) head)", out[:, :, 0], ref[:, :, 0], FWD_BOUND)
+    assert_close("out vs float64 (head past f16)", out[:, :, 2], ref[:, :, 2], FWD_BOUND)
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=causal)
+    for h in range(3):
+        assert_close(f"out vs fp8 emulation (head {h})", out[:, :, h], emu[:, :, h], F16_EMU_BOUND)
+        assert_close(f"lse vs fp8 emulation (head {h})", lse[:, h], emu_lse[:, h], EMU_LSE_BOUND)
 
 
 @gpu
@@ -877,7 +919,9 @@ def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, cau
     quantize_kernel does: out and lse are bit for bit those of q8 written by the quantisation
     launch, with Q as host-made descriptors or built on the device (as for varlen), a program per
     tile or three programs that each convert many tiles' Q into the same buffers. q is spread so
-    that some of it rounds into e4m3's subnormals and one head is all zeros (its scale from 1e-12)."""
+    that some of it rounds into e4m3's subnormals and one head is all zeros (its scale from 1e-12).
+    F16_SCORES off in both (it is taken with Q_CONVERT only; test_gluon_fp8_f16_scores holds its q
+    and k at 16 to their emulation)."""
     b, sq, sk, hq, hkv, d = shape
     q = (torch.randn(b, sq, hq, d, device="cuda") * torch.logspace(-3, 1, d, device="cuda")).to(torch.bfloat16)
     q[:, :, -1] = 0
@@ -885,9 +929,10 @@ def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, cau
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     results = []
     for convert in (True, False):
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, Q_CONVERT=convert))
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, Q_CONVERT=convert, F16_SCORES=False))
         results.append(fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton"))
     assert [c["Q_CONVERT"] for _, c in launches] == [True, False]
+    assert not any(c["F16_SCORES"] for _, c in launches)
     assert all(c["HOST_DESC"] == schedule.get("HOST_DESC", True) for _, c in launches)
     assert all(c["PERSISTENT"] == schedule.get("PERSISTENT", c["PERSISTENT"]) for _, c in launches)
     (out, lse), (out8, lse8) = results

@@ -113,6 +113,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                      if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
             cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
+    if not cfg.get("F16_SCORES") and "EXP2_POLY" not in over_sw:
+        cfg.pop("EXP2_POLY", None)           # (the default's polynomial goes with the default's f16 scores)
     poly = cfg.get("EXP2_POLY", 0)
     if type(poly) is not int or poly not in (0, 2, 4):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY is 1 in how many of the fp8 forward's "

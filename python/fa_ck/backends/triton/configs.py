@@ -265,15 +265,14 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     (h200-20261203-timeline call 5: d128 full S4k 1.14 -> 1.24x of cuDNN's bf16 forward, S16k
     1.35 -> 1.41x, d64 +6-16 %), not for 16-bit calls (call 6: d64 level or -2 to -5 %; at d128
     it spills).
-    F16_SCORES, EXP2_POLY (fwd, GLUON, fp8 of 16-bit inputs: asked for only, not default switches;
-    decisions.fwd_f16_scores says where F16_SCORES is taken): q and k quantised to 16
-    (F16_SCORES_QK_MAX), QK^T summed into f16, the loop's softmax on f16 pairs (softmax_f16.py);
-    EXP2_POLY 2 or 4: 1 in that many exponentials by a quadratic on the FMA pipe. On the H200
-    (h200-20261204-emu call 1, 2 rounds, x cuDNN's bf16 kernel in the same run) F16_SCORES with
-    EXP2_POLY 4 ran d128 S4k full / causal 1.32 / 1.34x -> 1.42 / 1.48x, S16k 1.44 / 1.45x -> 1.53 /
-    1.60x, d64 S4k full 1.16 -> 1.18x, errors unchanged; alone, F16_SCORES was -3 to +6 %.
-    Not yet the default: the GPU suite's fp8 tests (their emulation, Q_CONVERT against q8 bit for
-    bit) have not run with it."""
+    F16_SCORES, EXP2_POLY (fwd, GLUON, fp8 of 16-bit inputs; on by default, EXP2_POLY 4, where
+    decisions.fwd_f16_scores takes them): q and k quantised to 16 (F16_SCORES_QK_MAX), QK^T summed
+    into f16, the loop's softmax on f16 pairs (softmax_f16.py); EXP2_POLY 2 or 4: 1 in that many
+    exponentials by a quadratic on the FMA pipe. Heads whose scale could carry a score past f16
+    take the kernel's f32 loop (softmax_f16._f16_scores_fit). On the H200 (h200-20261204-emu
+    call 2, 2 rounds, x cuDNN's bf16 kernel in the same run) F16_SCORES with EXP2_POLY 4 ran d128
+    S4k full / causal 1.33 / 1.35x -> 1.43 / 1.49x, S16k 1.44 / 1.46x -> 1.53 / 1.60x, d64 S4k full
+    1.16 -> 1.18x, errors unchanged; alone, F16_SCORES was -3 to +6 %."""
     sm = int(arch_name.split("sm")[-1]) if arch_name.startswith("cuda:sm") else 0
     d = block_d(head_dim)
     if kernel == "bwd_dq":
@@ -308,6 +307,10 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
             # same run, x cuDNN's bf16 forward) d128 causal S1k / S4k / S16k 0.63 / 1.08 / 1.36x ->
             # 0.65 / 1.12 / 1.41x, d64 causal 0.59 / 0.95 / 1.18x -> 0.62 / 0.99 / 1.24x
             out["FP8_DIAG_FIRST"] = True
+            # where decisions.fwd_f16_scores takes it; the kernel's f32 loop for heads whose scale
+            # could carry a score past f16 (softmax_f16._f16_scores_fit)
+            out["F16_SCORES"] = True
+            out["EXP2_POLY"] = 4
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256

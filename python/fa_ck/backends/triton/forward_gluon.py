@@ -55,7 +55,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 from .common import softmax_step, warpgroup_blocks
 from .forward_gluon_loads import _producer, _tile, _units
-from .softmax_f16 import _f16_step, _fp8_operand_f16, _row_sum_f16
+from .softmax_f16 import _f16_scores_fit, _f16_step, _fp8_operand_f16, _row_sum_f16
 from .gluon_common import (_acc_layout, _block_key, _invalidate_rings, _partition_barrier, _ring_barriers, _scores,
                            _store_out)
 
@@ -445,11 +445,22 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
                         first = it + n_blocks - n_mine
-                    acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty,
-                                            my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first, turns, sq,
-                                            sk, tile_scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT,
-                                            PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_REGS,
-                                            LATE_SUM, F16_SCORES, EXP2_POLY)
+                    if F16_SCORES:      # (the f32 loop where a scaled score could leave f16's range)
+                        f16 = _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)
+                    else:
+                        f16: gl.constexpr = False
+                    if f16:
+                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
+                                                v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
+                                                turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
+                                                MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, True, EXP2_POLY)
+                    else:
+                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
+                                                v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
+                                                turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
+                                                MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, False)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1

@@ -748,7 +748,10 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     assert last_first == (causal and sq % 128 == 0 and sk % 128 == 0)
     # (F16_SCORES by default where no block past a warpgroup's first is masked, P in registers)
     assert f16 == (p_regs and sk % 128 == 0 and (not causal or last_first))
-    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=last_first)
+    # (the kernel's key blocks: 256 keys on full calls in whole 256-key blocks with F16_SCORES)
+    block_n, = {c["BLOCK_N"] for _, c in launches}
+    assert block_n == (256 if f16 and not causal and sk % 256 == 0 else 128)
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=block_n, last_first=last_first)
     # with a handful of rows the statistic spreads: at one query row both fp8 kernels (this and
     # forward.py's) reached 0.0074-0.0077 over ten seeds, median 0.004 (h200-20261130-bwd call 10)
     few_rows = b * sq * hq < 16
@@ -826,9 +829,26 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
     assert not config()["F16_SCORES"] and not config().get("EXP2_POLY")
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 2}}))
     assert config()["F16_SCORES"] and config()["EXP2_POLY"] == 2
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"num_stages": 3}}))
+    assert config()["BLOCK_N"] == 128                # (3-deep rings of 256 keys do not fit at d128)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"BLOCK_N": 128}}))
+    assert config()["BLOCK_N"] == 128
     monkeypatch.delenv("FA_CK_TRITON_CONFIG")
     cfg = config()
     assert cfg["F16_SCORES"] and cfg["EXP2_POLY"] == 4 and cfg["P_REGS"] and cfg["LATE_SUM"]
+    # 256 keys per block on full calls in whole 256-key blocks, where the scores are f16
+    assert cfg["BLOCK_N"] == 256
+    wide = decisions.fwd_fp8_wide_blocks
+    assert wide(cfg, True, 4096, _params(fp8=True))
+    assert not wide(cfg, False, 4096, _params(fp8=True))                        # a caller's fp8, or q8
+    assert not wide(cfg, True, 4096 - 128, _params(fp8=True))                   # keys past whole 256-key blocks
+    assert not wide(cfg, True, 4096, _params(fp8=True, window_left=-1, window_right=0))     # causal
+    assert not wide(cfg, True, 4096, _params(fp8=True, window_left=256, window_right=256))
+    assert not wide(cfg, True, 4096, _params(fp8=True, softcap=30.0))
+    assert not wide(dict(cfg, F16_SCORES=False), True, 4096, _params(fp8=True))
+    assert not wide(cfg, True, 4096, _params(fp8=False))
+    assert config(fp8=False)["BLOCK_N"] == 128
+    cfg = dict(cfg, BLOCK_N=128)      # (causal calls' blocks)
     f16 = decisions.fwd_f16_scores
     assert f16(cfg, True, 4096, 4096, _params(fp8=True))                              # whole blocks
     assert f16(cfg, True, 4096, 4096, _params(fp8=True, window_left=-1, window_right=0))   # the diagonal first
@@ -871,7 +891,8 @@ def test_gluon_fp8_f16_scores(monkeypatch, shape, causal, poly):
     qk_max = configs.F16_SCORES_QK_MAX if taken else 0.0
     (q8, qd), (k8, kd) = (tb.quantize_fp8(t, torch.float8_e4m3fn, target_max=qk_max) for t in (q, k))
     v8, vd = tb.quantize_fp8(v, torch.float8_e4m3fn)
-    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=c["DIAG_FIRST"])
+    assert c["BLOCK_N"] == (256 if taken and not causal and sk % 256 == 0 else 128)
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=c["BLOCK_N"], last_first=c["DIAG_FIRST"])
     assert_close("out vs fp8 emulation", out, emu, F16_EMU_BOUND)
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)
 
@@ -883,9 +904,9 @@ def test_gluon_fp8_f16_scores_sharp_heads_and_heads_past_f16(monkeypatch, causal
     """F16_SCORES (the default here) per head: N(0, 1) scores, scores of standard deviation 4, and
     a head whose q and k are one tensor times 100, each query's own key ahead of the rest by
     ~10^5 nats (in log2 units past f16's 65504, and its scale past softmax_f16.F16_SCORE_LIMIT):
-    that head takes the kernel's f32 loop (in the f16 loop every block after the first would give
-    P = 0). Against the float64 reference (the last head: v's own row, to v's rounding) and the
-    emulation of the quantisation to 16."""
+    that head takes the wide f16 step (softmax_f16._f16_step's F16_WIDE: with the one fma per
+    pair every block after the first gave P = 0). Against the float64 reference (the last head: v's
+    own row, to v's rounding) and the emulation of the quantisation to 16."""
     from test_fp8 import EMU_LSE_BOUND, F16_EMU_BOUND, FWD_BOUND, emulate, quantize_as_launched
     from attn_check import assert_close
     from fa_ck import reference
@@ -901,7 +922,9 @@ def test_gluon_fp8_f16_scores_sharp_heads_and_heads_past_f16(monkeypatch, causal
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
     assert_close("out vs float64 (N(0, 1) head)", out[:, :, 0], ref[:, :, 0], FWD_BOUND)
     assert_close("out vs float64 (head past f16)", out[:, :, 2], ref[:, :, 2], FWD_BOUND)
-    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=128, last_first=causal)
+    (_, c), = launches
+    assert c["BLOCK_N"] == (128 if causal else 256)
+    emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=c["BLOCK_N"], last_first=causal)
     for h in range(3):
         assert_close(f"out vs fp8 emulation (head {h})", out[:, :, h], emu[:, :, h], F16_EMU_BOUND)
         assert_close(f"lse vs fp8 emulation (head {h})", lse[:, h], emu_lse[:, h], EMU_LSE_BOUND)

@@ -239,8 +239,9 @@ def gluon_kernels():
             late = dict(consts, LATE_SUM=True)
             yield f"fwd gluon late-sum fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, late, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if late["TMA_STORE"] else {})}), late, cfg
-            # scores summed in f16, the softmax on f16 pairs (F16_SCORES, asked for), 1 in 2 or 4 of its
-            # exponentials by a polynomial (EXP2_POLY)
+            # scores summed in f16, the softmax on f16 pairs (F16_SCORES), 1 in 2 or 4 (the default) of
+            # its exponentials by a polynomial (EXP2_POLY): fa_ck's default where no block past a
+            # warpgroup's first is masked (decisions.fwd_f16_scores)
             f16s = dict(late, F16_SCORES=True, QK_MAX=16.0)
             yield f"fwd gluon f16-scores fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, f16s, {
                 **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if f16s["TMA_STORE"] else {})}), f16s, cfg
@@ -249,6 +250,18 @@ def gluon_kernels():
                 yield f"fwd gluon f16-scores poly{emu} fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
                     fwd_gluon_kernel, f16e, {**pointers, **_descs(f8, bm, bn, bd), **q16,
                                              **(out_desc if f16e["TMA_STORE"] else {})}), f16e, cfg
+            if not causal:  # 256 keys per block: the default on full calls in whole 256-key blocks
+                # (decisions.fwd_fp8_wide_blocks), the f16 loop's scores taking half the registers
+                cfg256 = dict(cfg, BLOCK_N=256)
+                o256 = configs.fwd_gluon_out_cols(d, dict(cfg256, P_REGS=True, Q_CONVERT=True), f8, True, 2)
+                wide = dict(f16s, EXP2_POLY=4, BLOCK_N=256, SMEM_KV=gluon._smem_layout(256, bd, f8),
+                            SMEM_V=gluon._smem_layout(bd, 256, f8), SMEM_P=gluon._smem_layout(bm // 2, 256, f8),
+                            O_COLS=o256, SMEM_O=gluon._smem_layout(bm // 2, o256, bf16),
+                            **whole(fp8=True, cfg=cfg256))
+                yield f"fwd gluon f16-scores poly4 256-keys fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
+                    fwd_gluon_kernel, wide, {**pointers, **_descs(f8, bm, 256, bd), **q16,
+                                             **(dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o256]))
+                                                if wide["TMA_STORE"] else {})}), wide, cfg256
             if causal:      # lengths in no whole number of tiles: the mask decided per block, not the diagonal first
                 edges = dict(consts, **whole(sk=4000, fp8=True))
                 yield f"fwd gluon edges fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(

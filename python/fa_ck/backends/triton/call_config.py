@@ -12,7 +12,7 @@ import torch
 
 from ...params import FP8_DTYPES, AttnParams
 from . import configs, decisions, launch_gluon, tuning
-from .host import _causal_mask
+from .host import _causal_mask, _tma_ok
 
 
 _CONFIGS: dict = {}
@@ -40,6 +40,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                                                                      sk, p.fp8),
                                  kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk),
                                  kernel == "fwd" and (sq % 128, sk % 128, p.window_left < 0, p.varlen), tma_possible,
+                                 kernel == "fwd" and p.fp8 and (sk % 256, _tma_ok(q)),
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)
@@ -102,6 +103,11 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
     if gluon and kernel == "fwd" and decisions.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
+    if gluon and kernel == "fwd" and "BLOCK_N" not in over and decisions.fwd_fp8_wide_blocks(
+            sw, not fp8_inputs and _tma_ok(q), sk, p) and configs.fwd_gluon_smem(
+            head_dim, {**cfg, **over, **sw, "BLOCK_N": 256, "TMA_STORE": False}, q.dtype, True) \
+            <= configs.SMEM_BYTES_SM90:       # (not with 3-deep rings asked for at d128)
+        cfg["BLOCK_N"] = 256
     if gluon and kernel == "fwd" and not sw.get("PINGPONG") and not over_sw.get("LATE_SUM") \
             and _three_warpgroups(q, head_dim, p, sq, sk):      # (asked-for switches of two warpgroups win)
         cfg["BLOCK_M"] = 192

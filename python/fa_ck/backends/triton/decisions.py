@@ -186,6 +186,20 @@ def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
     return dynamic or seqlen_k <= 1024
 
 
+def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, sk: int, p) -> bool:
+    """Whether the Gluon fp8 forward takes 256 keys per block, not 128: where its scores are f16
+    (fwd_f16_scores), half the registers of f32 ones, on calls with no mask at all (no causal edge
+    or window, not varlen) whose keys fill whole 256-key blocks: fa_ck's own quantisation with q
+    rounded in the kernel (own_q_convert), P in registers, a positive scale (host._raw_max).
+    h200-20261204-default call 2 (2 rounds, x cuDNN's bf16 kernel in the same run, the f16 loop
+    alone then): d128 S4k full 1.43 -> 1.55x, S16k full 1.54 -> 1.69x, d64 S4k full 1.19 -> 1.29x.
+    Masked calls keep 128 keys: the diagonal-first order is built on them, and a masked 256-key
+    block in f32 spills (136 bytes at d128, its wgmmas serialised)."""
+    return bool(p.fp8 and own_q_convert and sw.get("GLUON") and sw.get("F16_SCORES") and sw.get("P_REGS")
+                and sw.get("Q_CONVERT") and _raw_max(sw, p, p.scale * (1.0 / math.log(2.0))) and not p.varlen
+                and p.window_left < 0 and p.window_right < 0 and sk % 256 == 0)
+
+
 def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:
     """Whether the Gluon fp8 forward sums its scores in f16 (F16_SCORES, asked for in cfg): on fa_ck's
     own quantisation with q rounded in the kernel (own_q_convert; q and k then go to 16, not the

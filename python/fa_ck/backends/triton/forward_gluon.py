@@ -257,7 +257,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
             DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr,
-            EXP2_POLY: gl.constexpr = 0):
+            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -269,7 +269,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     every one (the loop's SASS, h200-20261203-timeline). P then crosses the loop in fp32 and
     becomes the multiply's operand there (_p_operand). F16_SCORES: S comes out of QK^T in f16 and
     every block but the first takes softmax_f16._f16_step (the first takes _step in f32, its P then
-    f16), P stays f16 across the loop; EXP2_POLY: see there."""
+    f16), P stays f16 across the loop; EXP2_POLY, F16_WIDE: see there."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -333,7 +333,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         if F16_SCORES:
-            p_next, alpha, m_i, l_i = _f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY)
+            p_next, alpha, m_i, l_i = _f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY, F16_WIDE)
         else:
             p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
                                             full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
@@ -445,22 +445,22 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
                         first = it + n_blocks - n_mine
-                    if F16_SCORES:      # (the f32 loop where a scaled score could leave f16's range)
-                        f16 = _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)
+                    if F16_SCORES:      # (the wide f16 loop where a scaled score could leave f16's range)
+                        wide = not _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)
                     else:
-                        f16: gl.constexpr = False
-                    if f16:
+                        wide: gl.constexpr = False
+                    if wide:
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
                                                 v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                                DIAG_FIRST, Q_REGS, LATE_SUM, True, EXP2_POLY)
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True)
                     else:
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
                                                 v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                                DIAG_FIRST, Q_REGS, LATE_SUM, False)
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1

@@ -94,8 +94,9 @@ def _exp2_poly(s, scale, neg):
         "=r,r,r,r", [s, scale, neg], dtype=gl.float16, is_pure=True, pack=2)
 
 
-# The largest scaled score (log2 units) a tile may have for the f16 loop: the exponent's argument
-# P_LOG2 - row max x scale is an f16, and so is the scale. Half f16's 65504 leaves room for both.
+# The largest scaled score (log2 units) a tile may have for _f16_step's one fma per pair: the
+# exponent's offset P_LOG2 - row max x scale is an f16, and so is the scale. Half f16's 65504 leaves
+# room for both; past it the wide step.
 F16_SCORE_LIMIT = gl.constexpr(32768.0)
 
 
@@ -104,20 +105,29 @@ def _f16_scores_fit(scale_log2, QK_MAX: gl.constexpr, head_dim):
     """Whether no score of a tile can leave f16's range in _f16_step: |q8 . k8| <= QK_MAX^2 x head_dim,
     times the tile's scale (> 0), at most F16_SCORE_LIMIT. At d128 and softmax scale 1/sqrt(128) that
     holds while q's amax x k's amax <= ~2000 (logits of N(0, 1) inputs: amaxes ~4.5); other heads
-    take the f32 loop."""
+    take the wide step (_f16_step's F16_WIDE)."""
     return scale_log2 * (QK_MAX * QK_MAX * head_dim) <= F16_SCORE_LIMIT
 
 
 @gluon.jit
-def _f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, EXP2_POLY: gl.constexpr):
+def _f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, EXP2_POLY: gl.constexpr,
+              F16_WIDE: gl.constexpr = False):
     """_softmax's step (RAW_MAX, no mask) on f16 scores (F16_SCORES), two scores per instruction: the
     row max, the exponent's argument (one f16x2 fma), the exponentials (ex2.approx.f16x2), P in
-    f16; the statistics stay f32."""
+    f16; the statistics stay f32. F16_WIDE (a tile _f16_scores_fit refused): the argument is
+    (s - max) x scale + P_LOG2, one packed subtraction more per pair: s - max lies in [-65536, 0]
+    (f16's -inf at worst, whose P is 0 as it should be) whatever the logits' size; the scale held
+    at f16's max (past it a raw unit of score is 45000 nats)."""
     row: gl.constexpr = m_i.type.layout
     m_new = gl.maximum(m_i, _row_max_f16(qk, row).to(gl.float32))
     m_scaled = m_new * scale_log2
-    neg = (P_LOG2 - m_scaled).to(gl.float16)
-    scale = gl.full_like(m_i, scale_log2).to(gl.float16)
+    if F16_WIDE:    # (m_new: a max of f16 scores, exact in f16)
+        qk = _h2(qk, _rows(m_new.to(gl.float16), qk), "sub")
+        neg = gl.full_like(m_i, P_LOG2).to(gl.float16)
+        scale = gl.minimum(gl.full_like(m_i, scale_log2), 65504.0).to(gl.float16)
+    else:
+        neg = (P_LOG2 - m_scaled).to(gl.float16)
+        scale = gl.full_like(m_i, scale_log2).to(gl.float16)
     if EXP2_POLY == 0:
         p = _exp2_mufu(qk, scale, neg)
     else:       # 1 / EXP2_POLY of the columns on the FMA pipe (_exp2_poly), the rest on the MUFU

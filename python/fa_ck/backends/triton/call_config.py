@@ -104,7 +104,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if gluon and kernel == "fwd" and decisions.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
     if gluon and kernel == "fwd" and "BLOCK_N" not in over and decisions.fwd_fp8_wide_blocks(
-            sw, not fp8_inputs and _tma_ok(q), sk, p) and configs.fwd_gluon_smem(
+            sw, not fp8_inputs and _tma_ok(q), head_dim, sk, p) and configs.fwd_gluon_smem(
             head_dim, {**cfg, **over, **sw, "BLOCK_N": 256, "TMA_STORE": False}, q.dtype, True) \
             <= configs.SMEM_BYTES_SM90:       # (not with 3-deep rings asked for at d128)
         cfg["BLOCK_N"] = 256

@@ -186,18 +186,21 @@ def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
     return dynamic or seqlen_k <= 1024
 
 
-def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, sk: int, p) -> bool:
+def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sk: int, p) -> bool:
     """Whether the Gluon fp8 forward takes 256 keys per block, not 128: where its scores are f16
     (fwd_f16_scores), half the registers of f32 ones, on calls with no mask at all (no causal edge
     or window, not varlen) whose keys fill whole 256-key blocks: fa_ck's own quantisation with q
-    rounded in the kernel (own_q_convert), P in registers, a positive scale (host._raw_max).
-    h200-20261204-default call 2 (2 rounds, x cuDNN's bf16 kernel in the same run, the f16 loop
-    alone then): d128 S4k full 1.43 -> 1.55x, S16k full 1.54 -> 1.69x, d64 S4k full 1.19 -> 1.29x.
-    Masked calls keep 128 keys: the diagonal-first order is built on them, and a masked 256-key
-    block in f32 spills (136 bytes at d128, its wgmmas serialised)."""
+    rounded in the kernel (own_q_convert), P in registers, a positive scale (host._raw_max); at
+    d128 from 2048 keys. h200-20261204-default (x cuDNN's bf16 kernel, same runs) call 3 (2
+    rounds): d128 S4k full 1.45 -> 1.50x, S16k full 1.55 -> 1.67x, d64 S4k full 1.12 -> 1.37x;
+    call 4 (3 rounds): d128 S2k 1.37 -> 1.39x, d64 S1k 1.05 -> 1.13x, S2k 1.12 -> 1.28x, but d128
+    S1k 1.27 -> 1.21x (4 blocks per tile). Masked calls keep 128 keys: the diagonal-first order is
+    built on them, and a masked 256-key block in f32 spills (136 bytes at d128, its wgmmas
+    serialised)."""
     return bool(p.fp8 and own_q_convert and sw.get("GLUON") and sw.get("F16_SCORES") and sw.get("P_REGS")
                 and sw.get("Q_CONVERT") and _raw_max(sw, p, p.scale * (1.0 / math.log(2.0))) and not p.varlen
-                and p.window_left < 0 and p.window_right < 0 and sk % 256 == 0)
+                and p.window_left < 0 and p.window_right < 0 and sk % 256 == 0
+                and (block_d(head_dim) <= 64 or sk > 1024))
 
 
 def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:

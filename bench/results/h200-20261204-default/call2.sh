@@ -3,7 +3,9 @@
 # the f32 scores (the old default); (2) with no_guard.patch applied (the f16 loop alone, as asked for
 # before this session): the same default, and 256-key blocks (full calls; with the guard's f32 loop
 # beside it they spill 136 bytes and ptxas serialises the wgmmas).
-#   bash bench/results/h200-20261204-default/call2.sh [ROUNDS]      (from the repo root)
+# Ran at 5b73521; no_guard.patch applies to that tree only (the f32 loop it takes out became the wide
+# f16 step in 5b2968b):
+#   git checkout 5b73521 && bash bench/results/h200-20261204-default/call2.sh [ROUNDS]      (from the repo root)
 set -uo pipefail
 source bench/device_env.sh
 D=bench/results/h200-20261204-default

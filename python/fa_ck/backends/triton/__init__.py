@@ -252,7 +252,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
             # held both: h200-20261204-descales call 1)
             del buffers, fp8_q, fp8_k, fp8_v
             buffers = quantize.fp8_buffers(q, k, v)
-        # F16_SCORES (asked for): q and k quantised to 16, so that the kernel's f16 sums of scores
+        # F16_SCORES (where decided): q and k quantised to 16, so that the kernel's f16 sums of scores
         # cannot overflow (the kernel then rounds q to 16 too: qk_max reaches it through run)
         qk_max = configs.F16_SCORES_QK_MAX if decisions.fwd_f16_scores(chosen, q_convert and not fp8_inputs, sq, sk,
                                                                         p) else 0.0

@@ -204,7 +204,7 @@ def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sk: int, p
 
 
 def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:
-    """Whether the Gluon fp8 forward sums its scores in f16 (F16_SCORES, asked for in cfg): on fa_ck's
+    """Whether the Gluon fp8 forward sums its scores in f16 (F16_SCORES in cfg, by default): on fa_ck's
     own quantisation with q rounded in the kernel (own_q_convert; q and k then go to 16, not the
     format's max), P in registers, row sums a block late, 128 queries per tile, the raw row max
     (host._raw_max, on the scale the launcher passes), and no masked key block past a warpgroup's

@@ -1,4 +1,5 @@
-"""The Gluon fp8 forward's softmax on f16 scores (F16_SCORES, asked for): QK^T of e4m3 q and k
+"""The Gluon fp8 forward's softmax on f16 scores (F16_SCORES, the default where
+decisions.fwd_f16_scores takes it, with EXP2_POLY 4): QK^T of e4m3 q and k
 summed into an f16 accumulator, then two scores per instruction, f16 pairs in one register: the
 row max by packed halves (HMNMX2 / VHMNMX), the exponent's argument one fma.rn.f16x2, the
 exponentials ex2.approx.f16x2 (two MUFU.EX2.F16 each) or, for 1 in EXP2_POLY of the columns, a
@@ -8,12 +9,16 @@ statistics (row max, row sum, alpha) stay f32.
 Why: the fp8 loop waits on its exponentials (MUFU: 16 per cycle per SM, 64 per thread and 128-key
 block) and on each warpgroup's chain of latencies. Packed halves alone cut the loop's instructions
 13 % and gained only on causal calls; a quarter of the exponentials moved to the FMA pipe took
-+6 to +10 % at d128 (bench/results/h200-20261204-emu call 1).
++6 to +10 % at d128 (bench/results/h200-20261204-emu call 1). With S in f16 a thread's scores take
+half the registers, so full calls take 256-key blocks (decisions.fwd_fp8_wide_blocks): 15 % fewer
+loop instructions per key, d128 S16k full 1.55 -> 1.67x cuDNN's bf16 kernel
+(h200-20261204-default call 3).
 
 Triton would not do this by itself: an f16 accumulator's scores go back to f32 one by one for
 Triton's max, exp2 and sum, so each packed step is inline asm on tensors whose consecutive
 elements (a thread's adjacent keys) share a register. q and k are quantised to 16, not 448, so no
-sum of 128 products passes f16's 65504 (quantize.quantize's qk_max).
+sum of 128 products passes f16's 65504 (quantize.quantize's qk_max). Heads whose scale could carry a
+scaled score past f16 (_f16_scores_fit) take _f16_step's wide form, one instruction more per pair.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl

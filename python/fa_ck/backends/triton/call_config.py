@@ -41,7 +41,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk),
                                  kernel == "fwd" and (sq % 128, sk % 128, p.window_left < 0, p.varlen), tma_possible,
                                  # (what decisions.fwd_fp8_wide_blocks reads of the lengths and of q)
-                                 kernel == "fwd" and p.fp8 and (sk % 256, sk > 1024, sk >= 4096, _tma_ok(q)),
+                                 kernel == "fwd" and p.fp8 and (sk % 256, sk > 1024, _tma_ok(q)),
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)
@@ -105,7 +105,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if gluon and kernel == "fwd" and decisions.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
     if gluon and kernel == "fwd" and "BLOCK_N" not in over and decisions.fwd_fp8_wide_blocks(
-            sw, not fp8_inputs and _tma_ok(q), head_dim, sq, sk, p) and configs.fwd_gluon_smem(
+            sw, not fp8_inputs and _tma_ok(q), head_dim, sk, p) and configs.fwd_gluon_smem(
             head_dim, {**cfg, **over, **sw, "BLOCK_N": 256, "TMA_STORE": False}, q.dtype, True) \
             <= configs.SMEM_BYTES_SM90:       # (not with 3-deep rings asked for at d128)
         cfg["BLOCK_N"] = 256

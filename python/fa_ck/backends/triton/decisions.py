@@ -186,7 +186,7 @@ def dkdv_persistent_wins(head_dim: int, seqlen_k: int, dynamic: bool) -> bool:
     return dynamic or seqlen_k <= 1024
 
 
-def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sq: int, sk: int, p) -> bool:
+def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sk: int, p) -> bool:
     """Whether the Gluon fp8 forward takes 256 keys per block, not 128: where its scores are f16
     (fwd_f16_scores), half the registers of f32 ones, on calls with no mask at all (no causal edge
     or window, not varlen) whose keys fill whole 256-key blocks: fa_ck's own quantisation with q
@@ -194,19 +194,16 @@ def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sq: int, s
     d128 from 2048 keys. h200-20261204-default (x cuDNN's bf16 kernel, same runs) call 3 (2
     rounds): d128 S4k full 1.45 -> 1.50x, S16k full 1.55 -> 1.67x, d64 S4k full 1.12 -> 1.37x;
     call 4 (3 rounds): d128 S2k 1.37 -> 1.39x, d64 S1k 1.05 -> 1.13x, S2k 1.12 -> 1.28x, but d128
-    S1k 1.27 -> 1.21x (4 blocks per tile). Causal calls that stream the diagonal first
-    (fwd_whole_blocks: queries in whole 128-row tiles) from 4096 keys, where a tile's one masked
-    block (the first read) wastes half of itself at most on every other tile: measured in
-    h200-20261204-default call 6. Other masks keep 128 keys: a masked 256-key block in the loop
-    would be f32, which spills (136 bytes at d128, its wgmmas serialised)."""
-    if not (p.fp8 and own_q_convert and sw.get("GLUON") and sw.get("F16_SCORES") and sw.get("P_REGS")
-            and sw.get("Q_CONVERT") and _raw_max(sw, p, p.scale * (1.0 / math.log(2.0))) and not p.varlen
-            and p.window_left < 0 and sk % 256 == 0):
-        return False
-    if p.window_right < 0:
-        return block_d(head_dim) <= 64 or sk > 1024
-    return fwd_whole_blocks(sq, sk, 128, 256, p.window_left, p.window_right, False, True, bool(sw.get("PINGPONG")),
-                            bool(sw.get("FP8_DIAG_FIRST")))[1] and sk >= 4096
+    S1k 1.27 -> 1.21x (4 blocks per tile). Masked calls keep 128 keys: causal ones streaming the
+    diagonal first took 256 in call 6 (2 rounds, same run): d128 S4k causal 1.55 -> 1.42x, S16k
+    1.63 -> 1.61x, d64 S4k 1.18 -> 1.20x (every other tile's masked first block half hidden), and a
+    masked block in the loop would be f32, which spills at 256 keys (136 bytes at d128, its
+    wgmmas serialised). LATE_SUM asked off leaves the scores f32 (fwd_f16_scores): 128 keys then."""
+    return bool(p.fp8 and own_q_convert and sw.get("GLUON") and sw.get("F16_SCORES") and sw.get("P_REGS")
+                and sw.get("Q_CONVERT") and sw.get("LATE_SUM", True)
+                and _raw_max(sw, p, p.scale * (1.0 / math.log(2.0))) and not p.varlen
+                and p.window_left < 0 and p.window_right < 0 and sk % 256 == 0
+                and (block_d(head_dim) <= 64 or sk > 1024))
 
 
 def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:
@@ -240,6 +237,6 @@ def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, windo
     at 64-key blocks (call 5) d64 S512 causal 0.83x -> 0.91x of cuDNN, S256 0.83x -> 0.87x, d256
     S512 causal 1.02x -> 1.06x, S1024 level."""
     even_n = not varlen and sk % bn == 0
-    diag_first = even_n and bm == 128 and (bn == 128 or (bn in (64, 256) and not pingpong)) and sq % bm == 0 \
+    diag_first = even_n and bm == 128 and (bn == 128 or (bn == 64 and not pingpong)) and sq % bm == 0 \
         and window_left < 0 and window_right == 0 and (not fp8 or fp8_diag_first)
     return even_n, diag_first

@@ -3,7 +3,8 @@
 # of the diagonal-first and f16-scores paths (-k "diagonal_first or f16" over test_gluon_forward, now
 # with 4096-key causal shapes); (2) bench/standing.py, ROUNDS rounds (default 2), causal points: default,
 # 128-key blocks, SDPA cuDNN and flash. The last of this session's device time (~280 s).
-#   bash bench/results/h200-20261204-default/call6.sh [ROUNDS]      (from the repo root)
+# Ran at a92a1ec (the causal 256-key rule was taken out after it):
+#   git checkout a92a1ec && bash bench/results/h200-20261204-default/call6.sh [ROUNDS]      (from the repo root)
 set -uo pipefail
 source bench/device_env.sh
 timeout -s INT 110 python3 -m pytest tests/test_gluon_forward.py -q -p no:warnings -n 14 -rf \

@@ -32,12 +32,17 @@ STANDARD = ["d128-S4k-full", "d128-S4k-causal", "d128-S16k-full", "d128-S16k-cau
 
 
 def _with_config(text: str, fn):
+    """fn under FA_CK_TRITON_CONFIG=text (each variant's own: a value set outside is put back after)."""
     def run():
+        outside = os.environ.get("FA_CK_TRITON_CONFIG")
         os.environ["FA_CK_TRITON_CONFIG"] = text
         try:
             return fn()
         finally:
-            os.environ.pop("FA_CK_TRITON_CONFIG", None)
+            if outside is None:
+                os.environ.pop("FA_CK_TRITON_CONFIG", None)
+            else:
+                os.environ["FA_CK_TRITON_CONFIG"] = outside
     return run
 
 
@@ -127,7 +132,7 @@ def run(rounds: int, path: str, variants: dict, points: list):
                     out = fn().double()
                     row[name]["rel_err"] = round(((out - ref).norm() / ref.norm()).item(), 5)
             del ref
-            ok = [n for n in runs if "error" not in row[n]]
+            ok = [n for n in runs if "error" not in row[n]] if "error" not in row["cudnn"] else []
             row["x_cudnn_kernel"] = {n: round(row["cudnn"]["kernel_us"] / row[n]["kernel_us"], 3) for n in ok}
             row["x_cudnn_call"] = {n: round(row["cudnn"]["call_us"] / row[n]["call_us"], 3) for n in ok}
             print(json.dumps(row), flush=True)
@@ -147,7 +152,7 @@ def summarize(path: str) -> str:
         flop = 4 * sh["b"] * sh["h"] * sh["s"] ** 2 * sh["d"] / (2 if sh["causal"] else 1)
         for name in [n for n in rs[0] if isinstance(rs[0][n], dict) and n not in ("shape", "x_cudnn_kernel",
                                                                                    "x_cudnn_call")]:
-            good = [r for r in rs if "kernel_us" in r[name]]
+            good = [r for r in rs if "kernel_us" in r[name] and name in r["x_cudnn_kernel"]]
             if not good:
                 lines.append(f"| {point} | {name} | {rs[0][name].get('error', '?')[:80]} | | | | | |")
                 continue

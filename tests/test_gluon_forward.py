@@ -750,7 +750,7 @@ def test_gluon_fp8_forward(gluon_calls, schedule, monkeypatch, shape, causal, p_
     assert f16 == (p_regs and sk % 128 == 0 and (not causal or last_first))
     # (the kernel's key blocks: 256 keys on full calls in whole 256-key blocks with F16_SCORES)
     block_n, = {c["BLOCK_N"] for _, c in launches}
-    assert block_n == (256 if f16 and not causal and sk % 256 == 0 and (d <= 64 or sk > 1024) else 128)
+    assert block_n == (256 if f16 and not causal and sk % 256 == 0 and (d <= 64 or sk >= 2048) else 128)
     emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=block_n, last_first=last_first)
     # with a handful of rows the statistic spreads: at one query row both fp8 kernels (this and
     # forward.py's) reached 0.0074-0.0077 over ten seeds, median 0.004 (h200-20261130-bwd call 10)
@@ -824,8 +824,11 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
         with pytest.raises(ValueError, match=match):
             config()
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": False, "EXP2_POLY": 4}}))
-    with pytest.raises(ValueError, match="EXP2_POLY works on F16_SCORES' f16 scores; ask for both"):
+    with pytest.raises(ValueError, match="EXP2_POLY works on F16_SCORES' f16 scores .* drop EXP2_POLY"):
         config()
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 3}}))
+    with pytest.raises(ValueError, match="got 3"):          # (a 16-bit call checks it too)
+        config(fp8=False)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": False}}))
     assert not config()["F16_SCORES"] and not config().get("EXP2_POLY")
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 2}}))
@@ -843,6 +846,8 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
     causal = _params(fp8=True, window_left=-1, window_right=0)
     assert wide(cfg, True, 128, 4096, _params(fp8=True)) and wide(cfg, True, 128, 2048, _params(fp8=True))
     assert not wide(cfg, True, 128, 1024, _params(fp8=True)) and wide(cfg, True, 64, 1024, _params(fp8=True))
+    assert not wide(cfg, True, 128, 1536, _params(fp8=True))                     # (not measured between 1k and 2k)
+    assert not wide(cfg, True, 128, 4096, AttnParams(scale=-0.125, fp8=True))    # (no raw max, so f32 scores)
     assert not wide(cfg, False, 128, 4096, _params(fp8=True))             # a caller's fp8, or q8
     assert not wide(cfg, True, 128, 4096 - 128, _params(fp8=True))        # keys past whole 256-key blocks
     assert not wide(cfg, True, 128, 4096, causal) and not wide(cfg, True, 64, 4096, causal)
@@ -852,6 +857,10 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
     assert not wide(dict(cfg, F16_SCORES=False), True, 128, 4096, _params(fp8=True))
     assert not wide(cfg, True, 128, 4096, _params(fp8=False))
     assert config(fp8=False)["BLOCK_N"] == 128
+    # the remembered configs tell a negative scale's call (f32 scores, 128 keys) from a positive one's
+    neg = tb._config("fwd", q, 128, AttnParams(scale=-0.125, fp8=True), 4096, 4096, tma_possible=True,
+                     gluon_possible=True)
+    assert neg["BLOCK_N"] == 128 and config()["BLOCK_N"] == 256
     cfg = dict(cfg, BLOCK_N=128)      # (causal calls' blocks)
     f16 = decisions.fwd_f16_scores
     assert f16(cfg, True, 4096, 4096, _params(fp8=True))                              # whole blocks
@@ -895,7 +904,7 @@ def test_gluon_fp8_f16_scores(monkeypatch, shape, causal, poly):
     qk_max = configs.F16_SCORES_QK_MAX if taken else 0.0
     (q8, qd), (k8, kd) = (tb.quantize_fp8(t, torch.float8_e4m3fn, target_max=qk_max) for t in (q, k))
     v8, vd = tb.quantize_fp8(v, torch.float8_e4m3fn)
-    assert c["BLOCK_N"] == (256 if taken and not causal and sk % 256 == 0 and (d <= 64 or sk > 1024) else 128)
+    assert c["BLOCK_N"] == (256 if taken and not causal and sk % 256 == 0 and (d <= 64 or sk >= 2048) else 128)
     emu, emu_lse, _ = emulate(q8, k8, v8, qd, kd, vd, causal=causal, block_n=c["BLOCK_N"], last_first=c["DIAG_FIRST"])
     assert_close("out vs fp8 emulation", out, emu, F16_EMU_BOUND)
     assert_close("lse vs fp8 emulation", lse, emu_lse, EMU_LSE_BOUND)

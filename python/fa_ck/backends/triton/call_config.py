@@ -6,13 +6,14 @@ answer is remembered per everything it reads.
 """
 from __future__ import annotations
 
+import math
 import os
 
 import torch
 
 from ...params import FP8_DTYPES, AttnParams
 from . import configs, decisions, launch_gluon, tuning
-from .host import _causal_mask, _tma_ok
+from .host import _causal_mask, _raw_max, _tma_ok
 
 
 _CONFIGS: dict = {}
@@ -41,7 +42,8 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk),
                                  kernel == "fwd" and (sq % 128, sk % 128, p.window_left < 0, p.varlen), tma_possible,
                                  # (what decisions.fwd_fp8_wide_blocks reads of the lengths and of q)
-                                 kernel == "fwd" and p.fp8 and (sk % 256, sk > 1024, _tma_ok(q)),
+                                 kernel == "fwd" and p.fp8 and (sk % 256, sk >= 2048, _tma_ok(q),
+                                                                _raw_max({}, p, p.scale / math.log(2.0))),
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)
@@ -120,15 +122,15 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                      if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
             cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
-    if not cfg.get("F16_SCORES") and "EXP2_POLY" not in over_sw:
+    if not cfg.get("F16_SCORES") and "EXP2_POLY" not in over_sw and "EXP2_POLY" not in over:
         cfg.pop("EXP2_POLY", None)           # (the default's polynomial goes with the default's f16 scores)
     poly = cfg.get("EXP2_POLY", 0)
     if type(poly) is not int or poly not in (0, 2, 4):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY is 1 in how many of the fp8 forward's "
                          f"exponentials a polynomial takes, with F16_SCORES: 0 (none), 2 or 4, got {poly!r}")
     if cfg.get("EXP2_POLY") and not cfg.get("F16_SCORES"):
-        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY works on F16_SCORES' f16 scores; ask for "
-                         f"both")
+        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY works on F16_SCORES' f16 scores (the fp8 "
+                         f"forward's default), which are off here: drop EXP2_POLY or ask for F16_SCORES")
     for tile in ("BLOCK_M", "BLOCK_N"):      # (arange sizes in every kernel: a compile error otherwise)
         size = cfg[tile]
         if gluon and kernel == "fwd" and tile == "BLOCK_M" and size == 192:

@@ -269,7 +269,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     decisions.fwd_f16_scores takes them): q and k quantised to 16 (F16_SCORES_QK_MAX), QK^T summed
     into f16, the loop's softmax on f16 pairs (softmax_f16.py); EXP2_POLY 2 or 4: 1 in that many
     exponentials by a quadratic on the FMA pipe. Heads whose scale could carry a score past f16
-    take the kernel's f32 loop (softmax_f16._f16_scores_fit). On the H200 (h200-20261204-emu
+    take the wide form of the f16 step (softmax_f16._f16_scores_fit, _f16_step's F16_WIDE). Full
+    calls then take 256-key blocks (decisions.fwd_fp8_wide_blocks). On the H200 (h200-20261204-emu
     call 2, 2 rounds, x cuDNN's bf16 kernel in the same run) F16_SCORES with EXP2_POLY 4 ran d128
     S4k full / causal 1.33 / 1.35x -> 1.43 / 1.49x, S16k 1.44 / 1.46x -> 1.53 / 1.60x, d64 S4k full
     1.16 -> 1.18x, errors unchanged; alone, F16_SCORES was -3 to +6 %."""
@@ -307,7 +308,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
             # same run, x cuDNN's bf16 forward) d128 causal S1k / S4k / S16k 0.63 / 1.08 / 1.36x ->
             # 0.65 / 1.12 / 1.41x, d64 causal 0.59 / 0.95 / 1.18x -> 0.62 / 0.99 / 1.24x
             out["FP8_DIAG_FIRST"] = True
-            # where decisions.fwd_f16_scores takes it; the kernel's f32 loop for heads whose scale
+            # where decisions.fwd_f16_scores takes it; the wide f16 step for heads whose scale
             # could carry a score past f16 (softmax_f16._f16_scores_fit)
             out["F16_SCORES"] = True
             out["EXP2_POLY"] = 4

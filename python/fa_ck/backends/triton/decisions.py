@@ -203,7 +203,7 @@ def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sk: int, p
                 and sw.get("Q_CONVERT") and sw.get("LATE_SUM", True)
                 and _raw_max(sw, p, p.scale * (1.0 / math.log(2.0))) and not p.varlen
                 and p.window_left < 0 and p.window_right < 0 and sk % 256 == 0
-                and (block_d(head_dim) <= 64 or sk > 1024))
+                and (block_d(head_dim) <= 64 or sk >= 2048))
 
 
 def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:

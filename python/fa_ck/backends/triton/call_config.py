@@ -6,14 +6,13 @@ answer is remembered per everything it reads.
 """
 from __future__ import annotations
 
-import math
 import os
 
 import torch
 
 from ...params import FP8_DTYPES, AttnParams
 from . import configs, decisions, launch_gluon, tuning
-from .host import _causal_mask, _raw_max, _tma_ok
+from .host import _causal_mask, _tma_ok
 
 
 _CONFIGS: dict = {}
@@ -43,7 +42,7 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                  kernel == "fwd" and (sq % 128, sk % 128, p.window_left < 0, p.varlen), tma_possible,
                                  # (what decisions.fwd_fp8_wide_blocks reads of the lengths and of q)
                                  kernel == "fwd" and p.fp8 and (sk % 256, sk >= 2048, _tma_ok(q),
-                                                                _raw_max({}, p, p.scale / math.log(2.0))),
+                                                                decisions.positive_scale({}, p)),
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:
         cfg = _work_out_config(kernel, q, head_dim, p, sq, sk, tma_possible, bench, gluon_possible, group, fp8_inputs)

@@ -198,12 +198,17 @@ def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sk: int, p
     diagonal first took 256 in call 6 (2 rounds, same run): d128 S4k causal 1.55 -> 1.42x, S16k
     1.63 -> 1.61x, d64 S4k 1.18 -> 1.20x (every other tile's masked first block half hidden), and a
     masked block in the loop would be f32, which spills at 256 keys (136 bytes at d128, its
-    wgmmas serialised). LATE_SUM asked off leaves the scores f32 (fwd_f16_scores): 128 keys then."""
-    return bool(p.fp8 and own_q_convert and sw.get("GLUON") and sw.get("F16_SCORES") and sw.get("P_REGS")
-                and sw.get("Q_CONVERT") and sw.get("LATE_SUM", True)
-                and _raw_max(sw, p, p.scale * (1.0 / math.log(2.0))) and not p.varlen
-                and p.window_left < 0 and p.window_right < 0 and sk % 256 == 0
+    wgmmas serialised). Asked from the switches, before the tiles: fwd_f16_scores on 128 x 256
+    tiles is the launcher's own test of the scores being f16 there."""
+    return bool(p.fp8 and sw.get("Q_CONVERT") and p.window_left < 0 and p.window_right < 0
+                and fwd_f16_scores({**sw, "BLOCK_M": 128, "BLOCK_N": 256}, own_q_convert, 0, sk, p)
                 and (block_d(head_dim) <= 64 or sk >= 2048))
+
+
+def positive_scale(cfg: dict, p) -> bool:
+    """host._raw_max on the call's softmax scale in log2 units (the scores' raw row max: the f16
+    scores need it)."""
+    return _raw_max(cfg, p, p.scale * (1.0 / math.log(2.0)))
 
 
 def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:
@@ -214,7 +219,7 @@ def fwd_f16_scores(cfg: dict, own_q_convert: bool, sq: int, sk: int, p) -> bool:
     first: whole key blocks without a window, or causal calls streaming the diagonal first
     (fwd_whole_blocks)."""
     if not (cfg.get("F16_SCORES") and own_q_convert and cfg.get("GLUON") and cfg.get("P_REGS")
-            and cfg.get("LATE_SUM") and cfg["BLOCK_M"] == 128 and _raw_max(cfg, p, p.scale * (1.0 / math.log(2.0)))):
+            and cfg.get("LATE_SUM") and cfg["BLOCK_M"] == 128 and positive_scale(cfg, p)):
         return False
     even_n, diag_first = fwd_whole_blocks(sq, sk, cfg["BLOCK_M"], cfg["BLOCK_N"], p.window_left, p.window_right,
                                           p.varlen, True, bool(cfg.get("PINGPONG")), bool(cfg.get("FP8_DIAG_FIRST")))

@@ -77,13 +77,14 @@ def round_fp8(x, dtype=F8):
 
 
 def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None,
-            softcap=0.0, block_n=None, near_edge=0.0, last_first=False):
+            softcap=0.0, block_n=None, near_edge=0.0, last_first=False, s_f16=False):
     """What the fp8 kernel computes, in float64: fp8 q, k, v (B, S, H, D) with (B, H) descales.
     Returns (out, lse, slack); slack (out's shape) bounds how far each output element moves if
     P values within near_edge (relative) of an fp8 rounding edge round the other way (what float32
     arithmetic in the kernel may do to them); zeros for near_edge 0. last_first: the key blocks
     walked last to first (the Gluon kernel's DIAG_FIRST: a row's blocks past its diagonal are
-    hidden, so each row meets its diagonal's block first)."""
+    hidden, so each row meets its diagonal's block first). s_f16: the raw scores q8 . k8 rounded
+    to f16, as the Gluon kernel's F16_SCORES sums them (q and k quantised to 16))."""
     device = q8.device                                    # computed on the CPU, returned on q8's device
     q8, k8, v8, qd, kd, vd = (t.cpu() for t in (q8, k8, v8, qd, kd, vd))
     alibi_slopes = None if alibi_slopes is None else alibi_slopes.cpu()
@@ -98,7 +99,10 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     kf = k8.double().transpose(1, 2).repeat_interleave(g, 1)
     vf = v8.double().transpose(1, 2).repeat_interleave(g, 1)
     qk_descale = (qd.double() * kd.double().repeat_interleave(g, 1))[:, :, None, None]
-    s = (qf @ kf.transpose(-1, -2)) * (scale * qk_descale)
+    s = qf @ kf.transpose(-1, -2)
+    if s_f16:
+        s = s.to(torch.float16).double()
+    s = s * (scale * qk_descale)
     if softcap > 0:
         s = softcap * torch.tanh(s / softcap)
     if alibi_slopes is not None:

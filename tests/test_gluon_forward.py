@@ -875,6 +875,33 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
     assert not f16(dict(cfg, P_REGS=False), True, 4096, 4096, _params(fp8=True))
 
 
+def test_f16_wide_step_on_every_tile_of_256_key_blocks_and_where_asked(monkeypatch):
+    """F16_WIDE (the wide f16 step on every tile, the one-fma step and its guard not compiled): by
+    default on 256-key blocks (full fp8 calls), not on 128-key ones (causal, or BLOCK_N asked),
+    nor where the scores are f32; asked true or false it is taken as asked; anything but a bool,
+    or true with F16_SCORES off, is an error naming it. Launched only with f16 scores."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+
+    def config(causal=False, fp8=True):
+        p = _params(fp8=fp8, window_left=-1, window_right=0) if causal else _params(fp8=fp8)
+        return tb._config("fwd", q, 128, p, 4096, 4096, tma_possible=True, gluon_possible=True)
+    cfg = config()
+    assert cfg["BLOCK_N"] == 256 and cfg["F16_SCORES"] and cfg["F16_WIDE"] is True
+    assert config(causal=True)["BLOCK_N"] == 128 and config(causal=True)["F16_WIDE"] is False
+    assert "F16_WIDE" not in config(fp8=False)
+    for asked, full, causal in (({"BLOCK_N": 128}, False, False), ({"F16_WIDE": False}, False, False),
+                                ({"F16_WIDE": True}, True, True)):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": asked}))
+        assert (config()["F16_WIDE"], config(causal=True)["F16_WIDE"]) == (full, causal), asked
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": False}}))
+    assert not config().get("F16_WIDE")
+    for bad in ({"F16_WIDE": 1}, {"F16_WIDE": "yes"}, {"F16_WIDE": True, "F16_SCORES": False}):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": bad}))
+        with pytest.raises(ValueError, match="F16_WIDE"):
+            config()
+
+
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,causal", [((2, 1024, 1024, 4, 2, 128), False), ((2, 1024, 1024, 4, 2, 128), True),

@@ -121,6 +121,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                      if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
             cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
+    if gluon and kernel == "fwd" and cfg.get("F16_SCORES") and "F16_WIDE" not in over:
+        cfg["F16_WIDE"] = decisions.fwd_f16_wide_only(cfg)
     if not cfg.get("F16_SCORES") and "EXP2_POLY" not in over_sw and "EXP2_POLY" not in over:
         cfg.pop("EXP2_POLY", None)           # (the default's polynomial goes with the default's f16 scores)
     poly = cfg.get("EXP2_POLY", 0)
@@ -130,6 +132,10 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if cfg.get("EXP2_POLY") and not cfg.get("F16_SCORES"):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY works on F16_SCORES' f16 scores (the fp8 "
                          f"forward's default), which are off here: drop EXP2_POLY or ask for F16_SCORES")
+    if not isinstance(cfg.get("F16_WIDE", False), bool) or (cfg.get("F16_WIDE") and not cfg.get("F16_SCORES")):
+        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: F16_WIDE (true or false) makes every tile of F16_SCORES' "
+                         f"f16 scores take the wide step; got {cfg.get('F16_WIDE')!r} with F16_SCORES "
+                         f"{bool(cfg.get('F16_SCORES'))}")
     for tile in ("BLOCK_M", "BLOCK_N"):      # (arange sizes in every kernel: a compile error otherwise)
         size = cfg[tile]
         if gluon and kernel == "fwd" and tile == "BLOCK_M" and size == 192:

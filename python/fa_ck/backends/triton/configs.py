@@ -269,7 +269,9 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     decisions.fwd_f16_scores takes them): q and k quantised to 16 (F16_SCORES_QK_MAX), QK^T summed
     into f16, the loop's softmax on f16 pairs (softmax_f16.py); EXP2_POLY 2 or 4: 1 in that many
     exponentials by a quadratic on the FMA pipe. Heads whose scale could carry a score past f16
-    take the wide form of the f16 step (softmax_f16._f16_scores_fit, _f16_step's F16_WIDE). Full
+    take the wide form of the f16 step (softmax_f16._f16_scores_fit, _f16_step's F16_WIDE); F16_WIDE
+    true: every tile takes it, the one-fma step not compiled (the default on 256-key blocks:
+    call_config, decisions.fwd_f16_wide_only). Full
     calls then take 256-key blocks (decisions.fwd_fp8_wide_blocks). On the H200 (h200-20261204-emu
     call 2, 2 rounds, x cuDNN's bf16 kernel in the same run) F16_SCORES with EXP2_POLY 4 ran d128
     S4k full / causal 1.33 / 1.35x -> 1.43 / 1.49x, S16k 1.44 / 1.46x -> 1.53 / 1.60x, d64 S4k full
@@ -439,7 +441,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST",
-            "F16_SCORES", "EXP2_POLY"),
+            "F16_SCORES", "EXP2_POLY", "F16_WIDE"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

@@ -369,7 +369,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
-              EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0):
+              EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -446,10 +446,10 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
                         first = it + n_blocks - n_mine
-                    if F16_SCORES:      # (the wide f16 loop where a scaled score could leave f16's range)
-                        wide = not _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)
+                    if F16_SCORES and not F16_WIDE:     # (the wide f16 loop where a scaled score could
+                        wide = not _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)    # leave f16's range)
                     else:
-                        wide: gl.constexpr = False
+                        wide: gl.constexpr = F16_WIDE
                     if wide:
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
                                                 v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
@@ -520,7 +520,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      RAW_MAX: gl.constexpr,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
-                     F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr):
+                     F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
+                     F16_WIDE: gl.constexpr = False):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -548,7 +549,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     QK_MAX (the format's max, or 16 under F16_SCORES, as quantize_kernel wrote k). F16_SCORES (with
     Q_CONVERT, P_REGS, LATE_SUM, RAW_MAX, no masked block past a warpgroup's first): S in f16, the
     loop's softmax on f16 pairs; EXP2_POLY (0, 2 or 4): 1 in that many exponentials by a quadratic
-    on the FMA pipe (softmax_f16.py)."""
+    on the FMA pipe (softmax_f16.py); F16_WIDE: every tile takes the wide f16 step (else those
+    softmax_f16._f16_scores_fit refuses)."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
@@ -559,6 +561,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     gl.static_assert(not F16_SCORES or (Q_CONVERT and QK_MAX == 16.0), "F16_SCORES: Q_CONVERT, q and k to 16")
     gl.static_assert(EXP2_POLY == 0 or (F16_SCORES and (EXP2_POLY == 2 or EXP2_POLY == 4)),
                      "EXP2_POLY: 2 or 4, with F16_SCORES")
+    gl.static_assert(not F16_WIDE or F16_SCORES, "F16_WIDE: with F16_SCORES")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -640,11 +643,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX)),
+                         EXP2_POLY, QK_MAX, F16_WIDE)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX)),
+                         EXP2_POLY, QK_MAX, F16_WIDE)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])

@@ -4,7 +4,7 @@ the wide step on every tile (FA_CK_TRITON_CONFIG F16_WIDE). Per head: rel. error
 float64 and against the float64 emulation of the quantisation (tests/test_fp8.emulate, q and k to
 16, the kernel's key blocks; from call 2 also with the raw scores summed in f16, emulate's s_f16 (call
 2: rounded once; call 3: 32 products at a time), and from call 3 within the slack of P near an e4m3
-edge, test_fp8.F16_NEAR_EDGE),
+edge, test_fp8.F16_NEAR_EDGE; from call 4 the emulation's own error against float64),
 and of lse against the emulation.
     python3 bench/results/h200-20261204-wide/outliers.py OUT.json
 """
@@ -61,6 +61,7 @@ def main(path):
                                  lse_vs_emu=rel_err(lse[:, h], emu_lse[:, h]),
                                  vs_emu16=rel_err(out[:, :, h], emu16[:, :, h]),
                                  lse_vs_emu16=rel_err(lse[:, h], emu16_lse[:, h]),
+                                 emu_vs_f64=rel_err(emu[:, :, h], ref[:, :, h]),
                                  vs_emu16_slack=rel_err(out[:, :, h], (emu16 + (out.double() - emu16)
                                                                        .clamp(-slack, slack))[:, :, h])))
     os.environ.pop("FA_CK_TRITON_CONFIG", None)
@@ -68,14 +69,14 @@ def main(path):
         json.dump(rows, f, indent=1)
     print("| causal | outlier | row max (log2) | guard: step | guard vs f64 | guard vs emu | wide vs f64 | wide vs emu "
           "| lse vs emu (guard / wide) | vs emu, f16 raw scores (guard / wide) | lse vs it | vs it within slack |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for g in (r for r in rows if r["mode"] == "guard"):
         w = next(r for r in rows if r["mode"] == "wide" and r["causal"] == g["causal"] and r["outlier"] == g["outlier"])
         print(f"| {g['causal']} | {g['outlier']:.0f} | {g['row_max_log2']:.0f} | {'one-fma' if g['one_fma'] else 'wide'} "
               f"| {g['vs_f64']:.2%} | {g['vs_emu']:.2%} | {w['vs_f64']:.2%} | {w['vs_emu']:.2%} "
               f"| {g['lse_vs_emu']:.1e} / {w['lse_vs_emu']:.1e} | {g['vs_emu16']:.2%} / {w['vs_emu16']:.2%} "
               f"| {g['lse_vs_emu16']:.1e} / {w['lse_vs_emu16']:.1e} "
-              f"| {g['vs_emu16_slack']:.2%} / {w['vs_emu16_slack']:.2%} |")
+              f"| {g['vs_emu16_slack']:.2%} / {w['vs_emu16_slack']:.2%} | {g['emu_vs_f64']:.2%} |")
 
 
 if __name__ == "__main__":

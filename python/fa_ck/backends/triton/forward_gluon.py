@@ -40,7 +40,7 @@ LATE_SUM (by default for fp8 of 16-bit inputs): a block's row sums are added in 
 (see _attend). F16_SCORES (fa_ck's own quantisation, q and k to QK_MAX 16; by default where
 taken): S in f16 and the loop's softmax on f16 pairs, EXP2_POLY: 1 in 2 or 4 of its exponentials
 on the FMA pipe (softmax_f16.py); a tile whose scale could carry a score past f16 takes the wide
-step (F16_WIDE), chosen per tile at run time.
+step, chosen per tile at run time, or every tile does (F16_WIDE: the one-fma loop not compiled).
 
 The PV wait: ptxas places it right after the row max, above the exponentials, though the PTX has
 it after them. Forced below them (the wait in the join block of a branch on the row sums) the

@@ -876,6 +876,29 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
     assert not f16(dict(cfg, P_REGS=False), True, 4096, 4096, _params(fp8=True))
 
 
+def test_autotune_searches_the_calls_own_tiles_too(monkeypatch, tmp_path):
+    """With autotune on, the tiles the call would take without it (256-key blocks on a full fp8
+    call, which configs.candidates does not list) are among those searched, so the search can
+    keep them; the pick then gets that call's switches (F16_WIDE on 256-key blocks)."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    monkeypatch.setenv("FA_CK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FA_CK_AUTOTUNE", "1")
+    q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
+    searched = []
+
+    def bench(cfg):           # (milliseconds: the 256-key blocks fastest)
+        searched.append(cfg)
+        return 1.0 if cfg["BLOCK_N"] == 256 else 2.0
+    cfg = tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True,
+                     bench=bench)
+    assert [c["BLOCK_N"] for c in searched].count(256) == 1 and len(searched) > 1
+    assert cfg["BLOCK_N"] == 256 and cfg["F16_WIDE"] is True and cfg["F16_SCORES"]
+    searched.clear()         # a causal call's own tiles are among the candidates already: no extra
+    cfg = tb._config("fwd", q, 128, _params(fp8=True, window_left=-1, window_right=0), 4096, 4096,
+                     tma_possible=True, gluon_possible=True, bench=bench)
+    assert 256 not in [c["BLOCK_N"] for c in searched] and cfg["F16_WIDE"] is False
+
+
 def test_f16_wide_step_on_every_tile_of_256_key_blocks_and_where_asked(monkeypatch):
     """F16_WIDE (the wide f16 step on every tile, the one-fma step and its guard not compiled): by
     default on 256-key blocks (full fp8 calls), not on 128-key ones (causal, or BLOCK_N asked),

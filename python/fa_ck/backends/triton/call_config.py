@@ -119,6 +119,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                                   "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
             cands = [c for c in configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon)
                      if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
+            if cfg not in cands:      # the call's own tiles (256 keys for fp8, 64 for short causal, 192
+                cands = [cfg] + cands     # queries) are searched too: autotune never loses them
             cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
     if gluon and kernel == "fwd" and cfg.get("F16_SCORES") and "F16_WIDE" not in over:

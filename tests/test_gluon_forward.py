@@ -901,9 +901,10 @@ def test_autotune_searches_the_calls_own_tiles_too(monkeypatch, tmp_path):
 
 def test_f16_wide_step_on_every_tile_of_256_key_blocks_and_where_asked(monkeypatch):
     """F16_WIDE (the wide f16 step on every tile, the one-fma step and its guard not compiled): by
-    default on 256-key blocks (full fp8 calls), not on 128-key ones (causal, or BLOCK_N asked),
-    nor where the scores are f32; asked true or false it is taken as asked; anything but a bool,
-    or true with F16_SCORES off, is an error naming it. Launched only with f16 scores."""
+    default on 256-key blocks past d64 (full fp8 calls), not at d64, not on 128-key blocks (causal,
+    or BLOCK_N asked), nor where the scores are f32; asked true or false it is taken as asked;
+    anything but a bool, or true with F16_SCORES off, is an error naming it. Launched only with
+    f16 scores."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
 
@@ -914,6 +915,8 @@ def test_f16_wide_step_on_every_tile_of_256_key_blocks_and_where_asked(monkeypat
     assert cfg["BLOCK_N"] == 256 and cfg["F16_SCORES"] and cfg["F16_WIDE"] is True
     assert config(causal=True)["BLOCK_N"] == 128 and config(causal=True)["F16_WIDE"] is False
     assert "F16_WIDE" not in config(fp8=False)
+    d64 = tb._config("fwd", q[..., :64], 64, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True)
+    assert d64["BLOCK_N"] == 256 and d64["F16_WIDE"] is False
     for asked, full, causal in (({"BLOCK_N": 128}, False, False), ({"F16_WIDE": False}, False, False),
                                 ({"F16_WIDE": True}, True, True)):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": asked}))

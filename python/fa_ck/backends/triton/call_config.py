@@ -124,7 +124,7 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
             cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
     cfg = {**cfg, **over, **sw}
     if gluon and kernel == "fwd" and cfg.get("F16_SCORES") and "F16_WIDE" not in over:
-        cfg["F16_WIDE"] = decisions.fwd_f16_wide_only(cfg)
+        cfg["F16_WIDE"] = decisions.fwd_f16_wide_only(cfg, head_dim)
     if not cfg.get("F16_SCORES") and "EXP2_POLY" not in over_sw and "EXP2_POLY" not in over:
         cfg.pop("EXP2_POLY", None)           # (the default's polynomial goes with the default's f16 scores)
     poly = cfg.get("EXP2_POLY", 0)

@@ -270,7 +270,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
     into f16, the loop's softmax on f16 pairs (softmax_f16.py); EXP2_POLY 2 or 4: 1 in that many
     exponentials by a quadratic on the FMA pipe. Heads whose scale could carry a score past f16
     take the wide form of the f16 step (softmax_f16._f16_scores_fit, _f16_step's F16_WIDE); F16_WIDE
-    true: every tile takes it, the one-fma step not compiled (the default on 256-key blocks:
+    true: every tile takes it, the one-fma step not compiled (the default on 256-key blocks past d64:
     call_config, decisions.fwd_f16_wide_only). Full
     calls then take 256-key blocks (decisions.fwd_fp8_wide_blocks). On the H200 (h200-20261204-emu
     call 2, 2 rounds, x cuDNN's bf16 kernel in the same run) F16_SCORES with EXP2_POLY 4 ran d128

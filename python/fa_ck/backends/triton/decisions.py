@@ -205,17 +205,18 @@ def fwd_fp8_wide_blocks(sw: dict, own_q_convert: bool, head_dim: int, sk: int, p
                 and (block_d(head_dim) <= 64 or sk >= 2048))
 
 
-def fwd_f16_wide_only(cfg: dict) -> bool:
+def fwd_f16_wide_only(cfg: dict, head_dim: int) -> bool:
     """Whether the Gluon fp8 forward's f16 scores take the wide step on every tile (F16_WIDE: the
     row max subtracted first, one packed instruction more per pair, any logit size; the one-fma
     step and the guard that picks between them, softmax_f16._f16_scores_fit, not compiled): on
-    256-key blocks, where the guard's two loops left 8 bytes of stack and the wide loop alone none.
-    h200-20261204-wide call 1 (3 rounds, x cuDNN's bf16 kernel, same run): d128 S2k / S4k / S16k
-    full 1.38 / 1.51 / 1.63 -> 1.42 / 1.53 / 1.67x, d64 S4k full 1.36 -> 1.35x; on 128-key blocks
-    (causal) the wide step alone lost 4-6 % at d128 S4k / S16k, 2 % at d64 S4k, so they keep the
-    guard. Its precision on heads with an outlier channel of 20 / 40 in q and k (row maxes ~40 / ~160
-    log2 units, under the guard's limit: the one-fma step) was the one-fma step's (outliers.md)."""
-    return cfg.get("BLOCK_N") == 256
+    256-key blocks past d64, where the guard's two loops left 8 bytes of stack and the wide loop
+    alone none. h200-20261204-wide (x cuDNN's bf16 kernel, same runs, 3 rounds): call 1, d128 S2k /
+    S4k / S16k full 1.38 / 1.51 / 1.63 -> 1.42 / 1.53 / 1.67x; call 5, d128 S2k 1.37 -> 1.41x. At
+    d64 it lost 0.5-0.9 % (calls 1 and 5, S1k-4k full), on 128-key blocks (causal) 4-6 % at d128
+    S4k / S16k, 2 % at d64 S4k: those keep the guard. Its precision on heads with an outlier
+    channel of 20 / 40 in q and k (under the guard's limit: the one-fma step there) was the
+    one-fma step's (call 4)."""
+    return cfg.get("BLOCK_N") == 256 and block_d(head_dim) > 64
 
 
 def positive_scale(cfg: dict, p) -> bool:

@@ -19,7 +19,7 @@ Triton's max, exp2 and sum, so each packed step is inline asm on tensors whose c
 elements (a thread's adjacent keys) share a register. q and k are quantised to 16, not 448, so no
 sum of 128 products passes f16's 65504 (quantize.quantize's qk_max). Heads whose scale could carry a
 scaled score past f16 (_f16_scores_fit) take _f16_step's wide form, one instruction more per pair;
-256-key blocks take it on every tile (F16_WIDE).
+256-key blocks past d64 take it on every tile (F16_WIDE).
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -119,7 +119,7 @@ def _f16_scores_fit(scale_log2, QK_MAX: gl.constexpr, head_dim):
     units), 1.4 % with one of 40 (~160); the wide step 0.06-0.1 % throughout. On the H200 the two
     steps came out alike (bench/results/h200-20261204-wide call 4: outlier channels 20 / 40, 37 / 68 %
     against float64 either way, as the emulation of the quantisation: e4m3's error dwarfs it).
-    256-key blocks compile the wide step alone (F16_WIDE, decisions.fwd_f16_wide_only)."""
+    256-key blocks past d64 compile the wide step alone (F16_WIDE, decisions.fwd_f16_wide_only)."""
     return scale_log2 * (QK_MAX * QK_MAX * head_dim) <= F16_SCORE_LIMIT
 
 

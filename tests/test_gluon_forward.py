@@ -878,8 +878,11 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
 
 def test_autotune_searches_the_calls_own_tiles_too(monkeypatch, tmp_path):
     """With autotune on, the tiles the call would take without it (256-key blocks on a full fp8
-    call, which configs.candidates does not list) are among those searched, so the search can
-    keep them; the pick then gets that call's switches (F16_WIDE on 256-key blocks)."""
+    call, which configs.candidates does not list) are among those searched, timed as launched
+    (F16_WIDE on them), so the search can keep them; the pick then gets that call's switches.
+    Calls of the same length bucket whose own tiles differ (2176 keys: no whole 256-key blocks,
+    so no f16 scores on them) are searched apart and never get the other's 256-key pick; a
+    causal call's own tiles are among the candidates already (none searched twice)."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     monkeypatch.setenv("FA_CK_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("FA_CK_AUTOTUNE", "1")
@@ -889,22 +892,31 @@ def test_autotune_searches_the_calls_own_tiles_too(monkeypatch, tmp_path):
     def bench(cfg):           # (milliseconds: the 256-key blocks fastest)
         searched.append(cfg)
         return 1.0 if cfg["BLOCK_N"] == 256 else 2.0
-    cfg = tb._config("fwd", q, 128, _params(fp8=True), 4096, 4096, tma_possible=True, gluon_possible=True,
-                     bench=bench)
+
+    def config(sk, **kw):
+        searched.clear()
+        return tb._config("fwd", q, 128, _params(fp8=True, **kw), sk, sk, tma_possible=True, gluon_possible=True,
+                          bench=bench)
+    cfg = config(4096)
     assert [c["BLOCK_N"] for c in searched].count(256) == 1 and len(searched) > 1
+    assert all(c["F16_WIDE"] == (c["BLOCK_N"] == 256) for c in searched)      # (as launched)
     assert cfg["BLOCK_N"] == 256 and cfg["F16_WIDE"] is True and cfg["F16_SCORES"]
-    searched.clear()         # a causal call's own tiles are among the candidates already: no extra
-    cfg = tb._config("fwd", q, 128, _params(fp8=True, window_left=-1, window_right=0), 4096, 4096,
-                     tma_possible=True, gluon_possible=True, bench=bench)
+    cfg = config(2176)
+    assert searched and 256 not in [c["BLOCK_N"] for c in searched] and cfg["BLOCK_N"] != 256
+    cfg = config(4096, window_left=-1, window_right=0)
+    assert len(searched) == len({tuple(sorted(c.items())) for c in searched}) > 1
     assert 256 not in [c["BLOCK_N"] for c in searched] and cfg["F16_WIDE"] is False
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_WIDE": True}}))
+    cfg = config(4096, window_left=-1, window_right=0)          # (asked: searched anew, timed so)
+    assert searched and all(c["F16_WIDE"] for c in searched) and cfg["F16_WIDE"] is True
 
 
 def test_f16_wide_step_on_every_tile_of_256_key_blocks_and_where_asked(monkeypatch):
     """F16_WIDE (the wide f16 step on every tile, the one-fma step and its guard not compiled): by
     default on 256-key blocks past d64 (full fp8 calls), not at d64, not on 128-key blocks (causal,
-    or BLOCK_N asked), nor where the scores are f32; asked true or false it is taken as asked;
-    anything but a bool, or true with F16_SCORES off, is an error naming it. Launched only with
-    f16 scores."""
+    or BLOCK_N asked), nor where the scores are f32; asked true or false it is taken as asked
+    (16-bit calls drop it); anything but a bool, or true with F16_SCORES asked off, is an error
+    naming it. Launched only with f16 scores."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
 
@@ -923,6 +935,8 @@ def test_f16_wide_step_on_every_tile_of_256_key_blocks_and_where_asked(monkeypat
         assert (config()["F16_WIDE"], config(causal=True)["F16_WIDE"]) == (full, causal), asked
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": False}}))
     assert not config().get("F16_WIDE")
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_WIDE": True}}))
+    assert "F16_WIDE" not in config(fp8=False)        # (16-bit calls have no f16 scores: dropped there)
     for bad in ({"F16_WIDE": 1}, {"F16_WIDE": "yes"}, {"F16_WIDE": True, "F16_SCORES": False}):
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": bad}))
         with pytest.raises(ValueError, match="F16_WIDE"):

@@ -256,11 +256,13 @@ def gluon_kernels():
                 o256 = configs.fwd_gluon_out_cols(d, dict(cfg256, P_REGS=True, Q_CONVERT=True), f8, True, 2)
                 # (past d64 every tile the wide f16 step there, the one-fma step not compiled:
                 # F16_WIDE, decisions.fwd_f16_wide_only)
-                wide = dict(f16s, EXP2_POLY=4, F16_WIDE=d > 64, BLOCK_N=256, SMEM_KV=gluon._smem_layout(256, bd, f8),
+                wide = dict(f16s, EXP2_POLY=4, F16_WIDE=decisions.fwd_f16_wide_only(cfg256, d), BLOCK_N=256,
+                            SMEM_KV=gluon._smem_layout(256, bd, f8),
                             SMEM_V=gluon._smem_layout(bd, 256, f8), SMEM_P=gluon._smem_layout(bm // 2, 256, f8),
                             O_COLS=o256, SMEM_O=gluon._smem_layout(bm // 2, o256, bf16),
                             **whole(fp8=True, cfg=cfg256))
-                yield f"fwd gluon f16-{'wide' if d > 64 else 'scores'} poly4 256-keys fp8e4nv d{d} {mode}", \
+                step = "wide" if wide["F16_WIDE"] else "scores"
+                yield f"fwd gluon f16-{step} poly4 256-keys fp8e4nv d{d} {mode}", \
                     fwd_gluon_kernel, _gluon_sig(
                     fwd_gluon_kernel, wide, {**pointers, **_descs(f8, bm, 256, bd), **q16,
                                              **(dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o256]))

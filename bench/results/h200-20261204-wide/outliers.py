@@ -68,7 +68,8 @@ def main(path):
     with open(path, "w") as f:
         json.dump(rows, f, indent=1)
     print("| causal | outlier | row max (log2) | guard: step | guard vs f64 | guard vs emu | wide vs f64 | wide vs emu "
-          "| lse vs emu (guard / wide) | vs emu, f16 raw scores (guard / wide) | lse vs it | vs it within slack |")
+          "| lse vs emu (guard / wide) | vs emu, f16 raw scores (guard / wide) | lse vs it | vs it within slack "
+          "| emulation vs f64 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for g in (r for r in rows if r["mode"] == "guard"):
         w = next(r for r in rows if r["mode"] == "wide" and r["causal"] == g["causal"] and r["outlier"] == g["outlier"])

@@ -102,6 +102,20 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         sw["PERSISTENT"] = decisions.dkdv_persistent_wins(head_dim, sk, sw["DYNAMIC"] and sw["ONE_PASS"])
     tma = sw.get("TMA", False) and not sw.get("GLUON", False)
     gluon = sw.get("GLUON", False)
+    asked_wide = over.pop("F16_WIDE", None)
+    if asked_wide is not None and not isinstance(asked_wide, bool):
+        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: F16_WIDE is true or false (every tile of the fp8 "
+                         f"forward's f16 scores the wide step, or not), got {asked_wide!r}")
+    if asked_wide and over_sw.get("F16_SCORES") is False:
+        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: F16_WIDE is a step of F16_SCORES' f16 scores, which "
+                         f"are asked off here: drop one")
+
+    def with_wide(c: dict) -> dict:
+        """c with F16_WIDE where its scores may be f16 (the launcher takes it only where they are):
+        as asked, else decisions.fwd_f16_wide_only on c's tiles; elsewhere (16-bit calls) none."""
+        if not (gluon and kernel == "fwd" and c.get("F16_SCORES")):
+            return c
+        return {**c, "F16_WIDE": decisions.fwd_f16_wide_only(c, head_dim) if asked_wide is None else asked_wide}
     cfg = configs.default(kernel, arch, head_dim, q.dtype, tma, gluon)
     if gluon and kernel == "fwd" and decisions.fwd_gluon_short_causal(head_dim, p.window_right == 0, sq, sk, p.fp8):
         cfg["BLOCK_N"] = 64
@@ -115,16 +129,18 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
         cfg["BLOCK_M"] = 192
     if bench is not None and arch != "interpreter":
         if tuning.autotune_enabled():
+            # (the call's own tiles in the key: a length bucket holds calls that cannot take each
+            # other's, e.g. 256-key blocks at 4096 keys and not at 2176; an asked F16_WIDE is timed)
+            own = [f"own={cfg['BLOCK_M']}x{cfg['BLOCK_N']}"] + ([] if asked_wide is None else
+                                                               [f"F16_WIDE={int(asked_wide)}"])
             key = tuning.make_key(arch, kernel, q.dtype, head_dim, p.window_right == 0, sq, sk,
-                                  "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()]))
+                                  "-".join(p.features() + [f"{k}={int(v)}" for k, v in sw.items()] + own))
             cands = [c for c in configs.candidates(kernel, arch, head_dim, q.dtype, tma, gluon)
                      if not gluon or _gluon_tiles_fit(kernel, {**c, **sw}, head_dim, q.dtype, p.fp8)]
             if cfg not in cands:      # the call's own tiles (256 keys for fp8, 64 for short causal, 192
                 cands = [cfg] + cands     # queries) are searched too: autotune never loses them
-            cfg = tuning.pick(key, cands, lambda c: bench({**c, **sw}), cfg)
-    cfg = {**cfg, **over, **sw}
-    if gluon and kernel == "fwd" and cfg.get("F16_SCORES") and "F16_WIDE" not in over:
-        cfg["F16_WIDE"] = decisions.fwd_f16_wide_only(cfg, head_dim)
+            cfg = tuning.pick(key, cands, lambda c: bench(with_wide({**c, **sw})), cfg)
+    cfg = with_wide({**cfg, **over, **sw})
     if not cfg.get("F16_SCORES") and "EXP2_POLY" not in over_sw and "EXP2_POLY" not in over:
         cfg.pop("EXP2_POLY", None)           # (the default's polynomial goes with the default's f16 scores)
     poly = cfg.get("EXP2_POLY", 0)
@@ -134,10 +150,6 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if cfg.get("EXP2_POLY") and not cfg.get("F16_SCORES"):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY works on F16_SCORES' f16 scores (the fp8 "
                          f"forward's default), which are off here: drop EXP2_POLY or ask for F16_SCORES")
-    if not isinstance(cfg.get("F16_WIDE", False), bool) or (cfg.get("F16_WIDE") and not cfg.get("F16_SCORES")):
-        raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: F16_WIDE (true or false) makes every tile of F16_SCORES' "
-                         f"f16 scores take the wide step; got {cfg.get('F16_WIDE')!r} with F16_SCORES "
-                         f"{bool(cfg.get('F16_SCORES'))}")
     for tile in ("BLOCK_M", "BLOCK_N"):      # (arange sizes in every kernel: a compile error otherwise)
         size = cfg[tile]
         if gluon and kernel == "fwd" and tile == "BLOCK_M" and size == 192:

@@ -311,7 +311,8 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
             # 0.65 / 1.12 / 1.41x, d64 causal 0.59 / 0.95 / 1.18x -> 0.62 / 0.99 / 1.24x
             out["FP8_DIAG_FIRST"] = True
             # where decisions.fwd_f16_scores takes it; the wide f16 step for heads whose scale
-            # could carry a score past f16 (softmax_f16._f16_scores_fit)
+            # could carry a score past f16 (softmax_f16._f16_scores_fit), on every tile of 256-key
+            # blocks past d64 (F16_WIDE, not a switch of its own: call_config decides it per tiles)
             out["F16_SCORES"] = True
             out["EXP2_POLY"] = 4
     if kernel == "bwd_dkdv":

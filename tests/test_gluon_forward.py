@@ -810,9 +810,9 @@ def test_gluon_fp8_forward_diagonal_first(monkeypatch, shape, late_sum, p_regs):
 def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_mask(monkeypatch):
     """F16_SCORES with EXP2_POLY 4: the fp8 forward's default (no 16-bit call's switch); F16_SCORES
     off drops the default's polynomial; EXP2_POLY 0, 2 or 4 and only with F16_SCORES (the errors
-    name them); F16_SCORES taken only on fa_ck's own quantisation with q rounded in the kernel, P in
-    registers, late row sums, 128 queries, a positive scale without softcap or ALiBi, and no masked
-    block past a warpgroup's first."""
+    name them; a 16-bit call checks the value and drops it); F16_SCORES taken only on fa_ck's own
+    quantisation with q rounded in the kernel, P in registers, late row sums, 128 queries, a
+    positive scale without softcap or ALiBi, and no masked block past a warpgroup's first."""
     monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
     q = torch.randn(1, 16, 2, 128, dtype=torch.bfloat16)
 
@@ -830,6 +830,8 @@ def test_f16_scores_are_the_fp8_default_checked_and_taken_where_the_loop_has_no_
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 3}}))
     with pytest.raises(ValueError, match="got 3"):          # (a 16-bit call checks it too)
         config(fp8=False)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 2}}))
+    assert "EXP2_POLY" not in config(fp8=False)              # (then drops it: no f16 scores there)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"F16_SCORES": False}}))
     assert not config()["F16_SCORES"] and not config().get("EXP2_POLY")
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"EXP2_POLY": 2}}))

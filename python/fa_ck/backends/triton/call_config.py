@@ -147,6 +147,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
     if type(poly) is not int or poly not in (0, 2, 4):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY is 1 in how many of the fp8 forward's "
                          f"exponentials a polynomial takes, with F16_SCORES: 0 (none), 2 or 4, got {poly!r}")
+    if "F16_SCORES" not in cfg:
+        cfg.pop("EXP2_POLY", None)           # (checked, then dropped: 16-bit calls have no f16 scores)
     if cfg.get("EXP2_POLY") and not cfg.get("F16_SCORES"):
         raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: EXP2_POLY works on F16_SCORES' f16 scores (the fp8 "
                          f"forward's default), which are off here: drop EXP2_POLY or ask for F16_SCORES")

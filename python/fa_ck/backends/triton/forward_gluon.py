@@ -258,7 +258,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
             DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr,
-            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False):
+            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False,
+            F16_FIRST: gl.constexpr = False):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -308,12 +309,15 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     _pass_turn(other_turn, PINGPONG)
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
-    p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
-                               full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
-                               window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST),
-                               not LATE_SUM)
-    if F16_SCORES:
-        p = p.to(gl.float16)
+    if F16_SCORES and F16_FIRST and WHOLE:      # (m_i -inf: alpha 0, the row sum from 0)
+        p, alpha, m_i, l_i = _f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY, F16_WIDE)
+    else:
+        p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
+                                   full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
+                                   window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
+                                   _mask_at(True, WHOLE, DIAG_FIRST), not LATE_SUM)
+        if F16_SCORES:
+            p = p.to(gl.float16)
     if not LATE_SUM:
         p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
@@ -346,7 +350,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         p = p_next
         if not LATE_SUM:
             p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
-    mbarrier.arrive(q_empty, count=1)         # the tile's QK^T are done: the producer may load the next Q
+    if not Q16_EARLY:
+        mbarrier.arrive(q_empty, count=1)     # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
@@ -369,7 +374,8 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
-              EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False):
+              EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
+              Q16_EARLY: gl.constexpr = False, F16_FIRST: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -442,6 +448,8 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     mbarrier.wait(q_full, n_q & 1)
                     if Q_CONVERT:
                         _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
+                        if Q16_EARLY:         # 16-bit Q read: the producer may load the next tile's
+                            mbarrier.arrive(q_empty, count=1)
                     first = it
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
@@ -455,13 +463,15 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                                                 v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True)
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True,
+                                                Q16_EARLY, F16_FIRST)
                     else:
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
                                                 v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY)
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, False,
+                                                Q16_EARLY, F16_FIRST)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -521,7 +531,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
-                     F16_WIDE: gl.constexpr = False):
+                     F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False,
+                     F16_FIRST: gl.constexpr = False):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -562,6 +573,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     gl.static_assert(EXP2_POLY == 0 or (F16_SCORES and (EXP2_POLY == 2 or EXP2_POLY == 4)),
                      "EXP2_POLY: 2 or 4, with F16_SCORES")
     gl.static_assert(not F16_WIDE or F16_SCORES, "F16_WIDE: with F16_SCORES")
+    gl.static_assert(not Q16_EARLY or Q_CONVERT, "Q16_EARLY: with Q_CONVERT")
+    gl.static_assert(not F16_FIRST or F16_SCORES, "F16_FIRST: with F16_SCORES")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -643,11 +656,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])

@@ -442,7 +442,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST",
-            "F16_SCORES", "EXP2_POLY", "F16_WIDE", "Q16_EARLY", "F16_FIRST", "SCALES_SMEM"),
+            "F16_SCORES", "EXP2_POLY", "F16_WIDE", "Q16_EARLY", "F16_FIRST"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

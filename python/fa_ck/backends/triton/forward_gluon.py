@@ -148,27 +148,9 @@ def _q_scales(QA, amax_slot, FP8_MAX: gl.constexpr):
     """(scale, descale) of q's (batch, head) from its amax bits (quantize.amax_kernel's slot), with
     quantize_kernel's arithmetic: the format's max / amax (a zero head: / 1e-12), then 1 / scale,
     both IEEE divisions, so Q_CONVERT rounds exactly as quantize_kernel would."""
-    return _q_scales_of(gl.load(QA + amax_slot).to(gl.float32, bitcast=True), FP8_MAX)
-
-
-@gluon.jit
-def _q_scales_of(amax, FP8_MAX: gl.constexpr):
+    amax = gl.load(QA + amax_slot).to(gl.float32, bitcast=True)
     scale = gl.div_rn(FP8_MAX, gl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
     return scale, gl.div_rn(1.0, scale)
-
-
-@gluon.jit
-def _landed_scales(scales, scale_log2, FP8_MAX: gl.constexpr):
-    """SCALES_SMEM: (q_scale, the tile's scale_log2, out's scale) from what the producer put in
-    shared memory beside the tile's Q (forward_gluon_loads._copy_q_scales: q's amax, k's and v's
-    descales), with the arithmetic of the loads' path (Q_CONVERT, RAW_MAX)."""
-    layout: gl.constexpr = gl.BlockedLayout([4], [32], [gl.num_warps()], [0])
-    i = gl.arange(0, 4, layout=layout)
-    v = scales.load(layout)
-    q_scale, q_descale = _q_scales_of(gl.sum(gl.where(i == 0, v, 0.0), 0), FP8_MAX)
-    tile_scale_log2 = scale_log2 * q_descale * gl.sum(gl.where(i == 1, v, 0.0), 0)
-    tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)      # (see _consumer)
-    return q_scale, tile_scale_log2, gl.sum(gl.where(i == 2, v, 0.0), 0)
 
 
 @gluon.jit
@@ -393,8 +375,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
               EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
-              Q16_EARLY: gl.constexpr = False, F16_FIRST: gl.constexpr = False, scales=None,
-              SCALES_SMEM: gl.constexpr = False):
+              Q16_EARLY: gl.constexpr = False, F16_FIRST: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -438,7 +419,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                 out_scale = 1.0
                 q_scale = 1.0                 # (Q_CONVERT's)
                 tile_scale_log2 = scale_log2
-                if FP8 and not SCALES_SMEM:     # descales folded as in forward.py
+                if FP8:     # descales folded as in forward.py
                     hk = (h // group).to(gl.int64)
                     if Q_CONVERT:
                         # (QK_MAX: e4m3fn's max, or 16 for F16_SCORES, as quantize_kernel scaled k)
@@ -465,8 +446,6 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                         if not PINGPONG:      # (the turns are taken block by block by both warpgroups)
                             n_mine = n_wg
                     mbarrier.wait(q_full, n_q & 1)
-                    if SCALES_SMEM:       # (landed with Q: no load's latency here)
-                        q_scale, tile_scale_log2, out_scale = _landed_scales(scales, scale_log2, QK_MAX)
                     if Q_CONVERT:
                         _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
                         if Q16_EARLY:         # 16-bit Q read: the producer may load the next tile's
@@ -553,7 +532,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
                      F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False,
-                     F16_FIRST: gl.constexpr = False, SCALES_SMEM: gl.constexpr = False):
+                     F16_FIRST: gl.constexpr = False):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -596,7 +575,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     gl.static_assert(not F16_WIDE or F16_SCORES, "F16_WIDE: with F16_SCORES")
     gl.static_assert(not Q16_EARLY or Q_CONVERT, "Q16_EARLY: with Q_CONVERT")
     gl.static_assert(not F16_FIRST or F16_SCORES, "F16_FIRST: with F16_SCORES")
-    gl.static_assert(not SCALES_SMEM or (Q_CONVERT and RAW_MAX and HOST_DESC), "SCALES_SMEM: Q_CONVERT, RAW_MAX, HOST_DESC")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -656,10 +634,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         mbarrier.init(q_landed.index(0), count=1)
     else:
         q_landed = q_full                     # a stand-in, unused
-    if SCALES_SMEM:     # each tile's q amax, k and v descales, put beside its Q by the producer
-        scales = gl.allocate_shared_memory(gl.float32, [4], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    else:
-        scales = q_full                       # a stand-in, unused
     k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF, CONSUMERS)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(Q_BARS):
@@ -676,19 +650,19 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     loads = (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
              stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left,
              window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, QD, KD,
-             stride_qdb, stride_kdb, q_landed.index(0), VD, scales)
+             stride_qdb, stride_kdb, q_landed.index(0))
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST, scales, SCALES_SMEM)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST, scales, SCALES_SMEM)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q, SCALES_SMEM)),
+                         P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])
     else:
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for

@@ -7,7 +7,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from .gluon_common import _copy, _key_blocks, _partition_barrier, _rows, _sequence, _stream_kv
+from .gluon_common import _copy, _key_blocks, _rows, _sequence, _stream_kv
 
 
 @gluon.jit
@@ -71,25 +71,6 @@ def _copy_q(desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, FOUR_D: gl.const
         _copy(desc, m0, 0, q_full.index(0), q_smem, b, h, FOUR_D)
 
 
-@gluon.jit
-def _copy_q_scales(desc, m0, q_full, q_empty, n_q, q_smem, b, h, QD, KD, VD, stride_qdb, stride_kdb, group, scales):
-    """_copy_q (host-made descriptor, one box) for SCALES_SMEM: first the tile's q amax (QD: its
-    bits), k and v descales into `scales`, where the consumers read them once Q has landed (the
-    expect's arrive releases these stores), so no load's latency starts their tile. The consumers
-    read them before releasing Q (q_empty), so the next tile's cannot overwrite them early."""
-    mbarrier.wait(q_empty.index(0), (n_q - 1) & 1, pred=n_q > 0)
-    layout: gl.constexpr = gl.BlockedLayout([4], [32], [1], [0])
-    i = gl.arange(0, 4, layout=layout)
-    b64 = b.to(gl.int64)
-    hk = (h // group).to(gl.int64)
-    q_amax = gl.load(QD + b64 * stride_qdb + h).to(gl.float32, bitcast=True)
-    k_descale = gl.load(KD + b64 * stride_kdb + hk)
-    v_descale = gl.load(VD + b64 * stride_kdb + hk)
-    scales.store(gl.where(i == 0, q_amax, gl.where(i == 1, k_descale, v_descale)))
-    _partition_barrier()                      # every lane's store before the one arrive below
-    _copy(desc, m0, 0, q_full.index(0), q_smem, b, h, True)
-
-
 @gluon.constexpr_function
 def _byte_rows_layout(cols):
     """A one-warp layout over (8, cols) bytes, 16 consecutive bytes per thread (cols 64 or 128)."""
@@ -143,7 +124,7 @@ def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, nega
 def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              NEG_Q: gl.constexpr, SCALES_SMEM: gl.constexpr = False):
+              NEG_Q: gl.constexpr):
     """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
     (192 queries: per warpgroup, the third's after the tile's first blocks), then K_j and V_j
     through the rings. A persistent program so loads the next tile's first
@@ -157,7 +138,7 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
     Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, \
         stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right, \
         q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, QD, KD, stride_qdb, stride_kdb, \
-        q_landed, VD, scales = loads
+        q_landed = loads
     BLOCK_D: gl.constexpr = q_smem.shape[-1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
@@ -188,9 +169,6 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                     if NEG_Q:
                         n_neg = _copy_q_signed(Q, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
                                                _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, True)
-                    elif SCALES_SMEM:
-                        _copy_q_scales(Q, m0, q_full, q_empty, n_q, q_smem, b, h, QD, KD, VD, stride_qdb, stride_kdb,
-                                       group, scales)
                     else:
                         _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
                     _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,

@@ -94,7 +94,6 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
     even_n, diag_first = decisions.fwd_whole_blocks(sq, sk, bm, bn, p.window_left, p.window_right, p.varlen, p.fp8,
                                                   bool(cfg.get("PINGPONG")), bool(cfg.get("FP8_DIAG_FIRST")))
     persistent = bool(cfg.get("PERSISTENT"))
-    raw_max = _raw_max(cfg, p, scal["scale_log2"])
     n_m = _cdiv(sq, bm)
     per_head = _cdiv(n_m, 2) if persistent else n_m       # forward_gluon._tile: pairs of query blocks
     units = grid = b * hq * per_head
@@ -117,13 +116,12 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_P=_smem_layout(64, bn, k.dtype),
         PINGPONG=bool(cfg.get("PINGPONG")), PERSISTENT=persistent, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=host_desc,
         TMA_STORE=tma_store, O_COLS=o_cols, SMEM_O=_smem_layout(64, o_cols, out.dtype),
-        RAW_MAX=raw_max,
+        RAW_MAX=_raw_max(cfg, p, scal["scale_log2"]),
         P_REGS=p_regs, BLOCK_M=bm, EVEN_N=even_n, DIAG_FIRST=diag_first, Q_CONVERT=q_convert,
         SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")),
         F16_SCORES=f16_scores, EXP2_POLY=int(cfg.get("EXP2_POLY", 0)) if f16_scores else 0,
         QK_MAX=qk_max or p_scale, F16_WIDE=bool(cfg.get("F16_WIDE")) and f16_scores,
         Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert, F16_FIRST=bool(cfg.get("F16_FIRST")) and f16_scores,
-        SCALES_SMEM=bool(cfg.get("SCALES_SMEM")) and q_convert and host_desc and raw_max,
         num_warps=cfg["num_warps"]))
 
 

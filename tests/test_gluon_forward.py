@@ -1000,7 +1000,7 @@ def test_gluon_fp8_f16_scores_sharp_heads_and_heads_past_f16(monkeypatch, causal
     the guard's one-fma step and the wide step alike: bench/results/h200-20261204-wide call 3), not
     explained by rounding the sums to f16 (which fits worse); their error against float64, 30-90 %,
     is the emulation's own (e4m3's rounding of the outlier channel): they are held to that, within
-    a quarter of it, and their lse to the emulation's."""
+    5 % of it (measured within 0.4 %, h200-20261204-wide call 4), and their lse to the emulation's."""
     from test_fp8 import EMU_LSE_BOUND, F16_EMU_BOUND, F16_NEAR_EDGE, FWD_BOUND, emulate, quantize_as_launched
     from attn_check import assert_close, rel_err
     from fa_ck import reference
@@ -1029,7 +1029,7 @@ def test_gluon_fp8_f16_scores_sharp_heads_and_heads_past_f16(monkeypatch, causal
             assert_close(f"out vs fp8 emulation (head {h})", out[:, :, h], nearest[:, :, h], F16_EMU_BOUND)
         else:       # (the outlier heads: no further from float64 than the emulation, give or take)
             err, emu_err = rel_err(out[:, :, h], ref[:, :, h]), rel_err(emu[:, :, h], ref[:, :, h])
-            assert 0.2 < emu_err and err <= 1.25 * emu_err, (h, err, emu_err)
+            assert 0.2 < emu_err and err <= 1.05 * emu_err, (h, err, emu_err)
 
 
 @gpu
@@ -1258,3 +1258,59 @@ def test_gluon_fp8_callers_descales_of_any_sign(monkeypatch, causal):
     negative = (q_sign * k_sign) < 0
     for b, h in negative.nonzero().tolist():
         assert rel_err(out[b, :, h].double(), plain[b, :, h].double()) > 0.1
+
+
+@pytest.mark.parametrize("d, q_fp8, want", [(128, False, True), (96, False, True), (64, False, False),
+                                            (128, True, False)])
+def test_q16_early_where_the_kernel_rounds_q_past_d64(monkeypatch, d, q_fp8, want):
+    """Q16_EARLY (Q's 16-bit tile released once both warpgroups have rounded it, so the next tile's
+    Q loads under this one): by default on fp8 calls past d64 whose q the kernel rounds itself
+    (Q_CONVERT; d64 measured slower at S4k, h200-20261204-tile), never where q arrives in fp8 (the
+    switch releases the 16-bit tile, which those calls do not have), never on 16-bit calls."""
+    assert configs.switches("fwd", "cuda:sm90", d, True)["Q16_EARLY"] == (d > 64)
+    assert "Q16_EARLY" not in configs.switches("fwd", "cuda:sm90", d, False)
+    launched = []
+    monkeypatch.setattr(gluon, "_launch", lambda kernel, grid, args, consts: launched.append(consts))
+    monkeypatch.setattr(gluon, "_sm_count", lambda device: 132)
+    b, s, h = 1, 512, 2
+    f8 = torch.float8_e4m3fn
+    q = torch.randn(b, s, h, d).to(f8 if q_fp8 else torch.bfloat16)
+    k = torch.randn(b, s, h, d).to(f8)
+    v = torch.randn(b, h, d, s).to(f8).permute(0, 3, 1, 2)      # keys contiguous, as quantised
+    out, lse = torch.empty(b, s, h, d, dtype=torch.bfloat16), torch.empty(b, h, s)
+    qd = torch.ones(b, h, dtype=torch.float32 if q_fp8 else torch.int32)
+    kd = vd = torch.ones(b, h)
+    p = _params(fp8=True)
+    cfg = {**configs.default("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True),
+           **configs.switches("fwd", "cuda:sm90", d, True), "F16_SCORES": False}
+    scal = dict(scale_log2=0.1, window_left=-1, window_right=-1)
+    gluon._forward_gluon(q, k, v, out, lse, None, None, qd, kd, vd, p, cfg, s, s, h, h, b, d, scal, 448.0)
+    (consts,) = launched
+    assert consts["Q_CONVERT"] == (not q_fp8) and consts["Q16_EARLY"] is want
+    launched.clear()
+    gluon._forward_gluon(q, k, v, out, lse, None, None, qd, kd, vd, p, {**cfg, "Q16_EARLY": False}, s, s, h, h, b,
+                         d, scal, 448.0)
+    assert launched[0]["Q16_EARLY"] is False       # (asked off: the release after the last QK^T)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("seqlen, d, causal", [(4096, 128, False), (4096, 128, True), (4000, 96, True),
+                                               (2048, 64, False)])
+def test_q16_early_changes_no_bit(monkeypatch, seqlen, d, causal):
+    """Q16_EARLY moves only when the next tile's Q may load (after both warpgroups rounded this
+    one, not after their last QK^T): out and lse bit for bit those of the release after the last
+    QK^T, on calls of ~8 tiles per persistent program (a Q overwritten while still read would
+    show), full and causal, whole and partial blocks; d64 (off by default) asked for."""
+    torch.manual_seed(0)
+    launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
+    q, k, v = (torch.randn(2, seqlen, 16, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    runs = {}
+    for early in (False, True):
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"Q16_EARLY": early}}))
+        # (outputs come poisoned with NaN: conftest's FA_CK_POISON)
+        runs[early] = fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton")
+        assert launches[-1][1]["Q16_EARLY"] is early and launches[-1][1]["Q_CONVERT"]
+    (out, lse), (out_early, lse_early) = runs[False], runs[True]
+    assert not out.isnan().any() and not lse.isnan().any()
+    assert torch.equal(out_early, out) and torch.equal(lse_early, lse)

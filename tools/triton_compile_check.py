@@ -184,7 +184,7 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
                           BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False, F16_SCORES=False, EXP2_POLY=0, F16_WIDE=False,
-                          QK_MAX=448.0,
+                          Q16_EARLY=False, QK_MAX=448.0,
                           SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})
@@ -231,6 +231,7 @@ def gluon_kernels():
             consts = dict(consts, SMEM_KV=gluon._smem_layout(bn, bd, f8),
                           SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
                           P_SCALE=448.0, RAW_MAX=True, P_REGS=True, Q_CONVERT=True,
+                          Q16_EARLY=configs.switches("fwd", "cuda:sm90", d, True).get("Q16_EARLY", False),
                           SMEM_Q8=gluon._smem_layout(bm, bd, f8), **whole(fp8=True))
             q16 = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), QD="*i32")
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, {
@@ -286,7 +287,7 @@ def gluon_kernels():
                 device, cfg
             # a caller's fp8 q, k, v with their descales: Q read as it comes, P in registers (fa_ck
             # copies v into the kernel's key order), row sums a block late, as launched
-            inputs = dict(late, Q_CONVERT=False, SMEM_Q=gluon._smem_layout(bm, bd, f8))
+            inputs = dict(late, Q_CONVERT=False, Q16_EARLY=False, SMEM_Q=gluon._smem_layout(bm, bd, f8))
             yield f"fwd gluon fp8-inputs fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, inputs, dict(
                 pointers, **_descs(f8, bm, bn, bd), **(out_desc if inputs["TMA_STORE"] else {}))), inputs, cfg
             cfg = configs.default("bwd_dkdv", "cuda:sm90", d, bf16, gluon=True)

@@ -35,7 +35,9 @@ exponential (the row sum carries it too, so out needs no division by it). fp8 wg
 operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) tiles
 (V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see
 _keys_for_registers); else it is staged through shared memory. Q_CONVERT: q arrives 16-bit and
-each consumer rounds its rows to e4m3 itself (_convert_q), as the quantisation launch would have.
+each consumer rounds its rows to e4m3 itself (_convert_q), as the quantisation launch would have;
+Q16_EARLY (by default past d64): then it releases Q's 16-bit tile at once, so the next tile's Q
+loads under this tile's key blocks (else after its last QK^T, under its last PV and epilogue).
 LATE_SUM (by default for fp8 of 16-bit inputs): a block's row sums are added in the next block
 (see _attend). F16_SCORES (fa_ck's own quantisation, q and k to QK_MAX 16; by default where
 taken): S in f16 and the loop's softmax on f16 pairs, EXP2_POLY: 1 in 2 or 4 of its exponentials
@@ -258,8 +260,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
             DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr,
-            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False,
-            F16_FIRST: gl.constexpr = False):
+            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on
@@ -309,15 +310,12 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     _pass_turn(other_turn, PINGPONG)
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
-    if F16_SCORES and F16_FIRST and WHOLE:      # (m_i -inf: alpha 0, the row sum from 0)
-        p, alpha, m_i, l_i = _f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY, F16_WIDE)
-    else:
-        p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
-                                   full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
-                                   window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
-                                   _mask_at(True, WHOLE, DIAG_FIRST), not LATE_SUM)
-        if F16_SCORES:
-            p = p.to(gl.float16)
+    p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
+                               full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
+                               window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST),
+                               not LATE_SUM)
+    if F16_SCORES:
+        p = p.to(gl.float16)
     if not LATE_SUM:
         p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
 
@@ -350,7 +348,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         p = p_next
         if not LATE_SUM:
             p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
-    if not Q16_EARLY:
+    if not Q16_EARLY:       # (Q16_EARLY: released once rounded, see _consumer)
         mbarrier.arrive(q_empty, count=1)     # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
@@ -375,7 +373,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
               EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
-              Q16_EARLY: gl.constexpr = False, F16_FIRST: gl.constexpr = False):
+              Q16_EARLY: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue. PINGPONG: the two warpgroups take turns to
@@ -386,7 +384,9 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple); q_full,
     q_empty: the barriers of this warpgroup's Q rows (192 queries: its own; else the tile's).
     Q_CONVERT (fp8): Q arrives 16-bit in q16_smem and this warpgroup rounds its rows into q_smem
-    (_convert_q); QD then holds q's amax bits, not its descales (_q_scales)."""
+    (_convert_q); QD then holds q's amax bits, not its descales (_q_scales). Q16_EARLY (with
+    Q_CONVERT): q_empty once the rows are rounded (q16_smem read; q_smem is this warpgroup's
+    own), so the next tile's Q loads under this tile's key blocks."""
     k_smem, v_smem, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, \
         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, \
         num_heads, group, head_dim, scale_log2, window_left, window_right = shared
@@ -449,7 +449,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     if Q_CONVERT:
                         _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
                         if Q16_EARLY:         # 16-bit Q read: the producer may load the next tile's
-                            mbarrier.arrive(q_empty, count=1)
+                            mbarrier.arrive(q_empty, count=1)     # now, under this one
                     first = it
                     if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
@@ -464,14 +464,14 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
                                                 DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True,
-                                                Q16_EARLY, F16_FIRST)
+                                                Q16_EARLY)
                     else:
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
                                                 v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
                                                 DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, False,
-                                                Q16_EARLY, F16_FIRST)
+                                                Q16_EARLY)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -531,8 +531,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
-                     F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False,
-                     F16_FIRST: gl.constexpr = False):
+                     F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -561,7 +560,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     Q_CONVERT, P_REGS, LATE_SUM, RAW_MAX, no masked block past a warpgroup's first): S in f16, the
     loop's softmax on f16 pairs; EXP2_POLY (0, 2 or 4): 1 in that many exponentials by a quadratic
     on the FMA pipe (softmax_f16.py); F16_WIDE: every tile takes the wide f16 step (else those
-    softmax_f16._f16_scores_fit refuses)."""
+    softmax_f16._f16_scores_fit refuses). Q16_EARLY (Q_CONVERT): Q's 16-bit tile released once
+    both consumers have rounded it, not after their last QK^T (_consumer)."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
@@ -574,7 +574,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      "EXP2_POLY: 2 or 4, with F16_SCORES")
     gl.static_assert(not F16_WIDE or F16_SCORES, "F16_WIDE: with F16_SCORES")
     gl.static_assert(not Q16_EARLY or Q_CONVERT, "Q16_EARLY: with Q_CONVERT")
-    gl.static_assert(not F16_FIRST or F16_SCORES, "F16_FIRST: with F16_SCORES")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -656,11 +655,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, F16_FIRST)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])

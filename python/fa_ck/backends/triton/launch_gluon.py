@@ -121,7 +121,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")),
         F16_SCORES=f16_scores, EXP2_POLY=int(cfg.get("EXP2_POLY", 0)) if f16_scores else 0,
         QK_MAX=qk_max or p_scale, F16_WIDE=bool(cfg.get("F16_WIDE")) and f16_scores,
-        Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert, F16_FIRST=bool(cfg.get("F16_FIRST")) and f16_scores,
+        Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert,
         num_warps=cfg["num_warps"]))
 
 

@@ -262,12 +262,15 @@ def gluon_kernels():
                             SMEM_V=gluon._smem_layout(bd, 256, f8), SMEM_P=gluon._smem_layout(bm // 2, 256, f8),
                             O_COLS=o256, SMEM_O=gluon._smem_layout(bm // 2, o256, bf16),
                             **whole(fp8=True, cfg=cfg256))
-                step = "wide" if wide["F16_WIDE"] else "scores"
-                yield f"fwd gluon f16-{step} poly4 256-keys fp8e4nv d{d} {mode}", \
-                    fwd_gluon_kernel, _gluon_sig(
-                    fwd_gluon_kernel, wide, {**pointers, **_descs(f8, bm, 256, bd), **q16,
-                                             **(dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o256]))
-                                                if wide["TMA_STORE"] else {})}), wide, cfg256
+                for wide in ([wide, dict(wide, F16_WIDE=False)] if wide["F16_WIDE"] else [wide]):
+                    # (and where the wide step is the default, the guard's two loops that
+                    # {"F16_WIDE": false} asks for)
+                    step = "wide" if wide["F16_WIDE"] else "scores"
+                    yield f"fwd gluon f16-{step} poly4 256-keys fp8e4nv d{d} {mode}", \
+                        fwd_gluon_kernel, _gluon_sig(
+                        fwd_gluon_kernel, wide, {**pointers, **_descs(f8, bm, 256, bd), **q16,
+                                                 **(dict(O_DESC=_desc_type(bf16, [1, 1, bm // 2, o256]))
+                                                    if wide["TMA_STORE"] else {})}), wide, cfg256
             if causal:      # lengths in no whole number of tiles: the mask decided per block, not the diagonal first
                 edges = dict(consts, **whole(sk=4000, fp8=True))
                 yield f"fwd gluon edges fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(

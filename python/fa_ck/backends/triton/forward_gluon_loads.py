@@ -126,7 +126,8 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr,
               NEG_Q: gl.constexpr):
     """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
-    (192 queries: per warpgroup, the third's after the tile's first blocks), then K_j and V_j
+    (Q16_EARLY: once both have rounded its Q; 192 queries: per warpgroup, the third's after the
+    tile's first blocks), then K_j and V_j
     through the rings. A persistent program so loads the next tile's first
     blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each

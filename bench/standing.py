@@ -27,7 +27,8 @@ POINTS = {"d128-S4k-full": (4, 4096, 16, False, 128), "d128-S4k-causal": (4, 409
           "d64-S4k-full": (4, 4096, 16, False, 64), "d128-S1k-full": (16, 1024, 16, False, 128),
           "d128-S8k-causal": (2, 8192, 16, True, 128), "d128-S2k-full": (8, 2048, 16, False, 128),
           "d64-S2k-full": (8, 2048, 16, False, 64), "d64-S1k-full": (16, 1024, 16, False, 64),
-          "d64-S4k-causal": (4, 4096, 16, True, 64)}
+          "d64-S4k-causal": (4, 4096, 16, True, 64),
+          "nanogpt": (64, 1024, 12, True, 64)}          # (bench/kernels.py's training shape)
 STANDARD = ["d128-S4k-full", "d128-S4k-causal", "d128-S16k-full", "d128-S16k-causal", "d64-S4k-full"]
 
 

@@ -1057,7 +1057,7 @@ def test_gluon_fp8_q_converted_in_the_kernel_bit_for_bit(monkeypatch, shape, cau
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", ask(schedule, Q_CONVERT=convert, F16_SCORES=False))
         results.append(fa_ck.flash_attn_fp8_func(q, k, v, causal=causal, return_lse=True, backend="triton"))
     assert [c["Q_CONVERT"] for _, c in launches] == [True, False]
-    assert [c["Q16_EARLY"] for _, c in launches] == [d > 64, False]      # (by default past d64)
+    assert [c["Q16_EARLY"] for _, c in launches] == [True, False]     # (by default on 128-key blocks)
     assert not any(c["F16_SCORES"] for _, c in launches)
     assert all(c["HOST_DESC"] == schedule.get("HOST_DESC", True) for _, c in launches)
     assert all(c["PERSISTENT"] == schedule.get("PERSISTENT", c["PERSISTENT"]) for _, c in launches)
@@ -1261,16 +1261,32 @@ def test_gluon_fp8_callers_descales_of_any_sign(monkeypatch, causal):
         assert rel_err(out[b, :, h].double(), plain[b, :, h].double()) > 0.1
 
 
+@pytest.mark.parametrize("d, causal, sk, asked, want", [
+    (128, False, 4096, None, True), (96, True, 4096, None, True), (64, False, 2048, None, True),
+    (64, True, 4096, None, True), (64, False, 4096, None, False), (64, False, 16384, None, False),
+    (64, False, 4096, True, True), (128, False, 4096, False, False)])
+def test_q16_early_by_default_but_on_long_d64_full_calls(monkeypatch, d, causal, sk, asked, want):
+    """Q16_EARLY (Q's 16-bit tile released once both warpgroups have rounded it): by default on fp8
+    calls but d64 full calls in 256-key blocks past 2048 keys (measured slower there,
+    h200-20261204-tile calls 1, 2, 6); as asked where asked; not in a 16-bit call's config."""
+    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
+    if asked is not None:
+        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"Q16_EARLY": asked}}))
+    q = torch.randn(1, 16, 2, d, dtype=torch.bfloat16)
+    p = _params(fp8=True, window_left=-1, window_right=0) if causal else _params(fp8=True)
+    cfg = tb._config("fwd", q, d, p, sk, sk, tma_possible=True, gluon_possible=True)
+    assert cfg["BLOCK_N"] == (128 if causal else 256) and cfg["Q16_EARLY"] is want
+    monkeypatch.delenv("FA_CK_TRITON_CONFIG", raising=False)
+    assert "Q16_EARLY" not in tb._config("fwd", q, d, _params(), sk, sk, tma_possible=True, gluon_possible=True)
+
+
 @pytest.mark.skipif(bool(gluon._GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
-@pytest.mark.parametrize("d, q_fp8, want", [(128, False, True), (96, False, True), (64, False, False),
+@pytest.mark.parametrize("d, q_fp8, want", [(128, False, True), (96, False, True), (64, False, True),
                                             (128, True, False)])
-def test_q16_early_where_the_kernel_rounds_q_past_d64(monkeypatch, d, q_fp8, want):
-    """Q16_EARLY (Q's 16-bit tile released once both warpgroups have rounded it, so the next tile's
-    Q loads under this one): by default on fp8 calls past d64 whose q the kernel rounds itself
-    (Q_CONVERT; d64 measured slower at S4k, h200-20261204-tile), never where q arrives in fp8 (the
-    switch releases the 16-bit tile, which those calls do not have), never on 16-bit calls."""
-    assert configs.switches("fwd", "cuda:sm90", d, True)["Q16_EARLY"] == (d > 64)
-    assert "Q16_EARLY" not in configs.switches("fwd", "cuda:sm90", d, False)
+def test_q16_early_launched_where_the_kernel_rounds_q(monkeypatch, d, q_fp8, want):
+    """The launcher passes Q16_EARLY where the config has it and the kernel rounds q itself
+    (Q_CONVERT), never where q arrives in fp8 (the switch releases the 16-bit tile, which those
+    calls do not have)."""
     launched = []
     monkeypatch.setattr(gluon, "_launch", lambda kernel, grid, args, consts: launched.append(consts))
     monkeypatch.setattr(gluon, "_sm_count", lambda device: 132)
@@ -1284,7 +1300,7 @@ def test_q16_early_where_the_kernel_rounds_q_past_d64(monkeypatch, d, q_fp8, wan
     kd = vd = torch.ones(b, h)
     p = _params(fp8=True)
     cfg = {**configs.default("fwd", "cuda:sm90", d, torch.bfloat16, gluon=True),
-           **configs.switches("fwd", "cuda:sm90", d, True), "F16_SCORES": False}
+           **configs.switches("fwd", "cuda:sm90", d, True), "F16_SCORES": False, "Q16_EARLY": True}
     scal = dict(scale_log2=0.1, window_left=-1, window_right=-1)
     gluon._forward_gluon(q, k, v, out, lse, None, None, qd, kd, vd, p, cfg, s, s, h, h, b, d, scal, 448.0)
     (consts,) = launched

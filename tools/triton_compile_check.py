@@ -231,7 +231,7 @@ def gluon_kernels():
             consts = dict(consts, SMEM_KV=gluon._smem_layout(bn, bd, f8),
                           SMEM_V=gluon._smem_layout(bd, bn, f8), SMEM_P=gluon._smem_layout(bm // 2, bn, f8), FP8=True,
                           P_SCALE=448.0, RAW_MAX=True, P_REGS=True, Q_CONVERT=True,
-                          Q16_EARLY=configs.switches("fwd", "cuda:sm90", d, True).get("Q16_EARLY", False),
+                          Q16_EARLY=decisions.fwd_q16_early_wins(d, bn, 4096),       # (as call_config decides)
                           SMEM_Q8=gluon._smem_layout(bm, bd, f8), **whole(fp8=True))
             q16 = dict(Q=_desc_type(bf16, [1, 1, bm, bd]), QD="*i32")
             yield f"fwd gluon fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, consts, {
@@ -255,7 +255,8 @@ def gluon_kernels():
             other = dict(f16s, EXP2_POLY=4, Q16_EARLY=not f16s["Q16_EARLY"])
             yield f"fwd gluon f16-scores poly4 q16-{'early' if other['Q16_EARLY'] else 'late'} fp8e4nv d{d} {mode}", \
                 fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, other, {
-                    **pointers, **_descs(f8, bm, bn, bd), **q16, **(out_desc if other["TMA_STORE"] else {})}), other, cfg
+                    **pointers, **_descs(f8, bm, bn, bd), **q16,
+                    **(out_desc if other["TMA_STORE"] else {})}), other, cfg
             if not causal:  # 256 keys per block: the default on full calls in whole 256-key blocks
                 # (decisions.fwd_fp8_wide_blocks), the f16 loop's scores taking half the registers
                 cfg256 = dict(cfg, BLOCK_N=256)
@@ -263,6 +264,7 @@ def gluon_kernels():
                 # (past d64 every tile the wide f16 step there, the one-fma step not compiled:
                 # F16_WIDE, decisions.fwd_f16_wide_only)
                 wide = dict(f16s, EXP2_POLY=4, F16_WIDE=decisions.fwd_f16_wide_only(cfg256, d), BLOCK_N=256,
+                            Q16_EARLY=decisions.fwd_q16_early_wins(d, 256, 4096),
                             SMEM_KV=gluon._smem_layout(256, bd, f8),
                             SMEM_V=gluon._smem_layout(bd, 256, f8), SMEM_P=gluon._smem_layout(bm // 2, 256, f8),
                             O_COLS=o256, SMEM_O=gluon._smem_layout(bm // 2, o256, bf16),

@@ -173,6 +173,8 @@ def _work_out_config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: 
                                               bool(cfg.get("FP8_DIAG_FIRST")))[1]
         cfg["LATE_SUM"] = gluon and decisions.fwd_late_sum_wins(head_dim, p.has_window,
                                                               p.fp8 and bool(cfg.get("P_REGS")), diag_first)
+    if "Q16_EARLY" in sw and "Q16_EARLY" not in over_sw:   # (on the tiles chosen, as LATE_SUM)
+        cfg["Q16_EARLY"] = decisions.fwd_q16_early_wins(head_dim, cfg["BLOCK_N"], sk)
     if gluon and kernel == "fwd" and not cfg.get("HOST_DESC", True):
         cfg["TMA_STORE"] = False             # its store goes through a host-made descriptor
     smem = configs.fwd_gluon_smem(head_dim, cfg, q.dtype, p.fp8) if gluon and kernel == "fwd" else 0

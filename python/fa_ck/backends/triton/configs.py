@@ -315,12 +315,7 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
             # blocks past d64 (F16_WIDE, not a switch of its own: call_config decides it per tiles)
             out["F16_SCORES"] = True
             out["EXP2_POLY"] = 4
-            # (with Q_CONVERT) h200-20261204-tile call 2 (5 rounds, same run, kernel us): d128 S1k /
-            # S2k / S4k full / S4k causal / S8k causal 175.3 / 293.5 / 537.5 / 307.5 / 555.0 ->
-            # 169.9 / 283.5 / 529.7 / 303.2 / 552.1 (S16k within its rounds' spread); d64 S1k
-            # 137.5 -> 132.9 but S4k 417.9 -> 426.7 (call 1 alike): d64 keeps the release after
-            # the last QK^T
-            out["Q16_EARLY"] = d > 64
+            out["Q16_EARLY"] = True          # (with Q_CONVERT) where decisions.fwd_q16_early_wins
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256

@@ -219,6 +219,18 @@ def fwd_f16_wide_only(cfg: dict, head_dim: int) -> bool:
     return cfg.get("BLOCK_N") == 256 and block_d(head_dim) > 64
 
 
+def fwd_q16_early_wins(head_dim: int, block_n: int, sk: int) -> bool:
+    """Whether the Gluon fp8 forward (q rounded in the kernel) releases Q's 16-bit tile once both
+    warpgroups have rounded it (Q16_EARLY), so the next tile's Q and the K, V behind it wait for no
+    QK^T: everywhere but d64 full calls in 256-key blocks past 2048 keys. h200-20261204-tile (5
+    rounds, kernel us, same runs): call 2, d128 S1k / S2k / S4k full / S4k causal / S8k causal
+    175.3 / 293.5 / 537.5 / 307.5 / 555.0 -> 169.9 / 283.5 / 529.7 / 303.2 / 552.1 (S16k within
+    its rounds' spread); call 6, d64 S1k / S2k full 137.8 / 230.2 -> 133.8 / 228.7, S4k causal
+    274.7 -> 271.7, nanoGPT's 64 x 12 x 1024 causal 292.6 -> 283.1 (0.99 -> 1.03x cuDNN), but d64
+    S4k full (256-key blocks) 418.4 -> 425.4 (calls 1 and 2 alike)."""
+    return block_d(head_dim) > 64 or block_n != 256 or sk <= 2048
+
+
 def positive_scale(cfg: dict, p) -> bool:
     """host._raw_max on the call's softmax scale in log2 units (the scores' raw row max: the f16
     scores need it)."""

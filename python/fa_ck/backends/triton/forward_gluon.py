@@ -36,8 +36,9 @@ operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) t
 (V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see
 _keys_for_registers); else it is staged through shared memory. Q_CONVERT: q arrives 16-bit and
 each consumer rounds its rows to e4m3 itself (_convert_q), as the quantisation launch would have;
-Q16_EARLY (by default past d64): then it releases Q's 16-bit tile at once, so the next tile's Q,
-and the K and V loads the producer issues after it, no longer wait for this tile's last QK^T.
+Q16_EARLY (by default but on long d64 full calls: decisions.fwd_q16_early_wins): then it
+releases Q's 16-bit tile at once, so the next tile's Q, and the K and V loads the producer
+issues after it, no longer wait for this tile's last QK^T.
 LATE_SUM (by default for fp8 of 16-bit inputs): a block's row sums are added in the next block
 (see _attend). F16_SCORES (fa_ck's own quantisation, q and k to QK_MAX 16; by default where
 taken): S in f16 and the loop's softmax on f16 pairs, EXP2_POLY: 1 in 2 or 4 of its exponentials
@@ -263,9 +264,9 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
-    rows laid out as acc's). Arrives on
-    q_empty once its last QK^T is done (not with Q16_EARLY: _consumer has, once Q was rounded). `turns`: PINGPONG turns taken before. Q_REGS: QK^T takes Q's
-    rows from registers, read from shared memory once, not from shared memory per block (whose
+    rows laid out as acc's). Arrives on q_empty once its last QK^T is done (not with Q16_EARLY:
+    _consumer has, once Q was rounded). `turns`: PINGPONG turns taken before. Q_REGS: QK^T takes
+    Q's rows from registers, read from shared memory once, not from shared memory per block (whose
     bandwidth every wgmma operand shares). LATE_SUM: P_j's row sum is added to l_i in the next
     block, once its PV multiply is issued, not beside its exponentials, where ptxas put each sum's
     FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the MUFU's latency at
@@ -376,9 +377,9 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               Q16_EARLY: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
-    under this tile's last PV multiply and epilogue (Q16_EARLY: earlier, see below). PINGPONG: the two warpgroups take turns to
-    issue their multiplies (my_turn / other_turn), so one's softmax runs under the other's
-    multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
+    under this tile's last PV multiply and epilogue (Q16_EARLY: earlier, see below). PINGPONG:
+    the two warpgroups take turns to issue their multiplies (my_turn / other_turn), so one's
+    softmax runs under the other's multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
     for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
     host-made descriptor like Q's), waited for only before the next tile's out is written.
     shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple); q_full,

@@ -40,8 +40,9 @@ def _config(kernel: str, q, head_dim: int, p: AttnParams, sq: int, sk: int, tma_
                                                                                      sk, p.fp8),
                                  kernel == "fwd" and _three_warpgroups(q, head_dim, p, sq, sk),
                                  kernel == "fwd" and (sq % 128, sk % 128, p.window_left < 0, p.varlen), tma_possible,
-                                 # (what decisions.fwd_fp8_wide_blocks reads of the lengths and of q)
-                                 kernel == "fwd" and p.fp8 and (sk % 256, sk >= 2048, _tma_ok(q),
+                                 # (what decisions.fwd_fp8_wide_blocks and fwd_q16_early_wins read of
+                                 # the lengths and of q)
+                                 kernel == "fwd" and p.fp8 and (sk % 256, sk >= 2048, sk <= 2048, _tma_ok(q),
                                                                 decisions.positive_scale({}, p)),
                                  gluon_possible, fp8_inputs, os.environ.get("FA_CK_TRITON_CONFIG", ""))
     if key not in _CONFIGS:

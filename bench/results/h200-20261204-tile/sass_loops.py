@@ -74,7 +74,7 @@ def main(argv):
             break
     else:
         raise SystemExit(f"no row {row!r}")
-    print(f"| variant | loop | instructions | GMMA | MUFU | FMUL/FFMA/FADD | HFMA2/HADD2/HMUL2 | F2FP | BAR/SYNCS | outside wgmma loops |")
+    print("| variant | loop | instructions | GMMA | MUFU | FMUL/FFMA/FADD | HFMA2/HADD2/HMUL2 | F2FP | BAR/SYNCS | outside wgmma loops |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     first_loop = {}
     for vname, text in variants.items():

@@ -1321,8 +1321,8 @@ def test_q16_early_changes_no_bit(monkeypatch, seqlen, d, causal, schedule):
     one, not after their last QK^T): out and lse bit for bit those of the release after the last
     QK^T, on calls of ~8 tiles per persistent program (a Q overwritten while still read would
     show; with three programs ~340), full and causal (the diagonal first), whole and partial
-    blocks, Q through host-made descriptors or built on the device; d64 (off by default) asked
-    for. (An arrive missing would hang, not fail.)"""
+    blocks, Q through host-made descriptors or built on the device, d64 in 256-key blocks. (An
+    arrive missing would hang, not fail.)"""
     torch.manual_seed(0)
     launches = record_launches(monkeypatch, plans, gluon.fwd_gluon_kernel)
     q, k, v = (torch.randn(2, seqlen, 16, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))

@@ -251,7 +251,7 @@ def gluon_kernels():
                 yield f"fwd gluon f16-scores poly{emu} fp8e4nv d{d} {mode}", fwd_gluon_kernel, _gluon_sig(
                     fwd_gluon_kernel, f16e, {**pointers, **_descs(f8, bm, bn, bd), **q16,
                                              **(out_desc if f16e["TMA_STORE"] else {})}), f16e, cfg
-            # Q's 16-bit tile released the other way (Q16_EARLY: by default past d64, asked for or off)
+            # Q's 16-bit tile released the other way (Q16_EARLY: by default but on long d64 full calls)
             other = dict(f16s, EXP2_POLY=4, Q16_EARLY=not f16s["Q16_EARLY"])
             yield f"fwd gluon f16-scores poly4 q16-{'early' if other['Q16_EARLY'] else 'late'} fp8e4nv d{d} {mode}", \
                 fwd_gluon_kernel, _gluon_sig(fwd_gluon_kernel, other, {

@@ -379,9 +379,10 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue (Q16_EARLY: earlier, see below). PINGPONG:
     the two warpgroups take turns to issue their multiplies (my_turn / other_turn), so one's
-    softmax runs under the other's multiplies (FlashAttention-3's ping-pong); row0 0 starts. p_smem holds this warpgroup's P
-    for fp8 (unused otherwise). TMA_STORE: out leaves through o_smem as a TMA store (O_DESC, a
-    host-made descriptor like Q's), waited for only before the next tile's out is written.
+    softmax runs under the other's multiplies (FlashAttention-3's ping-pong); row0 0 starts.
+    p_smem holds this warpgroup's P for fp8 (unused otherwise). TMA_STORE: out leaves through
+    o_smem as a TMA store (O_DESC, a host-made descriptor like Q's), waited for only before the
+    next tile's out is written.
     shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple); q_full,
     q_empty: the barriers of this warpgroup's Q rows (192 queries: its own; else the tile's).
     Q_CONVERT (fp8): Q arrives 16-bit in q16_smem and this warpgroup rounds its rows into q_smem

@@ -28,7 +28,9 @@ POINTS = {"d128-S4k-full": (4, 4096, 16, False, 128), "d128-S4k-causal": (4, 409
           "d128-S8k-causal": (2, 8192, 16, True, 128), "d128-S2k-full": (8, 2048, 16, False, 128),
           "d64-S2k-full": (8, 2048, 16, False, 64), "d64-S1k-full": (16, 1024, 16, False, 64),
           "d64-S4k-causal": (4, 4096, 16, True, 64),
-          "nanogpt": (64, 1024, 12, True, 64)}          # (bench/kernels.py's training shape)
+          "nanogpt": (64, 1024, 12, True, 64),          # (bench/kernels.py's training shape)
+          # S4k with 66 heads: 1056 work units, 8 per program of 132 (the H200's SMs), no idle last round
+          "d128-S4k-full-h22": (3, 4096, 22, False, 128), "d128-S4k-causal-h22": (3, 4096, 22, True, 128)}
 STANDARD = ["d128-S4k-full", "d128-S4k-causal", "d128-S16k-full", "d128-S16k-causal", "d64-S4k-full"]
 
 

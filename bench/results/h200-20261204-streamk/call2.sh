@@ -1,4 +1,4 @@
-# Device call 2 of this folder (nvidia-h200), 2026-12-04 (fifteenth session): STREAM_K's first run.
+# Device call 2 of this folder (nvidia-h200), 2026-12-04 (fifteenth session): STREAM_K's first run (every unit split by key blocks: 8-28 % slower).
 # Its GPU test (tests/test_gluon_forward.py -k stream_k), then standing.py with STREAM_K asked on
 # beside main's defaults (STREAM_K off), SDPA cuDNN and flash in the same run.
 #   bash bench/results/h200-20261204-streamk/call2.sh [ROUNDS]      (from the repo root)

@@ -58,7 +58,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                                warpgroup_mma_wait)
 
 from .common import softmax_step, warpgroup_blocks
-from .forward_gluon_loads import _producer, _segment, _stream_range, _tile, _units
+from .forward_gluon_loads import _next_work, _producer, _stream_range, _tile, _units
 from .softmax_f16 import _f16_scores_fit, _f16_step, _fp8_operand_f16, _row_sum_f16
 from .gluon_common import (_acc_layout, _block_key, _invalidate_rings, _partition_barrier, _ring_barriers, _scores,
                            _store_out)
@@ -473,19 +473,20 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
     turns = 0
-    if STREAM_K:
-        g, end, unit_blocks = _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left, window_right, BLOCK_M,
-                                            BLOCK_N, MASK_LEFT, MASK_RIGHT)
-        while g < end:
-            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active, part = _segment(
-                g, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
-                MASK_LEFT, MASK_RIGHT, DIAG_FIRST)
+    if STREAM_K:      # (forward_gluon_loads._next_work: round-robin tiles, then pieces of the last units')
+        round_units, g, end, unit_blocks = _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left,
+                                                         window_right, BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+        s = 0
+        while (s < 2 * (round_units // gl.num_programs(0))) | (g < end):
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active, part, g = _next_work(
+                s, g, round_units, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right,
+                BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT, DIAG_FIRST)
             n_q, it, turns = _consumer_tile(
                 (b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active), part, n_q, it, turns,
                 q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shared, row0, MASK_LEFT,
                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_CONVERT,
                 LATE_SUM, F16_SCORES, EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, Q_REGS, True)
-            g += n_blocks
+            s += 1
     else:
         for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
             for second in range(TILES):

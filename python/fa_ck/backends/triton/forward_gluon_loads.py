@@ -61,47 +61,65 @@ def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.con
 @gluon.jit
 def _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left, window_right, BLOCK_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """STREAM_K: this program's share of the call's key blocks, [start, end) in the order of the
-    units (every unit a pair of query blocks weighing unit_blocks key blocks, the same for all:
-    decisions.fwd_stream_k), as even as whole blocks allow; and unit_blocks."""
+    """STREAM_K: (round_units, start, end, unit_blocks). Units below round_units go round-robin as
+    without STREAM_K (program p: p, p + P, ...; the programs then work on neighbouring units, whose
+    K and V stay in L2: a split of all units, each program's a run of its own, read every head's K
+    and V at once and ran 8-28 % slower, h200-20261204-streamk call 2); the rest, the last one to
+    two rounds, are split by key blocks: this program's share [start, end) of them, counted from
+    the first block of unit round_units, as even as whole blocks allow. Every unit weighs
+    unit_blocks key blocks (decisions.fwd_stream_k)."""
     n_0 = _tile(0, 0, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False,
                 MASK_LEFT, MASK_RIGHT, True)[10]
     n_1 = _tile(0, 1, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False,
                 MASK_LEFT, MASK_RIGHT, True)[10]
     unit_blocks = n_0 + n_1
-    total = _units(seqlen_q, batch, num_heads, BLOCK_M, True) * unit_blocks
+    units = _units(seqlen_q, batch, num_heads, BLOCK_M, True)
     programs = gl.num_programs(0)
     pid = gl.program_id(0)
+    round_units = (units // programs - 1) * programs
+    total = (units - round_units) * unit_blocks
     share = total // programs
     extra = total % programs
     start = pid * share + gl.minimum(pid, extra)
-    return start, start + share + (pid < extra).to(gl.int32), unit_blocks
+    return round_units, start, start + share + (pid < extra).to(gl.int32), unit_blocks
 
 
 @gluon.jit
-def _segment(g, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M: gl.constexpr,
-             BLOCK_N: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, DIAG_FIRST: gl.constexpr):
-    """STREAM_K: the tile that key block g (of _stream_range's order) falls in, from g on to its
-    last block or to end: _tile's tuple with lo and n_blocks those of the segment (blocks j0 to j1
-    of the tile's n, in the order they stream: _block_key), then part: 0 the whole tile, 1 its
-    first blocks (this program finishes the tile: it merges the rest, which the next program
-    computed first), 2 its last blocks (left as a partial result for the program before)."""
-    u = g // unit_blocks
-    o = g - u * unit_blocks
-    n_0 = _tile(u, 0, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False,
-                MASK_LEFT, MASK_RIGHT, True)[10]
-    second = (o >= n_0).to(gl.int32)
+def _next_work(s, g, round_units, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right,
+               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+               DIAG_FIRST: gl.constexpr):
+    """STREAM_K: this program's s-th piece of work, from key block g of the split units on (see
+    _stream_range): _tile's tuple (lo and n_blocks those of the piece), part, and g past it. While
+    round-robin units remain, a whole tile (part 0); then the split units' blocks from g to the end
+    of g's tile or to end: blocks j0 to j1 of the tile's n, in the order they stream (_block_key),
+    part 0 the whole tile, 1 its first blocks (this program finishes the tile: it merges the rest,
+    which the next program computed first), 2 its last blocks (left as a partial result)."""
+    if s < 2 * (round_units // gl.num_programs(0)):
+        u = gl.program_id(0) + (s // 2) * gl.num_programs(0)
+        second = s % 2
+        o = 0
+        n_0 = 0
+        stop = g + (1 << 30)      # (no end: the whole tile)
+    else:
+        u = round_units + g // unit_blocks
+        o = g - (u - round_units) * unit_blocks
+        n_0 = _tile(u, 0, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False,
+                    MASK_LEFT, MASK_RIGHT, True)[10]
+        second = (o >= n_0).to(gl.int32)
+        stop = end
     b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
         u, second, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False, MASK_LEFT,
         MASK_RIGHT, True)
     j0 = o - second * n_0
-    j1 = gl.minimum(n_blocks, j0 + (end - g))
-    if DIAG_FIRST:      # (blocks stream last to first: the segment's keys lie below the tile's end)
+    j1 = gl.minimum(n_blocks, j0 + (stop - g))
+    if DIAG_FIRST:      # (blocks stream last to first: the piece's keys lie below the tile's end)
         lo = lo + (n_blocks - j1) * BLOCK_N
     else:
         lo = lo + j0 * BLOCK_N
     part = gl.where(j0 > 0, 2, gl.where(j1 < n_blocks, 1, 0))
-    return b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, j1 - j0, active, part
+    if s >= 2 * (round_units // gl.num_programs(0)):
+        g = g + (j1 - j0)
+    return b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, j1 - j0, active, part, g
 
 
 @gluon.jit
@@ -192,15 +210,16 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
     n_neg = 0                                  # of them negated (NEG_Q)
     it = 0                                     # K/V blocks streamed
     if STREAM_K:
-        g, end, unit_blocks = _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left, window_right, BLOCK_M,
-                                            BLOCK_N, MASK_LEFT, MASK_RIGHT)
-        while g < end:
-            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active, part = _segment(
-                g, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
-                MASK_LEFT, MASK_RIGHT, DIAG_FIRST)
+        round_units, g, end, unit_blocks = _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left,
+                                                         window_right, BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+        s = 0
+        while (s < 2 * (round_units // gl.num_programs(0))) | (g < end):
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active, part, g = _next_work(
+                s, g, round_units, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right,
+                BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT, DIAG_FIRST)
             n_q, n_neg, it = _load_tile(loads, SMEM_Q, SMEM_KV, SMEM_V, FP8, HOST_DESC, P_REGS, DIAG_FIRST, NEG_Q, b, h,
                                         m0, q_start, k_start, sq, sk, lo, n_blocks, n_q, n_neg, it)
-            g += n_blocks
+            s += 1
     else:
         for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
             for second in range(TILES):

@@ -214,7 +214,6 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
     fp8 = dict(FP8=False, P_SCALE=1.0)
     p_regs = fp8_inputs = False
     buffers = ()
-    stream_k_bytes = 0
     qk_max = 0.0                                          # (q's and k's quantised max: the format's)
     if p.fp8:
         # which kernel runs depends on the fp8 tensors it reads, which exist (fa_ck's buffers) before
@@ -247,15 +246,12 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
                 buffers = (work,)
             else:
                 v = quantize.keys_contiguous(caller_v)
-        else:
-            # STREAM_K's partial results and flags: the workspace's last bytes (launch_gluon.stream_k_parts)
-            stream_k_bytes = launch_gluon.stream_k_bytes(q, k, v, p, chosen, sq, sk, b, hq, d)
-            if not q_convert or stream_k_bytes:
-                # q8 too, or room for STREAM_K: a workspace with it, the first (nothing written into it
-                # yet) let go before it is made, so that the slow path's peak holds one (views of it
-                # kept here had held both: h200-20261204-descales call 1)
-                del buffers, fp8_q, fp8_k, fp8_v
-                buffers = quantize.fp8_buffers(q, k, v, with_q8=not q_convert, extra_bytes=stream_k_bytes)
+        elif not q_convert:
+            # q8 too: a workspace with room for it, the first (nothing written into it yet) let go
+            # before it is made, so that the slow path's peak holds one (views of it kept here had
+            # held both: h200-20261204-descales call 1)
+            del buffers, fp8_q, fp8_k, fp8_v
+            buffers = quantize.fp8_buffers(q, k, v)
         # F16_SCORES (where decided): q and k quantised to 16, so that the kernel's f16 sums of scores
         # cannot overflow (the kernel then rounds q to 16 too: qk_max reaches it through run)
         qk_max = configs.F16_SCORES_QK_MAX if decisions.fwd_f16_scores(chosen, q_convert and not fp8_inputs, sq, sk,
@@ -275,8 +271,7 @@ def _launch_forward(q, k, v, out, lse, p: AttnParams) -> tuple:
             raise AssertionError("fp8: q was left 16-bit for the Gluon kernel (Q_CONVERT), not this one")
         if cfg.get("GLUON"):
             return launch_gluon._forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p, cfg, sq, sk, hq, hkv, b,
-                                               d, scal, fp8["P_SCALE"], qk_max,
-                                               buffers[-1][-stream_k_bytes:] if stream_k_bytes else None)
+                                               d, scal, fp8["P_SCALE"], qk_max)
         if p.fp8:
             cfg = configs.for_fp8(cfg)
         if cfg["TMA"]:

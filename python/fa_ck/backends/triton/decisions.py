@@ -271,35 +271,3 @@ def fwd_whole_blocks(sq: int, sk: int, bm: int, bn: int, window_left: int, windo
     diag_first = even_n and bm == 128 and (bn == 128 or (bn == 64 and not pingpong)) and sq % bm == 0 \
         and window_left < 0 and window_right == 0 and (not fp8 or fp8_diag_first)
     return even_n, diag_first
-
-
-def fwd_stream_k(cfg: dict, p, sq: int, sk: int, batch: int, heads: int, programs: int, host_desc: bool) -> bool:
-    """STREAM_K for the Gluon forward (forward_gluon_loads._stream_range): the persistent programs
-    split the call's key blocks evenly, a tile cut between two of them merged by the first
-    (forward_gluon._merge_partial), so the last round leaves no SM idle. Where the kernel's
-    bookkeeping holds: persistent programs on host-made descriptors, 128 queries per tile, no
-    PINGPONG, not varlen; every unit (a pair of query blocks, forward_gluon_loads._tile) the same
-    number of key blocks, no window but a causal one streaming its diagonal first in blocks of 128
-    keys or more (so both warpgroups read all of a tile's blocks); more units than programs, each
-    program's share at least two of the largest tiles (a tile is cut once at most, and a program's
-    first and last tiles differ). h200-20261204-streamk call 1 measured what it may gain: d128 S4k
-    at 3 x 22 heads (8 units per program) against 4 x 16 (7.76): TFLOP/s +2.3 % full, +3.3 % causal."""
-    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    if not (cfg.get("STREAM_K") and cfg.get("PERSISTENT") and host_desc and bm == 128 and not cfg.get("PINGPONG")
-            and not p.varlen and programs > 0):
-        return False
-    even_n, diag_first = fwd_whole_blocks(sq, sk, bm, bn, p.window_left, p.window_right, p.varlen, p.fp8,
-                                          False, bool(cfg.get("FP8_DIAG_FIRST")))
-    n_m = -(-sq // bm)
-    if n_m % 2 or not ((p.window_left < 0 and p.window_right < 0) or (diag_first and bn >= 128)):
-        return False
-    if p.window_right < 0:
-        blocks = [-(-sk // bn)] * n_m
-    else:           # (forward_gluon_loads._tile's key_blocks, causal: from key 0 to the diagonal's end)
-        blocks = [-(-min(max(m0 + bm + sk - sq, 0), sk) // bn) for m0 in range(0, n_m * bm, bm)]
-    pairs = {blocks[n_m - 1 - k] + blocks[k] for k in range(n_m // 2)}
-    if len(pairs) != 1:
-        return False
-    units = batch * heads * (n_m // 2)
-    total = units * pairs.pop()
-    return units > programs and total // programs >= 2 * max(blocks) and total < 2 ** 31

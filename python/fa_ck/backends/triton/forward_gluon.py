@@ -58,7 +58,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                                warpgroup_mma_wait)
 
 from .common import softmax_step, warpgroup_blocks
-from .forward_gluon_loads import _next_work, _producer, _stream_range, _tile, _units
+from .forward_gluon_loads import _producer, _tile, _units
 from .softmax_f16 import _f16_scores_fit, _f16_step, _fp8_operand_f16, _row_sum_f16
 from .gluon_common import (_acc_layout, _block_key, _invalidate_rings, _partition_barrier, _ring_barriers, _scores,
                            _store_out)
@@ -367,74 +367,6 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
 
 @gluon.jit
-def _partial_slot(SK_WS, slot, wg, acc):
-    """Where program `slot`'s partial result for warpgroup wg's rows lies in SK_WS: acc (ROWS,
-    BLOCK_D) row by row, then the row maxima, then the row sums (fp32)."""
-    ROWS: gl.constexpr = acc.shape[0]
-    BLOCK_D: gl.constexpr = acc.shape[1]
-    return SK_WS + (slot * 2 + wg).to(gl.int64) * (ROWS * BLOCK_D + 2 * ROWS)
-
-
-@gluon.constexpr_function
-def _thread_layout(num_warps):
-    """One element per thread of the partition."""
-    return gl.BlockedLayout([1], [32], [num_warps], [0])
-
-
-@gluon.jit
-def _flags_of(SK_FLAGS, slot, wg):
-    """The partial result's flag, one pointer per thread of the warpgroup (each releases or acquires it)."""
-    return SK_FLAGS + slot * 2 + wg + gl.zeros([32 * gl.num_warps()], gl.int32, _thread_layout(gl.num_warps()))
-
-
-@gluon.jit
-def _put_partial(SK_WS, SK_FLAGS, slot, wg, acc, m_i, l_i):
-    """STREAM_K: this warpgroup's partial result of a tile's last blocks (acc unnormalised, row max,
-    row sum) into slot; then each thread adds 1 to its flag with release semantics, so a reader that
-    sees the warpgroup's count sees every value written (_merge_partial)."""
-    ROWS: gl.constexpr = acc.shape[0]
-    BLOCK_D: gl.constexpr = acc.shape[1]
-    row_o: gl.constexpr = gl.SliceLayout(1, acc.type.layout)
-    at = _partial_slot(SK_WS, slot, wg, acc)
-    rows = gl.arange(0, ROWS, layout=row_o)
-    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, acc.type.layout))
-    gl.store(at + rows[:, None] * BLOCK_D + cols[None, :], acc)
-    gl.store(at + ROWS * BLOCK_D + rows, m_i)
-    gl.store(at + ROWS * BLOCK_D + ROWS + rows, l_i)
-    flags = _flags_of(SK_FLAGS, slot, wg)
-    one = gl.full([32 * gl.num_warps()], 1.0, gl.float32, _thread_layout(gl.num_warps()))
-    gl.atomic_add(flags, one, sem="release", scope="gpu")
-
-
-@gluon.jit
-def _merge_partial(SK_WS, SK_FLAGS, slot, wg, acc, m_i, l_i, tile_scale_log2, RAW_MAX: gl.constexpr):
-    """STREAM_K: this warpgroup's result of a tile's first blocks merged with the partial result
-    program `slot` left of its last blocks (_put_partial), waited for first: that program computed
-    them at its start, so the wait is for a flag set long before. Row maxima of raw scores (RAW_MAX)
-    are rescaled by the tile's scale."""
-    ROWS: gl.constexpr = acc.shape[0]
-    BLOCK_D: gl.constexpr = acc.shape[1]
-    row_o: gl.constexpr = gl.SliceLayout(1, acc.type.layout)
-    flags = _flags_of(SK_FLAGS, slot, wg)
-    zero = gl.zeros([32 * gl.num_warps()], gl.float32, _thread_layout(gl.num_warps()))
-    seen = gl.atomic_add(flags, zero, sem="acquire", scope="gpu")
-    while gl.min(seen, 0) < 32 * gl.num_warps():
-        seen = gl.atomic_add(flags, zero, sem="acquire", scope="gpu")
-    at = _partial_slot(SK_WS, slot, wg, acc)
-    rows = gl.arange(0, ROWS, layout=row_o)
-    cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, acc.type.layout))
-    acc_2 = gl.load(at + rows[:, None] * BLOCK_D + cols[None, :])
-    m_2 = gl.load(at + ROWS * BLOCK_D + rows)
-    l_2 = gl.load(at + ROWS * BLOCK_D + ROWS + rows)
-    m_new = gl.maximum(m_i, m_2)
-    scale = tile_scale_log2 if RAW_MAX else 1.0
-    # (a part that saw no key has row max -inf: weight 0, also where both did, never NaN)
-    alpha_1 = gl.where(m_i == float("-inf"), 0.0, gl.exp2((m_i - m_new) * scale))
-    alpha_2 = gl.where(m_2 == float("-inf"), 0.0, gl.exp2((m_2 - m_new) * scale))
-    return acc * alpha_1[:, None] + acc_2 * alpha_2[:, None], m_new, l_i * alpha_1 + l_2 * alpha_2
-
-
-@gluon.jit
 def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr,
               VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
@@ -442,7 +374,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
               EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
-              Q16_EARLY: gl.constexpr = False, STREAM_K: gl.constexpr = False):
+              Q16_EARLY: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue (Q16_EARLY: earlier, see below). PINGPONG:
@@ -459,10 +391,15 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     own), so the producer's next Q, and the K and V after it, wait for no QK^T."""
     k_smem, v_smem, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, \
         stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, \
-        num_heads, group, head_dim, scale_log2, window_left, window_right, SK_WS, SK_FLAGS = shared
+        num_heads, group, head_dim, scale_log2, window_left, window_right = shared
+    ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
+    dtype: gl.constexpr = q_smem.dtype
+    out_dtype: gl.constexpr = O.dtype.element_ty
+    o_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     # Q in registers for QK^T (_attend): up to d64 in 128-query tiles, 16-bit, raw row max, where it
     # spills nothing; h200-20261202-kvregs call 2 (GPU time, same run): d64 S1024 full +3 %, causal and
     # nanoGPT's shape +1 %. At d128 full +0.2-0.6 %, causal -3.7 % (8 bytes of spills); 192-query
@@ -473,168 +410,116 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
     turns = 0
-    if STREAM_K:      # (forward_gluon_loads._next_work: round-robin tiles, then pieces of the last units')
-        round_units, g, end, unit_blocks = _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left,
-                                                         window_right, BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-        s = 0
-        while (s < 2 * (round_units // gl.num_programs(0))) | (g < end):
-            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active, part, g = _next_work(
-                s, g, round_units, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-                BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT, DIAG_FIRST)
-            n_q, it, turns = _consumer_tile(
-                (b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active), part, n_q, it, turns,
-                q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shared, row0, MASK_LEFT,
-                MASK_RIGHT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, EVEN_N, DIAG_FIRST, Q_CONVERT,
-                LATE_SUM, F16_SCORES, EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, Q_REGS, True)
-            s += 1
-    else:
-        for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
-            for second in range(TILES):
-                tile = _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M,
-                             BLOCK_N, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
-                n_q, it, turns = _consumer_tile(
-                    tile, 0, n_q, it, turns, q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn,
-                    shared, row0, MASK_LEFT, MASK_RIGHT, PINGPONG, P_SCALE, FP8, TMA_STORE, RAW_MAX, P_REGS, EVEN_N,
-                    DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES, EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, Q_REGS, False)
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
+        for second in range(TILES):
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
+                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
+            if active:
+                m0 = m0 + row0
+                b64 = b.to(gl.int64)
+                out_scale = 1.0
+                q_scale = 1.0                 # (Q_CONVERT's)
+                tile_scale_log2 = scale_log2
+                if FP8:     # descales folded as in forward.py
+                    hk = (h // group).to(gl.int64)
+                    if Q_CONVERT:
+                        # (QK_MAX: e4m3fn's max, or 16 for F16_SCORES, as quantize_kernel scaled k)
+                        q_scale, q_descale = _q_scales(QD, b64 * stride_qdb + h, QK_MAX)
+                    else:
+                        q_descale = gl.load(QD + b64 * stride_qdb + h)
+                    tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
+                    if RAW_MAX:     # scale_log2 > 0 (host._raw_max)
+                        if not Q_CONVERT:     # a caller's descales, of any sign: a negative product
+                            # is taken as (-q).k times its magnitude (the producer negates the rows)
+                            tile_scale_log2 = gl.abs(tile_scale_log2)
+                        # kept a normal float, as -inf times a product flushed to 0 would be NaN
+                        # (the scores are ~0 then anyway)
+                        tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
+                    out_scale = gl.load(VD + b64 * stride_kdb + hk)     # (P_SCALE cancels: in l_i too)
+                if n_blocks > 0:
+                    n_mine = n_blocks
+                    if MASK_LEFT or MASK_RIGHT:
+                        # This warpgroup's own rows against the tile's blocks: with 64 keys per block
+                        # the diagonal's first block is whole for the second warpgroup (no mask),
+                        # and its second one hidden from the first warpgroup (released unread).
+                        full_lo, full_hi, n_wg = _warpgroup_blocks(m0, lo, n_blocks, sq, sk, window_left,
+                                                                   window_right, ROWS, BLOCK_N, MASK_LEFT, MASK_RIGHT)
+                        if not PINGPONG:      # (the turns are taken block by block by both warpgroups)
+                            n_mine = n_wg
+                    mbarrier.wait(q_full, n_q & 1)
+                    if Q_CONVERT:
+                        _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
+                        if Q16_EARLY:         # 16-bit Q read: the producer may load the next tile's
+                            mbarrier.arrive(q_empty, count=1)     # now, under this one
+                    first = it
+                    if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
+                        _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
+                        first = it + n_blocks - n_mine
+                    if F16_SCORES and not F16_WIDE:     # (the wide f16 loop where a scaled score could
+                        wide = not _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)    # leave f16's range)
+                    else:
+                        wide: gl.constexpr = F16_WIDE
+                    if wide:
+                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
+                                                v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
+                                                turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
+                                                MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True,
+                                                Q16_EARLY)
+                    else:
+                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
+                                                v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
+                                                turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
+                                                MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
+                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, False,
+                                                Q16_EARLY)
+                    if not DIAG_FIRST:
+                        _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
+                    n_q += 1
+                    it += n_blocks
+                    turns += n_blocks + 1
+                else:
+                    acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
+                    m_i = gl.full([ROWS], float("-inf"), gl.float32, row_o)
+                    l_i = gl.zeros([ROWS], gl.float32, row_o)
+                empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
+                inv_l = gl.where(empty, 0.0, out_scale / gl.where(empty, 1.0, l_i))
+                out = acc * inv_l[:, None]
+                # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows *
+                # stride passes 2^31 in tensors of more than 2^31 elements)
+                rows = gl.arange(0, ROWS, layout=row_o)       # made here: no registers held across the loop
+                cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
+                if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
+                    tma.store_wait(0)                 # the last tile's out has left o_smem
+                    _partition_barrier()              # (the wait is the issuing thread's)
+                    out = out.to(out_dtype)
+                    if o_smem.shape[1] == BLOCK_D:
+                        _store_out(O_DESC, o_smem, out, b, h, m0, 0)
+                    else:       # a staging tile half as wide (past d128): out leaves in two halves
+                        left, right = gl.split(out.reshape([ROWS, 2, BLOCK_D // 2]).permute((0, 2, 1)))
+                        _store_out(O_DESC, o_smem, left, b, h, m0, 0)
+                        tma.store_wait(0)
+                        _partition_barrier()          # (the wait is the issuing thread's)
+                        _store_out(O_DESC, o_smem, right, b, h, m0, BLOCK_D // 2)
+                else:
+                    ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
+                    o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
+                    gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
+                if RAW_MAX:
+                    m_i = m_i * tile_scale_log2
+                log2_l = gl.log2(gl.where(empty, 1.0, l_i))
+                if FP8:
+                    log2_l = log2_l - _log2(P_SCALE)      # l_i sums P times P_SCALE
+                lse = gl.where(empty, float("-inf"), (m_i + log2_l) * 0.6931471805599453)
+                lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
+                gl.store(lse_rows + rows, lse, mask=m0 + rows < sq)
     if TMA_STORE:
         tma.store_wait(0)
 
 
 @gluon.jit
-def _consumer_tile(tile, part, n_q, it, turns, q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn,
-                   shared, row0: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                   PINGPONG: gl.constexpr, P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr,
-                   RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
-                   Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr,
-                   QK_MAX: gl.constexpr, F16_WIDE: gl.constexpr, Q16_EARLY: gl.constexpr, Q_REGS: gl.constexpr,
-                   STREAM_K: gl.constexpr):
-    """_consumer's work for one tile (_tile's tuple), or STREAM_K a segment of one (part: see
-    _segment): its rows of the tile against the tile's blocks, then out and lse (part 1: first
-    merged with the next program's partial result; part 2: left as this program's partial result,
-    no out). Returns (n_q, it, turns) counted on."""
-    k_smem, v_smem, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, \
-        stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, \
-        num_heads, group, head_dim, scale_log2, window_left, window_right, SK_WS, SK_FLAGS = shared
-    b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = tile
-    ROWS: gl.constexpr = q_smem.shape[0]
-    BLOCK_D: gl.constexpr = q_smem.shape[1]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    out_dtype: gl.constexpr = O.dtype.element_ty
-    o_layout: gl.constexpr = _acc_layout(BLOCK_D, q_smem.dtype)
-    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    if active:
-        m0 = m0 + row0
-        b64 = b.to(gl.int64)
-        out_scale = 1.0
-        q_scale = 1.0                 # (Q_CONVERT's)
-        tile_scale_log2 = scale_log2
-        if FP8:     # descales folded as in forward.py
-            hk = (h // group).to(gl.int64)
-            if Q_CONVERT:
-                # (QK_MAX: e4m3fn's max, or 16 for F16_SCORES, as quantize_kernel scaled k)
-                q_scale, q_descale = _q_scales(QD, b64 * stride_qdb + h, QK_MAX)
-            else:
-                q_descale = gl.load(QD + b64 * stride_qdb + h)
-            tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
-            if RAW_MAX:     # scale_log2 > 0 (host._raw_max)
-                if not Q_CONVERT:     # a caller's descales, of any sign: a negative product
-                    # is taken as (-q).k times its magnitude (the producer negates the rows)
-                    tile_scale_log2 = gl.abs(tile_scale_log2)
-                # kept a normal float, as -inf times a product flushed to 0 would be NaN
-                # (the scores are ~0 then anyway)
-                tile_scale_log2 = gl.maximum(tile_scale_log2, 1.1754943508222875e-38)
-            out_scale = gl.load(VD + b64 * stride_kdb + hk)     # (P_SCALE cancels: in l_i too)
-        if n_blocks > 0:
-            n_mine = n_blocks
-            if MASK_LEFT or MASK_RIGHT:
-                # This warpgroup's own rows against the tile's blocks: with 64 keys per block
-                # the diagonal's first block is whole for the second warpgroup (no mask),
-                # and its second one hidden from the first warpgroup (released unread).
-                full_lo, full_hi, n_wg = _warpgroup_blocks(m0, lo, n_blocks, sq, sk, window_left,
-                                                           window_right, ROWS, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-                if not PINGPONG:      # (the turns are taken block by block by both warpgroups)
-                    n_mine = n_wg
-            mbarrier.wait(q_full, n_q & 1)
-            if Q_CONVERT:
-                _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
-                if Q16_EARLY:         # 16-bit Q read: the producer may load the next tile's
-                    mbarrier.arrive(q_empty, count=1)     # now, under this one
-            first = it
-            if DIAG_FIRST:      # the blocks this warpgroup cannot see stream first (64-key blocks)
-                _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
-                first = it + n_blocks - n_mine
-            if F16_SCORES and not F16_WIDE:     # (the wide f16 loop where a scaled score could
-                wide = not _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)    # leave f16's range)
-            else:
-                wide: gl.constexpr = F16_WIDE
-            if wide:
-                acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
-                                        v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
-                                        turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
-                                        MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                        DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True,
-                                        Q16_EARLY)
-            else:
-                acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
-                                        v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
-                                        turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
-                                        MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                        DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, False,
-                                        Q16_EARLY)
-            if not DIAG_FIRST:
-                _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
-            n_q += 1
-            it += n_blocks
-            turns += n_blocks + 1
-        else:
-            acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
-            m_i = gl.full([ROWS], float("-inf"), gl.float32, row_o)
-            l_i = gl.zeros([ROWS], gl.float32, row_o)
-        write_out = True
-        if STREAM_K:      # a tile split between this program and the next (see _segment's part)
-            if part == 1:
-                acc, m_i, l_i = _merge_partial(SK_WS, SK_FLAGS, gl.program_id(0) + 1, row0 // ROWS, acc, m_i, l_i,
-                                               tile_scale_log2, RAW_MAX)
-            if part == 2:
-                _put_partial(SK_WS, SK_FLAGS, gl.program_id(0), row0 // ROWS, acc, m_i, l_i)
-            write_out = part != 2
-        if write_out:
-            empty = l_i == 0.0                       # the row saw no key: out 0, lse -inf
-            inv_l = gl.where(empty, 0.0, out_scale / gl.where(empty, 1.0, l_i))
-            out = acc * inv_l[:, None]
-            # int64 base at this warpgroup's first row, 32-bit offsets within the tile (rows *
-            # stride passes 2^31 in tensors of more than 2^31 elements)
-            rows = gl.arange(0, ROWS, layout=row_o)       # made here: no registers held across the loop
-            cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
-            if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
-                tma.store_wait(0)                 # the last tile's out has left o_smem
-                _partition_barrier()              # (the wait is the issuing thread's)
-                out = out.to(out_dtype)
-                if o_smem.shape[1] == BLOCK_D:
-                    _store_out(O_DESC, o_smem, out, b, h, m0, 0)
-                else:       # a staging tile half as wide (past d128): out leaves in two halves
-                    left, right = gl.split(out.reshape([ROWS, 2, BLOCK_D // 2]).permute((0, 2, 1)))
-                    _store_out(O_DESC, o_smem, left, b, h, m0, 0)
-                    tma.store_wait(0)
-                    _partition_barrier()          # (the wait is the issuing thread's)
-                    _store_out(O_DESC, o_smem, right, b, h, m0, BLOCK_D // 2)
-            else:
-                ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
-                o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
-                gl.store(o_rows + rows[:, None] * stride_os + cols[None, :], out.to(out_dtype), mask=ok)
-            if RAW_MAX:
-                m_i = m_i * tile_scale_log2
-            log2_l = gl.log2(gl.where(empty, 1.0, l_i))
-            if FP8:
-                log2_l = log2_l - _log2(P_SCALE)      # l_i sums P times P_SCALE
-            lse = gl.where(empty, float("-inf"), (m_i + log2_l) * 0.6931471805599453)
-            lse_rows = LSE + b64 * stride_lb + h.to(gl.int64) * stride_lh + q_start + m0
-            gl.store(lse_rows + rows, lse, mask=m0 + rows < sq)
-    return n_q, it, turns
-
-
-@gluon.jit
-def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, SK_WS, SK_FLAGS,
+def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                      stride_vb, stride_vs, stride_vh, stride_vd, stride_ob, stride_os, stride_oh,
                      stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group,
@@ -648,7 +533,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, SK_WS, SK_
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
-                     F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False, STREAM_K: gl.constexpr = False):
+                     F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -691,8 +576,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, SK_WS, SK_
                      "EXP2_POLY: 2 or 4, with F16_SCORES")
     gl.static_assert(not F16_WIDE or F16_SCORES, "F16_WIDE: with F16_SCORES")
     gl.static_assert(not Q16_EARLY or Q_CONVERT, "Q16_EARLY: with Q_CONVERT")
-    gl.static_assert(not STREAM_K or (PERSISTENT and not VARLEN and not PINGPONG and BLOCK_M == 128),
-                     "STREAM_K: persistent, not varlen, no PINGPONG, 128 queries")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -764,7 +647,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, SK_WS, SK_
     # assigned to a name holds values)
     shared = (k_smem, v_smem, k_full, v_full, k_empty, v_empty, O, O_DESC, LSE, CU_Q, CU_K, QD, KD,
               VD, stride_ob, stride_os, stride_oh, stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k,
-              batch, num_heads, group, head_dim, scale_log2, window_left, window_right, SK_WS, SK_FLAGS)
+              batch, num_heads, group, head_dim, scale_log2, window_left, window_right)
     loads = (Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
              stride_vs, stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left,
              window_right, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, QD, KD,
@@ -774,13 +657,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, SK_WS, SK_
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, STREAM_K)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, STREAM_K)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q, STREAM_K)),
+                         P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])
     else:
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for

@@ -59,70 +59,6 @@ def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.con
 
 
 @gluon.jit
-def _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left, window_right, BLOCK_M: gl.constexpr,
-                  BLOCK_N: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
-    """STREAM_K: (round_units, start, end, unit_blocks). Units below round_units go round-robin as
-    without STREAM_K (program p: p, p + P, ...; the programs then work on neighbouring units, whose
-    K and V stay in L2: a split of all units, each program's a run of its own, read every head's K
-    and V at once and ran 8-28 % slower, h200-20261204-streamk call 2); the rest, the last one to
-    two rounds, are split by key blocks: this program's share [start, end) of them, counted from
-    the first block of unit round_units, as even as whole blocks allow. Every unit weighs
-    unit_blocks key blocks (decisions.fwd_stream_k)."""
-    n_0 = _tile(0, 0, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False,
-                MASK_LEFT, MASK_RIGHT, True)[10]
-    n_1 = _tile(0, 1, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False,
-                MASK_LEFT, MASK_RIGHT, True)[10]
-    unit_blocks = n_0 + n_1
-    units = _units(seqlen_q, batch, num_heads, BLOCK_M, True)
-    programs = gl.num_programs(0)
-    pid = gl.program_id(0)
-    round_units = (units // programs - 1) * programs
-    total = (units - round_units) * unit_blocks
-    share = total // programs
-    extra = total % programs
-    start = pid * share + gl.minimum(pid, extra)
-    return round_units, start, start + share + (pid < extra).to(gl.int32), unit_blocks
-
-
-@gluon.jit
-def _next_work(s, g, round_units, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-               DIAG_FIRST: gl.constexpr):
-    """STREAM_K: this program's s-th piece of work, from key block g of the split units on (see
-    _stream_range): _tile's tuple (lo and n_blocks those of the piece), part, and g past it. While
-    round-robin units remain, a whole tile (part 0); then the split units' blocks from g to the end
-    of g's tile or to end: blocks j0 to j1 of the tile's n, in the order they stream (_block_key),
-    part 0 the whole tile, 1 its first blocks (this program finishes the tile: it merges the rest,
-    which the next program computed first), 2 its last blocks (left as a partial result)."""
-    if s < 2 * (round_units // gl.num_programs(0)):
-        u = gl.program_id(0) + (s // 2) * gl.num_programs(0)
-        second = s % 2
-        o = 0
-        n_0 = 0
-        stop = g + (1 << 30)      # (no end: the whole tile)
-    else:
-        u = round_units + g // unit_blocks
-        o = g - (u - round_units) * unit_blocks
-        n_0 = _tile(u, 0, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False,
-                    MASK_LEFT, MASK_RIGHT, True)[10]
-        second = (o >= n_0).to(gl.int32)
-        stop = end
-    b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
-        u, second, 0, 0, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N, False, MASK_LEFT,
-        MASK_RIGHT, True)
-    j0 = o - second * n_0
-    j1 = gl.minimum(n_blocks, j0 + (stop - g))
-    if DIAG_FIRST:      # (blocks stream last to first: the piece's keys lie below the tile's end)
-        lo = lo + (n_blocks - j1) * BLOCK_N
-    else:
-        lo = lo + j0 * BLOCK_N
-    part = gl.where(j0 > 0, 2, gl.where(j1 < n_blocks, 1, 0))
-    if s >= 2 * (round_units // gl.num_programs(0)):
-        g = g + (j1 - j0)
-    return b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, j1 - j0, active, part, g
-
-
-@gluon.jit
 def _copy_q(desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, FOUR_D: gl.constexpr):
     """Q's n_q-th tile from row m0 into q_smem once its consumers are done with the last one
     (q_empty): one TMA box (part 0), or for 192 queries (three consumer warpgroups; a box's rows
@@ -188,7 +124,7 @@ def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, nega
 def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              NEG_Q: gl.constexpr, STREAM_K: gl.constexpr = False):
+              NEG_Q: gl.constexpr):
     """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
     (Q16_EARLY: once both have rounded its Q; 192 queries: per warpgroup, the third's after the
     tile's first blocks), then K_j and V_j
@@ -204,99 +140,71 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
         stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right, \
         q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, QD, KD, stride_qdb, stride_kdb, \
         q_landed = loads
+    BLOCK_D: gl.constexpr = q_smem.shape[-1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
+    NUM_BUF: gl.constexpr = k_smem.shape[0]
     TILES: gl.constexpr = 2 if PERSISTENT else 1
     n_q = 0                                    # Q tiles loaded
     n_neg = 0                                  # of them negated (NEG_Q)
     it = 0                                     # K/V blocks streamed
-    if STREAM_K:
-        round_units, g, end, unit_blocks = _stream_range(seqlen_q, seqlen_k, batch, num_heads, window_left,
-                                                         window_right, BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-        s = 0
-        while (s < 2 * (round_units // gl.num_programs(0))) | (g < end):
-            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active, part, g = _next_work(
-                s, g, round_units, end, unit_blocks, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-                BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT, DIAG_FIRST)
-            n_q, n_neg, it = _load_tile(loads, SMEM_Q, SMEM_KV, SMEM_V, FP8, HOST_DESC, P_REGS, DIAG_FIRST, NEG_Q, b, h,
-                                        m0, q_start, k_start, sq, sk, lo, n_blocks, n_q, n_neg, it)
-            s += 1
-    else:
-        for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
-            for second in range(TILES):
-                b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
-                    u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M,
-                    BLOCK_N, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
-                n_q, n_neg, it = _load_tile(loads, SMEM_Q, SMEM_KV, SMEM_V, FP8, HOST_DESC, P_REGS, DIAG_FIRST, NEG_Q,
-                                            b, h, m0, q_start, k_start, sq, sk, lo, n_blocks, n_q, n_neg, it)
-
-
-@gluon.jit
-def _load_tile(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, FP8: gl.constexpr,
-               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, DIAG_FIRST: gl.constexpr, NEG_Q: gl.constexpr, b, h, m0,
-               q_start, k_start, sq, sk, lo, n_blocks, n_q, n_neg, it):
-    """_producer's work for one tile (b, h, m0) and its n_blocks key blocks from lo: its Q, then its
-    K and V through the rings. Returns (n_q, n_neg, it) counted on."""
-    Q, K, V, CU_Q, CU_K, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, \
-        stride_vh, stride_vd, seqlen_q, seqlen_k, batch, num_heads, group, head_dim, window_left, window_right, \
-        q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, QD, KD, stride_qdb, stride_kdb, \
-        q_landed = loads
-    BLOCK_D: gl.constexpr = q_smem.shape[-1]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    NUM_BUF: gl.constexpr = k_smem.shape[0]
-    if n_blocks > 0:
-        if HOST_DESC and len(q_smem.shape) == 3:
-            # Three warpgroups, each with its own Q barriers: the third's Q waits until the
-            # ring holds the first blocks of this tile, which the first two may start on while
-            # it finishes the last tile (the ring's later blocks need it, so its Q comes
-            # before them). On full tiles +2-4 % (h200-20261202-three-wg call 8)
-            _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
-            _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 1, b, h, True)
-            first = gl.minimum(n_blocks, NUM_BUF)
-            _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, first, FP8, it, b,
-                       h // group, True)
-            _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 2, b, h, True)
-            _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo + first * BLOCK_N,
-                       n_blocks - first, FP8, it + first, b, h // group, True)
-        elif HOST_DESC:
-            if NEG_Q:
-                n_neg = _copy_q_signed(Q, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
-                                       _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, True)
-            else:
-                _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
-            _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
-                       h // group, True, DIAG_FIRST)
-        else:
-            if n_q > 0:
-                # The descriptors are rewritten in place: first the last tile's Q consumed and its
-                # last K and V landed (the TMA unit reads a descriptor while it copies).
-                for i in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
-                    mbarrier.wait(q_empty.index(i), (n_q - 1) & 1)
-                last = (it - 1) % NUM_BUF
-                mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
-                mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
-            b64 = b.to(gl.int64)
-            hk = (h // group).to(gl.int64)
-            q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
-                           q_smem.shape[-2], BLOCK_D, SMEM_Q)
-            k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
-                           BLOCK_D, SMEM_KV)
-            v_head = V + b64 * stride_vb + hk * stride_vh
-            if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
-                v_keys = sk
-                if P_REGS:     # keys reordered in groups of 16, the last group zero-padded
-                    v_keys = gl.cdiv(sk, 16) * 16
-                v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, v_keys], [stride_vd, 1],
-                                                    [BLOCK_D, BLOCK_N], SMEM_V)
-            else:
-                v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
-            if NEG_Q:
-                n_neg = _copy_q_signed(q_desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
-                                       _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, False)
-            else:
-                for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
-                    _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
-            _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it,
-                       DIAG_FIRST=DIAG_FIRST)
-        n_q += 1
-        it += n_blocks
-    return n_q, n_neg, it
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
+        for second in range(TILES):
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
+                u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
+                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
+            if n_blocks > 0:
+                if HOST_DESC and len(q_smem.shape) == 3:
+                    # Three warpgroups, each with its own Q barriers: the third's Q waits until the
+                    # ring holds the first blocks of this tile, which the first two may start on while
+                    # it finishes the last tile (the ring's later blocks need it, so its Q comes
+                    # before them). On full tiles +2-4 % (h200-20261202-three-wg call 8)
+                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
+                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 1, b, h, True)
+                    first = gl.minimum(n_blocks, NUM_BUF)
+                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, first, FP8, it, b,
+                               h // group, True)
+                    _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 2, b, h, True)
+                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo + first * BLOCK_N,
+                               n_blocks - first, FP8, it + first, b, h // group, True)
+                elif HOST_DESC:
+                    if NEG_Q:
+                        n_neg = _copy_q_signed(Q, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
+                                               _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, True)
+                    else:
+                        _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
+                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
+                               h // group, True, DIAG_FIRST)
+                else:
+                    if n_q > 0:
+                        # The descriptors are rewritten in place: first the last tile's Q consumed and its
+                        # last K and V landed (the TMA unit reads a descriptor while it copies).
+                        for i in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
+                            mbarrier.wait(q_empty.index(i), (n_q - 1) & 1)
+                        last = (it - 1) % NUM_BUF
+                        mbarrier.wait(k_full.index(last), ((it - 1) // NUM_BUF) & 1)
+                        mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
+                    b64 = b.to(gl.int64)
+                    hk = (h // group).to(gl.int64)
+                    q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
+                                   q_smem.shape[-2], BLOCK_D, SMEM_Q)
+                    k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
+                                   BLOCK_D, SMEM_KV)
+                    v_head = V + b64 * stride_vb + hk * stride_vh
+                    if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
+                        v_keys = sk
+                        if P_REGS:     # keys reordered in groups of 16, the last group zero-padded
+                            v_keys = gl.cdiv(sk, 16) * 16
+                        v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, v_keys], [stride_vd, 1],
+                                                            [BLOCK_D, BLOCK_N], SMEM_V)
+                    else:
+                        v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
+                    if NEG_Q:
+                        n_neg = _copy_q_signed(q_desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
+                                               _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, False)
+                    else:
+                        for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
+                            _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
+                    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it,
+                               DIAG_FIRST=DIAG_FIRST)
+                n_q += 1
+                it += n_blocks

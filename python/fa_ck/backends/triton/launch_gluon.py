@@ -12,7 +12,7 @@ import torch
 from ...params import AttnParams
 from . import configs, decisions
 from .host import _causal_mask, _cdiv, _keys_padded, _lse_strides, _raw_max, _strides, _tma_ok
-from .plans import _launch, _tma_allocator, _zero
+from .plans import _launch, _tma_allocator
 
 try:
     from .backward_gluon import bwd_dkdv_gluon_kernel
@@ -61,41 +61,13 @@ def _smem_layout(rows: int, cols: int, dtype: torch.dtype):
     return _SMEM_LAYOUTS[key]
 
 
-def stream_k_bytes(q, k, v, p: AttnParams, cfg, sq: int, sk: int, b: int, hq: int, d: int) -> int:
-    """The workspace bytes STREAM_K takes (stream_k_parts), 0 where the call would not take it."""
-    if configs.INTERPRET or not cfg.get("GLUON"):
-        return 0
-    programs = _sm_count(q.device)
-    host_desc = bool(cfg.get("HOST_DESC", True)) and not p.varlen and _host_desc_ok(q, k, v)
-    if not decisions.fwd_stream_k(cfg, p, sq, sk, b, hq, programs, host_desc):
-        return 0
-    bd = configs.fp8_block_d(d) if p.fp8 else configs.block_d(d)
-    return _stream_k_flag_bytes(programs) + 4 * programs * 2 * (64 * bd + 2 * 64)
-
-
-def _stream_k_flag_bytes(programs: int) -> int:
-    return -(-8 * programs // 256) * 256       # (one fp32 flag per warpgroup, the partials from 256 bytes on)
-
-
-def stream_k_parts(tail: torch.Tensor, programs: int):
-    """(flags, partials) of STREAM_K's workspace `tail` (uint8, stream_k_bytes long): a flag per
-    consumer warpgroup of each program (fp32, zeroed here through plans._zero, so a replay zeroes
-    its own), then each warpgroup's partial result (forward_gluon._partial_slot)."""
-    at = _stream_k_flag_bytes(programs)
-    flags, partials = tail[:at].view(torch.float32), tail[at:].view(torch.float32)
-    _zero(flags)
-    return flags, partials
-
-
 def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg, sq, sk, hq, hkv, b, d, scal,
-                   p_scale, qk_max: float = 0.0, stream_k_ws=None):
+                   p_scale, qk_max: float = 0.0):
     """Launch forward_gluon.py into out and lse. q, k and v go as TMA descriptors made here
     (HOST_DESC), or for varlen (and on request) as pointers, the kernel building each tile's
     descriptors on the device. fp8: q, k, v quantised (v keys-contiguous), qd, kd, vd their descales;
     or q still 16-bit (Q_CONVERT: the kernel rounds it) and qd its amax bits (int32). qk_max > 0: q and k
-    quantised to it (configs.F16_SCORES_QK_MAX), the kernel's F16_SCORES (decisions.fwd_f16_scores).
-    stream_k_ws: STREAM_K's workspace (stream_k_bytes long, uint8) where the caller made one; the
-    kernel takes STREAM_K where it is given one and decisions.fwd_stream_k holds."""
+    quantised to it (configs.F16_SCORES_QK_MAX), the kernel's F16_SCORES (decisions.fwd_f16_scores)."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     q_convert = p.fp8 and q.dtype != k.dtype
     if p.fp8 and q_convert != (qd.dtype == torch.int32):
@@ -131,11 +103,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         # take the same unit of every head (d64 S384 causal: half the programs all the light ones)
         sms = _sm_count(q.device)
         grid = _coprime_programs(units, per_head, sms) if n_m % 2 else min(units, sms)
-    stream_k = stream_k_ws is not None and decisions.fwd_stream_k(cfg, p, sq, sk, b, hq, grid, host_desc) and \
-        stream_k_ws.numel() >= stream_k_bytes(q, k, v, p, cfg, sq, sk, b, hq, d)
-    sk_flags, sk_ws = stream_k_parts(stream_k_ws, grid) if stream_k else (qd, qd)      # (unused without)
     _launch(fwd_gluon_kernel, (max(1, grid), 1, 1), (
-        q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd, sk_ws, sk_flags,
+        q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
         qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, b, hq, hq // hkv, d, scal["scale_log2"],
@@ -152,7 +121,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")),
         F16_SCORES=f16_scores, EXP2_POLY=int(cfg.get("EXP2_POLY", 0)) if f16_scores else 0,
         QK_MAX=qk_max or p_scale, F16_WIDE=bool(cfg.get("F16_WIDE")) and f16_scores,
-        Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert, STREAM_K=stream_k,
+        Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert,
         num_warps=cfg["num_warps"]))
 
 

@@ -224,7 +224,7 @@ def fp8_slots(b: int, hq: int, hkv: int) -> tuple:
     return 0, pad_q, pad_q + pad_kv, pad_q + 2 * pad_kv
 
 
-def fp8_buffers(q, k, v, with_q8: bool = True, extra_bytes: int = 0) -> tuple:
+def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
     """What quantising q, k and v writes: q8, k8, v8 (v keys-contiguous), the amax bits (int32,
     zeroed by quantize) and descales of all three, the descales' views per tensor, (B, Hq),
     (B, Hkv), (B, Hkv), which the forward reads, q's amax bits as (B, Hq) (the Gluon kernel's,
@@ -232,14 +232,13 @@ def fp8_buffers(q, k, v, with_q8: bool = True, extra_bytes: int = 0) -> tuple:
     each from a multiple of 256 bytes, with the strides torch gives them alone (v8's storage
     padded as empty_bshd's). with_q8 False: q8 is None (Q_CONVERT: nothing writes or reads it, so
     the forward's peak memory has no copy of q in fp8; where the kernel turns out to need it, the
-    forward lets this workspace go and makes one with q8). extra_bytes: the workspace's last bytes,
-    from a multiple of 256, left to the forward kernel (launch_gluon.stream_k_parts).
+    forward lets this workspace go and makes one with q8).
 
     One workspace, as each tensor made cost host time (5 us an empty, 12 us torch.zeros, 6 us a
     view on the H200's host: these 14 were 107 us of a 313 us replayed fp8 call, bench/results/
     h200-20261203-timeline call 3); it is the plan's slot, its parts taken by byte offset, so a
     replay makes it alone (fp8_workspace, at the size the plan recorded)."""
-    return _carve(q.shape, k.shape, v.shape, configs.fp8_dtype(q.device), q.device, with_q8, extra_bytes)
+    return _carve(q.shape, k.shape, v.shape, configs.fp8_dtype(q.device), q.device, with_q8)
 
 
 def fp8_workspace(nbytes: int, device) -> torch.Tensor:
@@ -247,16 +246,16 @@ def fp8_workspace(nbytes: int, device) -> torch.Tensor:
     return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
 
-def _carve(q_shape, k_shape, v_shape, dtype, device, with_q8: bool, extra_bytes: int = 0) -> tuple:
+def _carve(q_shape, k_shape, v_shape, dtype, device, with_q8: bool) -> tuple:
     """fp8_buffers' tuple for these shapes: the amax bits, the descales, k8, v8 and q8 (with_q8)
-    in this order in one workspace, then extra_bytes."""
+    in this order in one workspace."""
     (b, _, hq, _), hkv = q_shape, k_shape[2]
     *starts, n = fp8_slots(b, hq, hkv)
     at_descale = _round_up(4 * n)
     at_k = at_descale + _round_up(4 * n)
     at_v = at_k + _round_up(math.prod(k_shape))
     at_q = at_v + _round_up(_keys_contiguous_bytes(v_shape))
-    work = fp8_workspace(at_q + (_round_up(math.prod(q_shape)) if with_q8 else 0) + extra_bytes, device)
+    work = fp8_workspace(at_q + (_round_up(math.prod(q_shape)) if with_q8 else 0), device)
     bits, floats, fp8 = work.view(torch.int32), work.view(torch.float32), work.view(dtype)
     amax_bits, descale = bits[:n], floats[at_descale // 4:at_descale // 4 + n]
     k8 = fp8.as_strided(k_shape, _contiguous_strides(k_shape), at_k)

@@ -159,7 +159,7 @@ def gluon_kernels():
     from fa_ck.backends.triton.dq_gluon import bwd_dq_gluon_kernel
     from fa_ck.backends.triton.forward_gluon import fwd_gluon_kernel
     pointers = {n: "*bf16" for n in ("Q", "K", "V", "O", "O_DESC", "DO", "DK", "DV", "DK_DESC", "DV_DESC", "DQ")}
-    pointers.update(DQ_ACC="*fp32", DQ_BUF="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", SCHED="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
+    pointers.update(DQ_ACC="*fp32", DQ_BUF="*fp32", LSE="*fp32", DELTA="*fp32", CU_Q="*i32", CU_K="*i32", QD="*fp32", KD="*fp32", VD="*fp32",
                     scale="fp32", scale_log2="fp32")
     bf16 = torch.bfloat16
     for d in (64, 128, 256):
@@ -184,7 +184,7 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
                           BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False, F16_SCORES=False, EXP2_POLY=0, F16_WIDE=False,
-                          Q16_EARLY=False, QK_MAX=448.0, SCHEDULED=False,
+                          Q16_EARLY=False, QK_MAX=448.0,
                           SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})

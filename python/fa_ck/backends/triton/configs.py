@@ -305,7 +305,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
         out["P_REGS"] = True                 # (fp8 in the Gluon kernel only)
         out["Q_CONVERT"] = True              # (fp8 of 16-bit inputs in the Gluon kernel only)
         out["LATE_SUM"] = True               # (the Gluon kernel's: call_config decides, decisions.fwd_late_sum_wins)
-        out["SCHEDULE"] = False              # (the Gluon kernel's causal tiles dealt by tile_schedule.py)
         if fp8:
             # causal calls in whole tiles (fwd_whole_blocks): h200-20261203-timeline call 8 (3 rounds,
             # same run, x cuDNN's bf16 forward) d128 causal S1k / S4k / S16k 0.63 / 1.08 / 1.36x ->
@@ -444,7 +443,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST",
-            "F16_SCORES", "EXP2_POLY", "F16_WIDE", "Q16_EARLY", "SCHEDULE"),
+            "F16_SCORES", "EXP2_POLY", "F16_WIDE", "Q16_EARLY"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

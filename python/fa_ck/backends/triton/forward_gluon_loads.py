@@ -13,27 +13,20 @@ from .gluon_common import _copy, _key_blocks, _rows, _sequence, _stream_kv
 @gluon.jit
 def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
-          MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, SCHED=None, SCHEDULED: gl.constexpr = False):
+          MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr):
     """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
     seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is one query block of
     a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
     of them, the k-th heaviest and the k-th lightest, so every unit of a causal call weighs the
-    same and programs that take units in turn finish together. active: the tile holds queries.
-    SCHEDULED: u is an entry of the host's schedule SCHED (see _unit_range), one tile each."""
+    same and programs that take units in turn finish together. active: the tile holds queries."""
     n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
-    if SCHEDULED:       # u: an entry of the host's schedule, a tile's query block and (batch, head)
-        tile = gl.load(SCHED + gl.num_programs(0) + 1 + u)
-        bh = tile // n_m
-        pid_m = tile % n_m
-        active = True
-    else:
-        bh = u // per_head
-        k = u % per_head
-        pid_m = n_m - 1 - k
-        active = second == 0
-        if second == 1:
-            pid_m = k
-            active = k < n_m - 1 - k
+    bh = u // per_head
+    k = u % per_head
+    pid_m = n_m - 1 - k
+    active = second == 0
+    if second == 1:
+        pid_m = k
+        active = k < n_m - 1 - k
     h = bh % num_heads
     b = bh // num_heads
     m0 = pid_m * BLOCK_M
@@ -63,23 +56,6 @@ def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.con
     """How many work units the call has (see _tile)."""
     n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
     return batch * num_heads * per_head
-
-
-@gluon.jit
-def _unit_range(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr, SCHED,
-                SCHEDULED: gl.constexpr):
-    """The units this program takes, as range()'s (start, stop, step): every num_programs-th from
-    its own, or SCHEDULED its entries of the host's schedule (tile_schedule.py: SCHED holds each
-    program's first entry, num_programs + 1 of them, then the entries, a tile each)."""
-    if SCHEDULED:
-        start = gl.load(SCHED + gl.program_id(0))
-        stop = gl.load(SCHED + gl.program_id(0) + 1)
-        step = 1
-    else:
-        start = gl.program_id(0)
-        stop = _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT)
-        step = gl.num_programs(0)
-    return start, stop, step
 
 
 @gluon.jit
@@ -148,7 +124,7 @@ def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, nega
 def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              NEG_Q: gl.constexpr, SCHED=None, SCHEDULED: gl.constexpr = False):
+              NEG_Q: gl.constexpr):
     """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
     (Q16_EARLY: once both have rounded its Q; 192 queries: per warpgroup, the third's after the
     tile's first blocks), then K_j and V_j
@@ -167,16 +143,15 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
     BLOCK_D: gl.constexpr = q_smem.shape[-1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
-    TILES: gl.constexpr = 2 if PERSISTENT and not SCHEDULED else 1
+    TILES: gl.constexpr = 2 if PERSISTENT else 1
     n_q = 0                                    # Q tiles loaded
     n_neg = 0                                  # of them negated (NEG_Q)
     it = 0                                     # K/V blocks streamed
-    start, stop, step = _unit_range(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT, SCHED, SCHEDULED)
-    for u in range(start, stop, step):
+    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
-                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, SCHED, SCHEDULED)
+                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
                 if HOST_DESC and len(q_smem.shape) == 3:
                     # Three warpgroups, each with its own Q barriers: the third's Q waits until the

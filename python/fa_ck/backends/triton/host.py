@@ -45,15 +45,6 @@ def _placeholders(device):
     return _PLACEHOLDERS[device]
 
 
-_CONSTANTS: dict = {}
-
-
-def _constant_tensors(device) -> dict:
-    """Tensors made once per device and key and never written (tile_schedule's schedules): a
-    plan passes them as they are, as it does the placeholders (plans._Plan.make)."""
-    return _CONSTANTS.setdefault(device, {})
-
-
 def _tma_ok(*tensors, keys_contiguous=None, max_head_dim=128) -> bool:
     """Whether our TMA paths can serve these (.., S, H, D) tensors: head dim at most max_head_dim
     (128 for forward.py's TMA path: Triton 3.6's ptxas crashed on its d256 forward; the Gluon

@@ -10,7 +10,7 @@ import math
 import torch
 
 from ...params import AttnParams
-from . import configs, decisions, tile_schedule
+from . import configs, decisions
 from .host import _causal_mask, _cdiv, _keys_padded, _lse_strides, _raw_max, _strides, _tma_ok
 from .plans import _launch, _tma_allocator
 
@@ -103,17 +103,8 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         # take the same unit of every head (d64 S384 causal: half the programs all the light ones)
         sms = _sm_count(q.device)
         grid = _coprime_programs(units, per_head, sms) if n_m % 2 else min(units, sms)
-    # SCHEDULE: causal tiles dealt by the host (tile_schedule.py), where that shortens the last round
-    sched = None
-    if persistent and cfg.get("SCHEDULE") and not p.varlen and bm == 128 and p.window_left < 0 \
-            and p.window_right >= 0 and units > _sm_count(q.device):
-        grid = _sm_count(q.device)
-        sched = tile_schedule.schedule(q.device, b * hq, tile_schedule.tile_blocks(sq, sk, bm, bn, p.window_right),
-                                       grid)
-        if sched is None:
-            grid = _coprime_programs(units, per_head, grid) if n_m % 2 else grid
     _launch(fwd_gluon_kernel, (max(1, grid), 1, 1), (
-        q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd, cu_q if sched is None else sched,
+        q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
         *_strides(q, p.varlen), *_strides(k, p.varlen), *_strides(v, p.varlen), v.stride(-1),
         *_strides(out, p.varlen), *_lse_strides(lse, p.varlen),
         qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, b, hq, hq // hkv, d, scal["scale_log2"],
@@ -130,7 +121,7 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         SMEM_Q8=_smem_layout(q_rows, bd, k.dtype), LATE_SUM=bool(cfg.get("LATE_SUM")),
         F16_SCORES=f16_scores, EXP2_POLY=int(cfg.get("EXP2_POLY", 0)) if f16_scores else 0,
         QK_MAX=qk_max or p_scale, F16_WIDE=bool(cfg.get("F16_WIDE")) and f16_scores,
-        Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert, SCHEDULED=sched is not None,
+        Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert,
         num_warps=cfg["num_warps"]))
 
 

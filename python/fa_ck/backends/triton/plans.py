@@ -25,7 +25,7 @@ import triton
 
 from ...params import AttnParams
 from . import configs, driver_launch, tuning
-from .host import _constant_tensors, _placeholders
+from .host import _placeholders
 from .launch import driver, launch, run_compiled
 
 try:                      # where Triton keeps its allocator (see _tma_allocator)
@@ -210,8 +210,7 @@ class _Plan:
         and shares its storage with no other slot (a tensor of this call alone that a replay could
         not supply; a view of an input sharing storage with another one could lie elsewhere next time)."""
         where = {id(t): i for i, t in enumerate(slots) if t is not None}
-        constants = (*_placeholders(slots[0].device),
-                     *(t for t in _constant_tensors(slots[0].device).values() if t is not None))
+        constants = _placeholders(slots[0].device)
         storages = [t.untyped_storage().data_ptr() if t is not None else None for t in slots]
         alone = {ptr: i for i, (t, ptr) in enumerate(zip(slots, storages))
                  if ptr and storages.count(ptr) == 1 and t.is_contiguous()}

@@ -184,7 +184,7 @@ def gluon_kernels():
                           PINGPONG=False, FP8=False, P_SCALE=1.0, O_COLS=o_cols,
                           SMEM_O=gluon._smem_layout(cfg["BLOCK_M"] // 2, o_cols, bf16), RAW_MAX=True, P_REGS=False,
                           BLOCK_M=cfg["BLOCK_M"], **whole(), num_warps=cfg["num_warps"], Q_CONVERT=False, LATE_SUM=False, F16_SCORES=False, EXP2_POLY=0, F16_WIDE=False,
-                          Q16_EARLY=False, QK_MAX=448.0, FIRST_POLY=0,
+                          Q16_EARLY=False, QK_MAX=448.0,
                           SMEM_Q8=gluon._smem_layout(cfg["BLOCK_M"], bd, bf16),     # (unused: as launched)
                           **{k: v for k, v in configs.switches("fwd", "cuda:sm90", d, False).items()
                              if k in ("PERSISTENT", "HOST_DESC", "TMA_STORE")})

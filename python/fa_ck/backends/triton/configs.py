@@ -316,7 +316,6 @@ def switches(kernel: str, arch_name: str, head_dim: int, fp8: bool) -> dict:
             out["F16_SCORES"] = True
             out["EXP2_POLY"] = 4
             out["Q16_EARLY"] = True          # (with Q_CONVERT) where decisions.fwd_q16_early_wins
-            out["FIRST_POLY"] = 0            # (F16_SCORES: 1 in FIRST_POLY of a tile's first block's exponentials by a polynomial)
     if kernel == "bwd_dkdv":
         out["ONE_PASS"] = False
         out["GLUON"] = sm == 90 and d <= 256
@@ -444,7 +443,7 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
 OVERRIDABLE = {
     "fwd": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "TMA", "GLUON", "PINGPONG", "PERSISTENT", "HOST_DESC",
             "TMA_STORE", "RAW_MAX", "P_REGS", "Q_CONVERT", "LATE_SUM", "FP8_DIAG_FIRST",
-            "F16_SCORES", "EXP2_POLY", "F16_WIDE", "Q16_EARLY", "FIRST_POLY"),
+            "F16_SCORES", "EXP2_POLY", "F16_WIDE", "Q16_EARLY"),
     "bwd_dkdv": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ONE_PASS", "TMA", "GLUON", "STAGE_P", "HOST_DESC",
                  "FROM_ZERO", "LSE_PREP", "PERSISTENT", "DYNAMIC", "TMA_STORE", "TAIL_LPT"),
     "bwd_dq": ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "GLUON", "TMA_STORE"),

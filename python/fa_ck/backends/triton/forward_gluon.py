@@ -59,7 +59,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 from .common import softmax_step, warpgroup_blocks
 from .forward_gluon_loads import _producer, _tile, _units
-from .softmax_f16 import _f16_scores_fit, _f16_step, _fp8_operand_f16, _halves, _join, _row_sum_f16
+from .softmax_f16 import _f16_scores_fit, _f16_step, _fp8_operand_f16, _row_sum_f16
 from .gluon_common import (_acc_layout, _block_key, _invalidate_rings, _partition_barrier, _ring_barriers, _scores,
                            _store_out)
 
@@ -74,64 +74,15 @@ def _log2(x):
 
 
 @gluon.jit
-def _exp2_poly_f32(x, MASKED: gl.constexpr):
-    """2^x for fp32 x <= 126 on the FMA pipe: x clamped at -125 (P's values there round to 0 in
-    e4m3), rounded to j by adding 1.5 x 2^23 (t's bits then end in j), 2^f for f = x - j in
-    [-0.5, 0.5] by the quadratic of softmax_f16._exp2_poly (0.2 % at most), 2^j added into the
-    result's exponent bits (t's bits shifted up by 23: j << 23). MASKED: 0 below -125, so that a
-    row that saw no key keeps its row sum 0."""
-    if MASKED:
-        return gl.inline_asm_elementwise(
-            "{ .reg .f32 x, t, j, f, p; .reg .b32 e, r; .reg .pred low; "
-            "setp.lt.f32 low, $1, 0fC2FA0000; max.f32 x, $1, 0fC2FA0000; add.rn.f32 t, x, 0f4B400000; "
-            "sub.rn.f32 j, t, 0f4B400000; sub.rn.f32 f, x, j; fma.rn.f32 p, f, 0f3E75A000, 0f3F340000; "
-            "fma.rn.f32 p, p, f, 0f3F800000; mov.b32 e, t; shl.b32 e, e, 23; mov.b32 r, p; add.s32 r, r, e; "
-            "selp.b32 $0, 0, r, low; }",
-            "=r,r", [x], dtype=gl.float32, is_pure=True, pack=1)
-    return gl.inline_asm_elementwise(
-        "{ .reg .f32 x, t, j, f, p; .reg .b32 e, r; "
-        "max.f32 x, $1, 0fC2FA0000; add.rn.f32 t, x, 0f4B400000; sub.rn.f32 j, t, 0f4B400000; "
-        "sub.rn.f32 f, x, j; fma.rn.f32 p, f, 0f3E75A000, 0f3F340000; fma.rn.f32 p, p, f, 0f3F800000; "
-        "mov.b32 e, t; shl.b32 e, e, 23; mov.b32 r, p; add.s32 $0, r, e; }",
-        "=r,r", [x], dtype=gl.float32, is_pure=True, pack=1)
-
-
-@gluon.jit
-def _softmax_step_poly(s, m_i, scale_log2, MASKED: gl.constexpr, P_LOG2: gl.constexpr, POLY: gl.constexpr):
-    """common.softmax_step (RAW_MAX) with 1 in POLY of the exponentials by _exp2_poly_f32, for a
-    tile's first block, which runs with the tensor cores idle waiting on the MUFU (FIRST_POLY)."""
-    m_new = gl.maximum(m_i, gl.max(s, 1))
-    m_safe = m_new
-    if MASKED:
-        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
-    m_scaled = m_safe * scale_log2
-    x = s * scale_log2 - (m_scaled - P_LOG2)[:, None]
-    a, b = _halves(x)
-    if POLY == 2:
-        p = _join(_exp2_poly_f32(a, MASKED), gl.exp2(b))
-    else:
-        a1, a2 = _halves(a)
-        left = gl.convert_layout(_join(_exp2_poly_f32(a1, MASKED), gl.exp2(a2)), a.type.layout)
-        p = _join(left, gl.exp2(b))
-    p = gl.convert_layout(p, s.type.layout)      # (the same registers: no data moves)
-    alpha = gl.exp2(m_i * scale_log2 - m_scaled)
-    return p, alpha, m_new
-
-
-@gluon.jit
 def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
-             P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr = True, POLY: gl.constexpr = 0):
+             P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr = True):
     """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
     common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
-    2^P_LOG2). ROW_SUM False: the row sum is only rescaled (l_i * alpha); the caller adds p's.
-    POLY (2 or 4, RAW_MAX): 1 in POLY of the exponentials on the FMA pipe (_exp2_poly_f32)."""
+    2^P_LOG2). ROW_SUM False: the row sum is only rescaled (l_i * alpha); the caller adds p's."""
     s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
-    if POLY:
-        p, alpha, m_new = _softmax_step_poly(s, m_i, scale_log2, MASKED, P_LOG2, POLY)
-    else:
-        p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
+    p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
     if ROW_SUM:
         l_i = l_i * alpha + gl.sum(p, 1)
     else:
@@ -142,7 +93,7 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
 @gluon.jit
 def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
           window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, RAW_MAX: gl.constexpr,
-          P_LOG2: gl.constexpr, MASK_AT: gl.constexpr, ROW_SUM: gl.constexpr = True, POLY: gl.constexpr = 0):
+          P_LOG2: gl.constexpr, MASK_AT: gl.constexpr, ROW_SUM: gl.constexpr = True):
     """_softmax, with the mask only in blocks that straddle a mask edge or the sequence end
     (MASK_AT "edges", decided per block), or where the caller knows: "all" (the block is masked)
     or "none" (whole: the masked softmax is not compiled at all). The mask sees keys counted from
@@ -150,15 +101,15 @@ def _step(qk, m_i, l_i, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
     if MASK_AT != "edges":
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, MASK_AT == "all", RAW_MAX,
-                                      P_LOG2, ROW_SUM, POLY)
+                                      P_LOG2, ROW_SUM)
     elif (n0 < full_lo) | (n0 >= full_hi):
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, True, RAW_MAX, P_LOG2,
-                                      ROW_SUM, POLY)
+                                      ROW_SUM)
     else:
         p, alpha, m_i, l_i = _softmax(qk, m_i, l_i, offs_m, offs_n0, seqlen_q, seqlen_k - n0, scale_log2,
                                       window_left, window_right, MASK_LEFT, MASK_RIGHT, False, RAW_MAX, P_LOG2,
-                                      ROW_SUM, POLY)
+                                      ROW_SUM)
     return p, alpha, m_i, l_i
 
 
@@ -310,8 +261,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
             V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
             DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr,
-            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False,
-            FIRST_POLY: gl.constexpr = 0):
+            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on q_empty once its last QK^T is done (not with Q16_EARLY:
@@ -364,7 +314,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
                                full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST),
-                               not LATE_SUM, FIRST_POLY)
+                               not LATE_SUM)
     if F16_SCORES:
         p = p.to(gl.float16)
     if not LATE_SUM:
@@ -424,7 +374,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
               P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
               EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
-              Q16_EARLY: gl.constexpr = False, FIRST_POLY: gl.constexpr = 0):
+              Q16_EARLY: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
     under this tile's last PV multiply and epilogue (Q16_EARLY: earlier, see below). PINGPONG:
@@ -516,14 +466,14 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
                                                 DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True,
-                                                Q16_EARLY, FIRST_POLY)
+                                                Q16_EARLY)
                     else:
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
                                                 v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
                                                 turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
                                                 MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
                                                 DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, False,
-                                                Q16_EARLY, FIRST_POLY)
+                                                Q16_EARLY)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
@@ -583,7 +533,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
-                     F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False, FIRST_POLY: gl.constexpr = 0):
+                     F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
@@ -626,8 +576,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      "EXP2_POLY: 2 or 4, with F16_SCORES")
     gl.static_assert(not F16_WIDE or F16_SCORES, "F16_WIDE: with F16_SCORES")
     gl.static_assert(not Q16_EARLY or Q_CONVERT, "Q16_EARLY: with Q_CONVERT")
-    gl.static_assert(FIRST_POLY == 0 or (F16_SCORES and (FIRST_POLY == 2 or FIRST_POLY == 4)),
-                     "FIRST_POLY: 2 or 4, with F16_SCORES")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
         dtype: gl.constexpr = K.dtype
         q_dtype: gl.constexpr = Q.dtype
@@ -709,11 +657,11 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
                          turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, FIRST_POLY)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY, FIRST_POLY)),
+                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
             (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])

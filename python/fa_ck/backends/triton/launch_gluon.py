@@ -122,7 +122,6 @@ def _forward_gluon(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg
         F16_SCORES=f16_scores, EXP2_POLY=int(cfg.get("EXP2_POLY", 0)) if f16_scores else 0,
         QK_MAX=qk_max or p_scale, F16_WIDE=bool(cfg.get("F16_WIDE")) and f16_scores,
         Q16_EARLY=bool(cfg.get("Q16_EARLY")) and q_convert,
-        FIRST_POLY=int(cfg.get("FIRST_POLY", 0)) if f16_scores else 0,
         num_warps=cfg["num_warps"]))
 
 

@@ -7,6 +7,6 @@ set -uo pipefail
 source bench/device_env.sh
 W=$OUT/w; mkdir -p $W
 timeout 580 python3 bench/nanogpt.py --attn sdpa,triton,triton-fp8,flex,naive --steps 200 --batch 64 --block 1024 \
-    --time-budget 100 --no-plots --out "$W/nanogpt" 2>&1 | grep -v Warn | tail -14
+    --time-budget 480 --no-plots --out "$W/nanogpt" 2>&1 | grep -v Warn | tail -14
 cp $W/nanogpt/results.md "$OUT/nanogpt.md" 2>/dev/null
 cp $W/nanogpt/results.json "$OUT/nanogpt.json" 2>/dev/null

@@ -72,7 +72,14 @@ PRESET_LR = {"tiny": 1e-3, "gpt2": 6e-4, "gpt2-medium": 3e-4, "gpt2-large": 2.5e
 CPU_DEFAULTS = dict(preset="tiny", batch=8, block=128, steps=30, eval_every=None, eval_iters=2)
 GPU_DEFAULTS = dict(preset="gpt2", batch=64, block=None, steps=1000, eval_every=None, eval_iters=10)
 
-SANITY_TOLERANCE = 0.02  # the issue's bar: triton's final loss within this of sdpa's
+# How far a variant's final val loss may sit from sdpa's: exact attention within 0.02 (issue 1's
+# bar for triton), fp8 within 0.05 (issue 7's: e4m3 rounds q, k, P and v, ~5 % of each output)
+SANITY_TOLERANCE = 0.02
+TOLERANCE_BY_VARIANT = {"triton-fp8": 0.05}
+
+
+def tolerance(variant: str) -> float:
+    return TOLERANCE_BY_VARIANT.get(variant, SANITY_TOLERANCE)
 
 
 class Skip(Exception):
@@ -536,7 +543,8 @@ def relative_to_reference(results, reference="sdpa"):
         delta = dict((s, l) for s, l in result["val_loss"])[step] - ref_val[step]
         result["val_loss_delta_vs_sdpa"] = delta
         result["delta_step"] = step
-        result["within_tolerance_of_sdpa"] = abs(delta) <= SANITY_TOLERANCE
+        result["tolerance_vs_sdpa"] = tolerance(name)
+        result["within_tolerance_of_sdpa"] = abs(delta) <= tolerance(name)
 
 
 def fmt(value, spec, missing="–"):
@@ -551,7 +559,7 @@ def table_rows(results):
         delta = r.get("val_loss_delta_vs_sdpa")
         check = ""
         if delta is not None:
-            check = "ok" if r["within_tolerance_of_sdpa"] else f"OUTSIDE ±{SANITY_TOLERANCE}"
+            check = "ok" if r["within_tolerance_of_sdpa"] else f"OUTSIDE ±{tolerance(name)}"
         notes = list(r.get("notes", []))
         if r.get("stopped_early"):
             notes.append(r["stopped_early"])
@@ -594,8 +602,8 @@ def markdown_report(report):
         lines.append("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |")
     lines += ["", f"train loss: mean of the last 10 steps. val loss: mean over {report['training']['eval_iters']} "
               "fixed validation batches at the end. Δ val vs sdpa: at the last step both evaluated "
-              f"(the bar is ±{SANITY_TOLERANCE}). ms/step: median after the first "
-              f"{report['training']['timing_skip']} steps. MFU: nanoGPT's estimate against the device's "
+              f"(the bar is ±{SANITY_TOLERANCE}, ±{tolerance('triton-fp8')} for triton-fp8). ms/step: median "
+              f"after the first {report['training']['timing_skip']} steps. MFU: nanoGPT's estimate against the device's "
               "dense bf16 peak (– where the peak is not known)."]
     others = [(name, r) for name, r in report["variants"].items() if r.get("status") in ("skipped", "failed")]
     if others:

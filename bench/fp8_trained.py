@@ -165,8 +165,9 @@ def main(argv=None):
     model, sampler, autocast, train_loss = train(args, device)
     rows = measure(capture_qkv(model, sampler, autocast, args.capture))
     import triton
+    given = argv if argv is not None else sys.argv[1:]
     meta = dict(device=torch.cuda.get_device_name() if ON_GPU else "CPU (Triton interpreter)",
-                command="python " + " ".join([os.path.relpath(__file__)] + (argv if argv is not None else sys.argv[1:])),
+                command="python " + " ".join([os.path.relpath(__file__)] + given),
                 date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), preset=args.preset, steps=args.steps,
                 block=args.block, capture=args.capture, train_loss=train_loss,
                 versions=f"torch {torch.__version__}, triton {triton.__version__}"

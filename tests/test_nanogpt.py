@@ -34,6 +34,14 @@ def run_main(tmp_path, *extra):
     return nanogpt.main(FAST + ["--out", str(tmp_path / "out")] + list(extra))
 
 
+@pytest.fixture(autouse=True)
+def harness_on_the_cpu(monkeypatch):
+    """main() in this process trains on the CPU, GPU or not: these tests check the harness (the same
+    data, losses, reports, skips) with fp32's exact sums; on a GPU main() would take bf16 and TF32,
+    whose losses differ between attention kernels by ~2e-4. The GPU runs are bench/results' records."""
+    monkeypatch.setattr(nanogpt, "setup_distributed", lambda: (0, 0, 1, torch.device("cpu")))
+
+
 # ---------------------------------------------------------------------------- model
 
 def test_model_forward_backward_shapes_and_initial_loss():

@@ -22,6 +22,14 @@ def K():
     return mod
 
 
+@pytest.fixture
+def cpu_run(monkeypatch):
+    """kernels.py as it runs on a machine without a GPU, on a GPU machine too (there it would time
+    the GPU sweep, which these tests do not check): torch.cuda.is_available() False for the test."""
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
 def test_flops_convention(K):
     full = 4 * 1 * 16 * 16384 * 16384 * 128
     assert K.fwd_flops(1, 16, 16384, 16384, 128, causal=False) == full
@@ -238,7 +246,7 @@ def test_help_runs_without_gpu():
     assert res.returncode == 0 and "--time-budget" in res.stdout
 
 
-def test_cpu_smoke_run(K, tmp_path, capsys):
+def test_cpu_smoke_run(K, cpu_run, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "naive", "--rep", "5"]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
@@ -264,7 +272,7 @@ def test_autograd_threads_off_is_recorded_and_restored(K, tmp_path, monkeypatch)
     assert "Autograd multithreading off" in (tmp_path / "results.md").read_text()
 
 
-def test_time_budget_zero_still_writes(K, tmp_path):
+def test_time_budget_zero_still_writes(K, cpu_run, tmp_path):
     assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--time-budget", "0",
                    "--variant", 'v={"fwd": {}}']) == 0
     data = json.loads((tmp_path / "results.json").read_text())
@@ -454,7 +462,7 @@ def test_gqa_points_stay_out_of_the_issue_targets(K):
     assert all("not measured" in line for line in K.target_lines(rows))
 
 
-def test_group_argument_in_a_cpu_run(K, tmp_path):
+def test_group_argument_in_a_cpu_run(K, cpu_run, tmp_path):
     assert K.main(["--out", str(tmp_path), "--backends", "sdpa-default", "--rep", "5", "--group", "2",
                    "--causal", "on"]) == 0
     data = json.loads((tmp_path / "results.json").read_text())

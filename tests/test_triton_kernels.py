@@ -87,6 +87,17 @@ def test_poison_mode_catches_writes_past_an_output():
         _check_canaries("dirty")
 
 
+@pytest.mark.parametrize("d", [16, 40, 64])
+def test_fp32_forward_never_takes_three_stages_on_nvidia(d):
+    # forward.py in fp32 with 3 stages faulted (misaligned address) on the H200 under Triton 3.6
+    # (d40, causal, GQA 4): the default and every autotune candidate take at most 2, 16-bit calls
+    # keep their 3
+    for arch in ("cuda:sm90", "cuda:sm80"):
+        cfgs = [configs.default("fwd", arch, d, torch.float32)] + configs.candidates("fwd", arch, d, torch.float32)
+        assert all(c["num_stages"] <= 2 for c in cfgs) and len(cfgs) > 3
+    assert configs.default("fwd", "cuda:sm90", d, torch.bfloat16)["num_stages"] == 3
+
+
 @pytest.mark.parametrize("d", [32, 64, 96, 128])
 def test_dq_never_uses_the_configuration_that_breaks_on_hopper(d):
     # bwd_dq with 128-row tiles and 3+ stages faulted (varlen and dense) and silently returned a

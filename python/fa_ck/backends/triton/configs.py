@@ -129,7 +129,11 @@ def default(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, tma:
     # 160 B causal): measured faster all the same.
     if kernel == "fwd":
         if d <= 64:
-            return _cfg(128, 64, 4, stages)
+            # fp32 (tf32) with 3 stages hit a misaligned address under Triton 3.6 on the H200 at
+            # d40, causal, GQA >= 2, Sq = Sk >= 64 (not at d32 / d48 / d80, nor with 2 stages, 64-row
+            # or 32-key tiles or 8 warps: bench/results/h200-20261204-current call 10), as the dQ
+            # kernel's 3 stages did (DQ_STAGES_MAX); fp32 takes 2, its autotune candidates too
+            return _cfg(128, 64, 4, min(stages, FWD_FP32_STAGES_MAX) if wide else stages)
         if d <= 128:
             return _cfg(128, 128, 8, stages) if tma and not wide else _cfg(128, 64 if not wide else 32, 8, stages)
         return _cfg(64, 64 if not wide else 32, 8, 2)
@@ -161,6 +165,7 @@ def gluon_block_n_bwd(head_dim: int) -> int:
 
 
 DQ_STAGES_MAX = 2      # NVIDIA bwd_dq with BLOCK_M 128 (see default)
+FWD_FP32_STAGES_MAX = 2     # NVIDIA fwd (forward.py) in fp32 up to d64 (see default)
 
 
 def dq_breaks_on_nvidia(cfg: dict) -> bool:
@@ -428,6 +433,8 @@ def candidates(kernel: str, arch_name: str, head_dim: int, dtype: torch.dtype, t
     out += [_cfg(*tiles[0], w, s) for w in (4, 8) for s in (stages[0], stages[-1])]
     if kernel == "bwd_dq" and not hip:   # never search into the configuration that breaks
         out = [c for c in out if not dq_breaks_on_nvidia(c)]
+    if kernel == "fwd" and not hip and dtype == torch.float32 and d <= 64:     # (nor into that one)
+        out = [dict(c, num_stages=min(c["num_stages"], FWD_FP32_STAGES_MAX)) for c in out]
     if tma:
         out = [c for c in out if c["num_stages"] >= TMA_MIN_STAGES]
     dflt = default(kernel, arch_name, head_dim, dtype, tma)

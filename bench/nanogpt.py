@@ -72,7 +72,7 @@ PRESET_LR = {"tiny": 1e-3, "gpt2": 6e-4, "gpt2-medium": 3e-4, "gpt2-large": 2.5e
 CPU_DEFAULTS = dict(preset="tiny", batch=8, block=128, steps=30, eval_every=None, eval_iters=2)
 GPU_DEFAULTS = dict(preset="gpt2", batch=64, block=None, steps=1000, eval_every=None, eval_iters=10)
 
-# How far a variant's final val loss may sit from sdpa's: exact attention within 0.02 (issue 1's
+# How far a variant's final val loss may sit from sdpa's: exact attention within 0.02 (issue 5's
 # bar for triton), fp8 within 0.05 (issue 7's: e4m3 rounds q, k, P and v, ~5 % of each output)
 SANITY_TOLERANCE = 0.02
 TOLERANCE_BY_VARIANT = {"triton-fp8": 0.05}

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 import fa_ck  # noqa: E402
+from fa_ck import reference  # noqa: E402
 from bench.data import BatchSampler, stdlib_corpus  # noqa: E402
 from bench.model import GPT, config_from_preset  # noqa: E402
 from bench.nanogpt import lr_at  # noqa: E402
@@ -83,15 +84,10 @@ def capture_qkv(model, sampler, autocast, rows):
 
 
 def float64_attention(q, k, v):
-    """Causal attention in float64, one (batch, head) at a time (SDPA's layout)."""
-    out = torch.empty(q.shape, dtype=torch.float64, device=q.device)
-    s = q.shape[2]
-    hidden = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
-    for b in range(q.shape[0]):
-        for h in range(q.shape[1]):
-            scores = (q[b, h].double() @ k[b, h].double().T) / math.sqrt(q.shape[-1])
-            out[b, h] = torch.softmax(scores.masked_fill(hidden, float("-inf")), -1) @ v[b, h].double()
-    return out
+    """Causal attention in float64 by fa_ck's specification (reference.py), SDPA's layout in and out."""
+    out, _ = reference.attention(*(t.transpose(1, 2) for t in (q, k, v)), causal=True, dtype=torch.float64,
+                                 out_dtype=torch.float64)
+    return out.transpose(1, 2)
 
 
 def relative_error(out, ref):

@@ -1,9 +1,10 @@
-"""Compile our Triton FA2 kernels for gfx942 (MI300X) and sm_90 (H100/H200) without a GPU,
+"""Compile our Triton FA2 kernels for gfx942 (MI300X) and sm_90 (H100/H200), or gfx950 (MI350), without a GPU,
 print one row per kernel (registers, spills, LDS/shared, occupancy, MFMA/wgmma count), and
 fail when a kernel does not compile, has no matrix instructions, or (gfx942, default config)
 spills registers. The fp8 forward is compiled in each target's native format (gfx942:
-float8_e4m3fnuz, "*fp8e4b8"; sm90: float8_e4m3fn, "*fp8e4nv") and fails unless its matrix
-instructions are fp8 ones (v_mfma_*fp8* on gfx942, wgmma .e4m3 on sm90), not fp16 emulation.
+float8_e4m3fnuz, "*fp8e4b8"; gfx950 and sm90: float8_e4m3fn, "*fp8e4nv") and fails unless its matrix
+instructions are fp8 ones (v_mfma_*fp8* on gfx942, v_mfma_*_f8f6f4 with fp8 operands on gfx950,
+wgmma .e4m3 on sm90), not fp16 emulation.
 On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py, dq_gluon.py; config "ws":
 warp-specialised; REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240
 per consumer thread; a spill anywhere shows as stack bytes, and fails the check; so does
@@ -12,6 +13,7 @@ The Triton kernels the tests define for themselves are compiled too (tests_own_k
 modules import pytest and numpy, as the test extras install).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
+    python tools/triton_compile_check.py --targets gfx950 --fp8-only      (CI: gfx950's fp8 forward)
     python tools/triton_compile_check.py --targets sm90 --match "bwd_dkdv gluon" "bf16 d64"   (a few Gluon rows)
 """
 from __future__ import annotations
@@ -58,12 +60,25 @@ def _capturing_compile(*args, **kwargs):
 triton.compile = _capturing_compile
 
 
+def _mfma_is_fp8(line: str) -> bool:
+    """An MFMA instruction (mnemonic and operands) that multiplies fp8: gfx942's *_fp8_fp8 / *_bf8_*
+    forms, or gfx950's *_f8f6f4 form, whose cbsz / blgp fields pick each operand's format (0 e4m3,
+    1 e5m2, absent = 0; 2-4 are fp6 / fp4, not fp8)."""
+    op = line.split()[0]
+    if "fp8" in op or "bf8" in op:
+        return True
+    if not op.endswith("f8f6f4"):
+        return False
+    fields = dict(re.findall(r"\b(cbsz|blgp):(\d+)", line))
+    return all(int(fields.get(f, 0)) in (0, 1) for f in ("cbsz", "blgp"))
+
+
 def fp8_matrix_ops(target: str) -> tuple[int, int]:
     """(fp8 matrix instructions, other matrix instructions) in the last compiled kernel."""
     asm = _compiled["last"].asm
     if target.startswith("gfx"):
-        ops = re.findall(r"\bv_mfma_\w+", asm["amdgcn"])
-        fp8 = [o for o in ops if "fp8" in o or "bf8" in o]
+        ops = re.findall(r"\bv_mfma_\w+[^\n]*", asm["amdgcn"])
+        fp8 = [o for o in ops if _mfma_is_fp8(o)]
     else:
         ops = re.findall(r"\bwgmma\.mma_async\S*", asm["ptx"]) + re.findall(r"\bmma\.sync\S*", asm["ptx"])
         fp8 = [o for o in ops if "e4m3" in o or "e5m2" in o]

@@ -2,9 +2,10 @@
 print one row per kernel (registers, spills, LDS/shared, occupancy, MFMA/wgmma count), and
 fail when a kernel does not compile, has no matrix instructions, or (gfx942, default config)
 spills registers. The fp8 forward is compiled in each target's native format (gfx942:
-float8_e4m3fnuz, "*fp8e4b8"; gfx950 and sm90: float8_e4m3fn, "*fp8e4nv") and fails unless its matrix
-instructions are fp8 ones (v_mfma_*fp8* on gfx942, v_mfma_*_f8f6f4 with fp8 operands on gfx950,
-wgmma .e4m3 on sm90), not fp16 emulation.
+float8_e4m3fnuz, "*fp8e4b8"; gfx950 and NVIDIA sm89 / sm90 / sm100 / sm120: float8_e4m3fn,
+"*fp8e4nv") and fails unless its matrix instructions are fp8 ones (v_mfma_*fp8* on gfx942,
+v_mfma_*_f8f6f4 with fp8 operands on gfx950, mma.sync .e4m3 on sm89 / sm120, wgmma .e4m3 on sm90,
+tcgen05.mma kind::f8f6f4 on sm100), not fp16 emulation.
 On sm90 it also compiles the Gluon kernels (forward_gluon.py, backward_gluon.py, dq_gluon.py; config "ws":
 warp-specialised; REG is the kernel-level figure, partitions re-allocate with setmaxnreg: 240
 per consumer thread; a spill anywhere shows as stack bytes, and fails the check; so does
@@ -13,7 +14,7 @@ The Triton kernels the tests define for themselves are compiled too (tests_own_k
 modules import pytest and numpy, as the test extras install).
 
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
-    python tools/triton_compile_check.py --targets gfx950 --fp8-only      (CI: gfx950's fp8 forward)
+    python tools/triton_compile_check.py --targets gfx950 sm89 sm100 sm120 --fp8-only   (CI: the fp8 forward there)
     python tools/triton_compile_check.py --targets sm90 --match "bwd_dkdv gluon" "bf16 d64"   (a few Gluon rows)
 """
 from __future__ import annotations
@@ -44,8 +45,10 @@ _FLOATS = {"scale", "scale_log2", "softcap_in", "softcap_out", "dropout_p"}
 _POINTER_TYPES = {"LSE": "fp32", "DELTA": "fp32", "SLOPES": "fp32", "RNG": "i64", "CU_Q": "i32", "CU_K": "i32",
                   "QD": "fp32", "KD": "fp32", "VD": "fp32"}
 # the fp8 forward per target: (torch format, Triton pointer type, P scale = the format's max)
-_FP8 = {"gfx942": (torch.float8_e4m3fnuz, "fp8e4b8", 240.0), "gfx950": (torch.float8_e4m3fn, "fp8e4nv", 448.0),
-        "sm90": (torch.float8_e4m3fn, "fp8e4nv", 448.0)}
+# (sm89 Ada, sm100 Blackwell, sm120 its consumer parts: fa_ck's OCP-fp8 NVIDIA GPUs besides sm90)
+_OCP = (torch.float8_e4m3fn, "fp8e4nv", 448.0)
+_FP8 = {"gfx942": (torch.float8_e4m3fnuz, "fp8e4b8", 240.0), "gfx950": _OCP, "sm89": _OCP, "sm90": _OCP,
+        "sm100": _OCP, "sm120": _OCP}
 
 # compile_triton returns counts only: keep the last compiled kernel to read its assembly
 _compiled = {}
@@ -80,8 +83,10 @@ def fp8_matrix_ops(target: str) -> tuple[int, int]:
         ops = re.findall(r"\bv_mfma_\w+[^\n]*", asm["amdgcn"])
         fp8 = [o for o in ops if _mfma_is_fp8(o)]
     else:
-        ops = re.findall(r"\bwgmma\.mma_async\S*", asm["ptx"]) + re.findall(r"\bmma\.sync\S*", asm["ptx"])
-        fp8 = [o for o in ops if "e4m3" in o or "e5m2" in o]
+        # sm100's tcgen05.mma names only its operand family (kind::f8f6f4); the formats are in its
+        # instruction descriptor, a run-time operand: fp8 here, as the kernel's inputs are
+        ops = re.findall(r"\b(?:wgmma\.mma_async|mma\.sync|tcgen05\.mma)\S*", asm["ptx"])
+        fp8 = [o for o in ops if "e4m3" in o or "e5m2" in o or "kind::f8f6f4" in o]
     return len(fp8), len(ops) - len(fp8)
 
 
@@ -613,7 +618,7 @@ def main(argv=None) -> int:
             if st is None:
                 continue
             n_fp8, n_other = fp8_matrix_ops(target)
-            st["matrix_ops"] = f"{st.get('matrix_ops')} ({n_fp8} fp8)"
+            st["matrix_ops"] = f"{n_fp8 + n_other} ({n_fp8} fp8)"      # PTX / ISA counts on every target
             cfg_s = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']} w{cfg['num_warps']} s{cfg['num_stages']}"
             rows.append((target, name, cfg_s, st))
             if not n_fp8 or n_other:

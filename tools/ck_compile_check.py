@@ -284,8 +284,9 @@ def compile_triton(fn, signature: dict, constexprs: dict, target: str | tuple, n
         stats["matrix_ops"] = stats["mfma"]
     else:
         stats.update(_cuda_usage(k.asm["cubin"]))
-        stats["matrix_ops"] = len(re.findall(r"\bwgmma\.mma_async", k.asm["ptx"]))
-        if stats["matrix_ops"]:
+        # sm90's wgmma, sm100's tcgen05.mma, mma.sync elsewhere (sm80 / sm89 / sm120)
+        stats["matrix_ops"] = len(re.findall(r"\b(?:wgmma\.mma_async|tcgen05\.mma|mma\.sync)\b", k.asm["ptx"]))
+        if "wgmma.mma_async" in k.asm["ptx"]:
             stats.update(_wgmma_notes(k.asm["ptx"]))
         stats["mfma"] = 0
     return stats

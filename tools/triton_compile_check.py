@@ -688,7 +688,7 @@ def main(argv=None) -> int:
             f"# Triton kernels compiled without a GPU ({time.strftime('%Y-%m-%d')})\n\n"
             f"Command: `python tools/triton_compile_check.py {' '.join(argv or sys.argv[1:])}`; "
             f"triton {triton.__version__}, torch {torch.__version__}. Compile-checked only: no run on these GPUs.\n"
-            "sm90 REG and spill come from cuobjdump (spill = stack bytes); wgmma notes from `ptxas -v` "
+            "NVIDIA (sm*) REG and spill come from cuobjdump (spill = stack bytes); wgmma notes from `ptxas -v` "
             "(C7512/C7514: wgmmas serialised; C7517: waits injected).\n\n" + table + "\n")
     for f in failures:
         print("FAIL:", f)

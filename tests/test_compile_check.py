@@ -1,6 +1,7 @@
 """tools/triton_compile_check.py's reading of AMD assembly: which MFMA instructions multiply fp8.
-The tool itself (real compiles for gfx942, gfx950 and sm_90) runs in CI after the tests; importing
-it here would take TRITON_INTERPRET out of this process, so it is read in a subprocess."""
+The tool itself (real compiles for gfx942 and sm_90, the fp8 forward for gfx950 / sm89 / sm100 /
+sm120) runs in CI after the tests; importing it here would take TRITON_INTERPRET out of this
+process, so it is read in a subprocess."""
 import subprocess
 import sys
 from pathlib import Path

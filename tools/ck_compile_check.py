@@ -249,6 +249,11 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
 
 # ---------------------------------------------------------------- Triton
 
+# an NVIDIA matrix instruction in PTX: sm90's wgmma, sm100's tcgen05.mma, mma.sync elsewhere
+# (sm80 / sm89 / sm120); the rest of the mnemonic (\S*) names its operand types
+NVIDIA_MMA = r"\b(?:wgmma\.mma_async|tcgen05\.mma|mma\.sync)\S*"
+
+
 def compile_triton(fn, signature: dict, constexprs: dict, target: str | tuple, num_warps: int = 4,
                    num_stages: int = 2, divisible: tuple[str, ...] | None = None, gluon: bool = False) -> dict:
     """Compile a @triton.jit kernel for a GPU that need not be present; return its resource figures.
@@ -284,8 +289,7 @@ def compile_triton(fn, signature: dict, constexprs: dict, target: str | tuple, n
         stats["matrix_ops"] = stats["mfma"]
     else:
         stats.update(_cuda_usage(k.asm["cubin"]))
-        # sm90's wgmma, sm100's tcgen05.mma, mma.sync elsewhere (sm80 / sm89 / sm120)
-        stats["matrix_ops"] = len(re.findall(r"\b(?:wgmma\.mma_async|tcgen05\.mma|mma\.sync)\b", k.asm["ptx"]))
+        stats["matrix_ops"] = len(re.findall(NVIDIA_MMA, k.asm["ptx"]))
         if "wgmma.mma_async" in k.asm["ptx"]:
             stats.update(_wgmma_notes(k.asm["ptx"]))
         stats["mfma"] = 0

@@ -1,4 +1,4 @@
-"""Compile our Triton FA2 kernels for gfx942 (MI300X) and sm_90 (H100/H200), or gfx950 (MI350), without a GPU,
+"""Compile our Triton FA2 kernels for gfx942 (MI300X) and sm_90 (H100/H200), or the --targets named, without a GPU,
 print one row per kernel (registers, spills, LDS/shared, occupancy, MFMA/wgmma count), and
 fail when a kernel does not compile, has no matrix instructions, or (gfx942, default config)
 spills registers. The fp8 forward is compiled in each target's native format (gfx942:
@@ -34,7 +34,7 @@ import re  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from ck_compile_check import compile_triton  # noqa: E402
+from ck_compile_check import NVIDIA_MMA, compile_triton  # noqa: E402
 from fa_ck.backends.triton import configs, decisions  # noqa: E402
 from fa_ck.backends.triton.backward import bwd_dkdv_kernel, bwd_dq_kernel, dq_from_acc  # noqa: E402
 from fa_ck.backends.triton.forward import fwd_kernel  # noqa: E402
@@ -85,7 +85,7 @@ def fp8_matrix_ops(target: str) -> tuple[int, int]:
     else:
         # sm100's tcgen05.mma names only its operand family (kind::f8f6f4); the formats are in its
         # instruction descriptor, a run-time operand: fp8 here, as the kernel's inputs are
-        ops = re.findall(r"\b(?:wgmma\.mma_async|mma\.sync|tcgen05\.mma)\S*", asm["ptx"])
+        ops = re.findall(NVIDIA_MMA, asm["ptx"])
         fp8 = [o for o in ops if "e4m3" in o or "e5m2" in o or "kind::f8f6f4" in o]
     return len(fp8), len(ops) - len(fp8)
 

@@ -36,7 +36,7 @@ import fa_ck  # noqa: E402
 from fa_ck import reference  # noqa: E402
 from bench.data import BatchSampler, stdlib_corpus  # noqa: E402
 from bench.model import GPT, config_from_preset  # noqa: E402
-from bench.nanogpt import lr_at  # noqa: E402
+from bench.nanogpt import lr_at, versions  # noqa: E402
 
 
 def sdpa_causal(q, k, v):
@@ -160,14 +160,12 @@ def main(argv=None):
     device = torch.device("cuda" if ON_GPU else "cpu")
     model, sampler, autocast, train_loss = train(args, device)
     rows = measure(capture_qkv(model, sampler, autocast, args.capture))
-    import triton
     given = argv if argv is not None else sys.argv[1:]
     meta = dict(device=torch.cuda.get_device_name() if ON_GPU else "CPU (Triton interpreter)",
                 command="python " + " ".join([os.path.relpath(__file__)] + given),
                 date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), preset=args.preset, steps=args.steps,
                 block=args.block, capture=args.capture, train_loss=train_loss,
-                versions=f"torch {torch.__version__}, triton {triton.__version__}"
-                + (f", cuda {torch.version.cuda}, cudnn {torch.backends.cudnn.version()}" if ON_GPU else ""))
+                versions=", ".join(f"{name} {v}" for name, v in versions().items() if v is not None))
     text = markdown(rows, meta)
     print(text)
     if args.out:

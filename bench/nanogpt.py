@@ -602,7 +602,8 @@ def markdown_report(report):
         lines.append("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |")
     lines += ["", f"train loss: mean of the last 10 steps. val loss: mean over {report['training']['eval_iters']} "
               "fixed validation batches at the end. Δ val vs sdpa: at the last step both evaluated "
-              f"(the bar is ±{SANITY_TOLERANCE}, ±{tolerance('triton-fp8')} for triton-fp8). ms/step: "
+              f"(the bar is ±{SANITY_TOLERANCE}"
+              + "".join(f", ±{bar} for {name}" for name, bar in TOLERANCE_BY_VARIANT.items()) + "). ms/step: "
               f"median after the first {report['training']['timing_skip']} steps. MFU: nanoGPT's estimate "
               "against the device's dense bf16 peak (– where the peak is not known)."]
     others = [(name, r) for name, r in report["variants"].items() if r.get("status") in ("skipped", "failed")]

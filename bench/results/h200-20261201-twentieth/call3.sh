@@ -1,6 +1,0 @@
-# Device call 3 of the twentieth part (nvidia-h200), at 130fb81: where the short forwards' tiles spend
-# their time, with marks inside the tile (timeline.py as of this commit; call 2 ran it without the marks in _attend).
-#   bash bench/results/h200-20261201-twentieth/call3.sh      (from the repo root)
-set -uo pipefail
-source bench/device_env.sh
-timeout 500 python3 bench/results/h200-20261201-twentieth/timeline.py 2>&1 | grep -v Warn | tee "$OUT/timeline.txt" | tail -40

@@ -228,3 +228,37 @@ def _file_lock(lock_path: Path):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def pick_config(kernel: str, spec, default, options: list, run: Callable, setup: Callable | None = None):
+    """Autotune one kernel of a call: the fastest of `options` (its configs for this call, which
+    config.py derived from autotune's candidate tiles) by timing run(cfg), cached on disk under the
+    call's key; `default` when autotune is off or none ran. setup: called once before the first
+    timing (what the kernel reads from an earlier launch)."""
+    import dataclasses
+
+    tiles = ("block_m", "block_n", "num_warps", "num_stages")
+    own = {name: getattr(default, name) for name in tiles}
+    switches = {f.name: getattr(default, f.name) for f in dataclasses.fields(default)
+                if f.metadata.get("knob") and f.name not in tiles}
+    features = [name for name, on in (("alibi", spec.alibi), ("softcap", spec.softcap), ("dropout", spec.dropout),
+                                      ("varlen", spec.varlen), ("window", spec.window_left >= 0),
+                                      ("deterministic", spec.deterministic), ("fp8", spec.fp8),
+                                      ("fp8_inputs", spec.fp8_inputs)) if on]
+    features += [f"{name}={int(value)}" for name, value in switches.items()]
+    features += ["own=" + "x".join(str(own[name]) for name in tiles), f"group={spec.group}"]
+    key = make_key(spec.arch, kernel, spec.dtype, spec.head_dim, spec.window_right == 0, spec.seqlen_q,
+                   spec.seqlen_k, "-".join(features))
+    by_tiles = {json.dumps({name: getattr(c, name) for name in tiles}, sort_keys=True): c for c in options}
+    pending = [setup]
+
+    def bench(t: Config) -> float:
+        import triton
+        if pending[0] is not None:
+            pending.pop()()
+            pending.append(None)
+        cfg = by_tiles[json.dumps(t, sort_keys=True)]
+        # (warm and time long: short windows picked configs slower than the defaults)
+        return triton.testing.do_bench(lambda: run(cfg), warmup=25, rep=60, return_mode="median")
+    chosen = pick(key, [json.loads(t) for t in by_tiles], bench, own)
+    return by_tiles.get(json.dumps({name: chosen.get(name) for name in tiles}, sort_keys=True), default)

@@ -15,8 +15,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from .gluon_common import (_acc_layout, _invalidate_rings, _key_blocks, _ring_barriers, _rows, _scores, _sequence,
-                           _store_out, _stream_kv)
+from .gluon_common import (acc_layout, invalidate_rings, gl_key_blocks, ring_barriers, head_desc, gl_scores, gl_sequence,
+                           store_out, stream_kv)
 
 
 @gluon.jit
@@ -26,7 +26,7 @@ def _dq_producer(q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_sme
     mbarrier.expect(q_bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [m0, 0], q_bar, q_smem)
     tma.async_copy_global_to_shared(do_desc, [m0, 0], q_bar, do_smem)
-    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks)
+    stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks)
 
 
 @gluon.jit
@@ -35,10 +35,10 @@ def _dq_probs(st, lse2, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
     """P of one key block from its raw scores, masked only where the block straddles an edge."""
     offs_n = n0 + offs_n0
     if (n0 < full_lo) | (n0 >= full_hi):
-        s, _ = _scores(st, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
+        s, _ = gl_scores(st, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
                        window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
     else:
-        s, _ = _scores(st, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
+        s, _ = gl_scores(st, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
                        window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, False)
     return gl.exp2(s - lse2[:, None])
 
@@ -56,8 +56,8 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype)
-    d_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
+    s_layout: gl.constexpr = acc_layout(BLOCK_N, dtype)
+    d_layout: gl.constexpr = acc_layout(BLOCK_D, dtype)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
     row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
 
@@ -108,7 +108,7 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
         mbarrier.arrive(k_empty.index(last), count=1)
 
     if TMA_STORE:       # (rows past seqlen_q and columns past head_dim are not written)
-        _store_out(dq_desc, q_smem, (dq * scale).to(dtype), 0, 0, m0, 0, False)
+        store_out(dq_desc, q_smem, (dq * scale).to(dtype), 0, 0, m0, 0, False)
         tma.store_wait(0)                   # the tile read before the program ends
     else:
         # int64 base at this warpgroup's first row, 32-bit offsets within the tile
@@ -138,29 +138,29 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
     h = gl.program_id(1)
     b = gl.program_id(2)
     m0 = pid_m * BLOCK_M
-    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
+    q_start, k_start, seqlen_q, seqlen_k = gl_sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     if m0 >= seqlen_q:
         return
     b64 = b.to(gl.int64)
     hk = (h // group).to(gl.int64)
     h64 = h.to(gl.int64)
-    q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M, BLOCK_D,
+    q_desc = head_desc(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, seqlen_q, head_dim, BLOCK_M, BLOCK_D,
                    SMEM_Q)
-    do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, seqlen_q, head_dim, BLOCK_M,
+    do_desc = head_desc(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, seqlen_q, head_dim, BLOCK_M,
                     BLOCK_D, SMEM_Q)
-    k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
+    k_desc = head_desc(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
                    SMEM_KV)
-    v_desc = _rows(V + b64 * stride_vb + hk * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
+    v_desc = head_desc(V + b64 * stride_vb + hk * stride_vh, k_start, stride_vs, seqlen_k, head_dim, BLOCK_N, BLOCK_D,
                    SMEM_KV)
     lse_base = LSE + b64 * stride_lb + h64 * stride_lh + q_start
     delta_base = DELTA + b64 * stride_lb + h64 * stride_lh + q_start
     dq_base = DQ + b64 * stride_dqb + h64 * stride_dqh + q_start * stride_dqs
     dq_desc = q_desc                        # (a stand-in without TMA_STORE)
     if TMA_STORE:
-        dq_desc = _rows(DQ + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim, HALF,
+        dq_desc = head_desc(DQ + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, seqlen_q, head_dim, HALF,
                         BLOCK_D, SMEM_Q)
 
-    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
+    lo, full_lo, full_hi, hi = gl_key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
                                            MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
 
@@ -170,7 +170,7 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
     k_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_KV)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF)
+    k_full, v_full, k_empty, v_empty = ring_barriers(NUM_BUF)
     mbarrier.init(q_bar, count=1)
 
     gl.warp_specialize([
@@ -187,4 +187,4 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
     ], [4, 1], [240, 24])
 
     mbarrier.invalidate(q_bar)
-    _invalidate_rings(k_full, v_full, k_empty, v_empty)
+    invalidate_rings(k_full, v_full, k_empty, v_empty)

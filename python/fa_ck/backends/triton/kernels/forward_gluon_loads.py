@@ -1,17 +1,17 @@
 """The Gluon forward's work and its loads (forward_gluon.py): which tiles a program takes, the same
-in every partition (_tile, _units: persistent programs take pairs of query blocks, heaviest with
+in every partition (unit_tile, unit_count: persistent programs take pairs of query blocks, heaviest with
 lightest), and the producer warp that loads each tile's Q once and streams K and V through the
-rings by TMA (_producer, _copy_q). The consumers' side, the softmax and the multiplies, is
+rings by TMA (producer, _copy_q). The consumers' side, the softmax and the multiplies, is
 forward_gluon.py's."""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from .gluon_common import _copy, _key_blocks, _rows, _sequence, _stream_kv
+from .gluon_common import copy_tile, gl_key_blocks, head_desc, gl_sequence, stream_kv
 
 
 @gluon.jit
-def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
+def unit_tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
           MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr):
     """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
@@ -30,9 +30,9 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
     h = bh % num_heads
     b = bh // num_heads
     m0 = pid_m * BLOCK_M
-    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
+    q_start, k_start, seqlen_q, seqlen_k = gl_sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     active = active & (m0 < seqlen_q)
-    lo, full_lo, full_hi, hi = _key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M,
+    lo, full_lo, full_hi, hi = gl_key_blocks(m0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M,
                                            BLOCK_N, MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
     if not active:
@@ -42,7 +42,7 @@ def _tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, win
 
 @gluon.jit
 def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
-    """(query blocks, work units) per head (seqlen_q: the longest sequence; see _tile)."""
+    """(query blocks, work units) per head (seqlen_q: the longest sequence; see unit_tile)."""
     n_m = gl.cdiv(seqlen_q, BLOCK_M)
     if PERSISTENT:
         per_head = (n_m + 1) // 2
@@ -52,8 +52,8 @@ def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr)
 
 
 @gluon.jit
-def _units(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
-    """How many work units the call has (see _tile)."""
+def unit_count(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
+    """How many work units the call has (see unit_tile)."""
     n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
     return batch * num_heads * per_head
 
@@ -63,12 +63,12 @@ def _copy_q(desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, FOUR_D: gl.const
     """Q's n_q-th tile from row m0 into q_smem once its consumers are done with the last one
     (q_empty): one TMA box (part 0), or for 192 queries (three consumer warpgroups; a box's rows
     and a buffer's shape are powers of two) the 64-row box `part` into q_smem's (64, BLOCK_D) tile
-    `part`, with that warpgroup's own barriers (see _producer)."""
+    `part`, with that warpgroup's own barriers (see producer)."""
     mbarrier.wait(q_empty.index(part), (n_q - 1) & 1, pred=n_q > 0)
     if len(q_smem.shape) == 3:
-        _copy(desc, m0 + part * 64, 0, q_full.index(part), q_smem.index(part), b, h, FOUR_D)
+        copy_tile(desc, m0 + part * 64, 0, q_full.index(part), q_smem.index(part), b, h, FOUR_D)
     else:
-        _copy(desc, m0, 0, q_full.index(0), q_smem, b, h, FOUR_D)
+        copy_tile(desc, m0, 0, q_full.index(0), q_smem, b, h, FOUR_D)
 
 
 @gluon.constexpr_function
@@ -110,7 +110,7 @@ def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, nega
     Returns the negated tiles counted (q_landed's phase)."""
     if negative:
         mbarrier.wait(q_empty.index(0), (n_q - 1) & 1, pred=n_q > 0)
-        _copy(desc, m0, 0, q_landed, q_smem, b, h, FOUR_D)
+        copy_tile(desc, m0, 0, q_landed, q_smem, b, h, FOUR_D)
         mbarrier.wait(q_landed, n_neg & 1)
         _negate_rows(q_smem)
         mbarrier.arrive(q_full.index(0), count=1)
@@ -121,7 +121,7 @@ def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, nega
 
 
 @gluon.jit
-def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
+def producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
               MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
               HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr,
               NEG_Q: gl.constexpr):
@@ -147,9 +147,9 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
     n_q = 0                                    # Q tiles loaded
     n_neg = 0                                  # of them negated (NEG_Q)
     it = 0                                     # K/V blocks streamed
-    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
+    for u in range(gl.program_id(0), unit_count(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
-            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = unit_tile(
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
                 VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if n_blocks > 0:
@@ -161,10 +161,10 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 1, b, h, True)
                     first = gl.minimum(n_blocks, NUM_BUF)
-                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, first, FP8, it, b,
+                    stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, first, FP8, it, b,
                                h // group, True)
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 2, b, h, True)
-                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo + first * BLOCK_N,
+                    stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo + first * BLOCK_N,
                                n_blocks - first, FP8, it + first, b, h // group, True)
                 elif HOST_DESC:
                     if NEG_Q:
@@ -172,7 +172,7 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                                                _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, True)
                     else:
                         _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
-                    _stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
+                    stream_kv(K, V, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it, b,
                                h // group, True, DIAG_FIRST)
                 else:
                     if n_q > 0:
@@ -185,9 +185,9 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                         mbarrier.wait(v_full.index(last), ((it - 1) // NUM_BUF) & 1)
                     b64 = b.to(gl.int64)
                     hk = (h // group).to(gl.int64)
-                    q_desc = _rows(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
+                    q_desc = head_desc(Q + b64 * stride_qb + h.to(gl.int64) * stride_qh, q_start, stride_qs, sq, head_dim,
                                    q_smem.shape[-2], BLOCK_D, SMEM_Q)
-                    k_desc = _rows(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
+                    k_desc = head_desc(K + b64 * stride_kb + hk * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
                                    BLOCK_D, SMEM_KV)
                     v_head = V + b64 * stride_vb + hk * stride_vh
                     if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
@@ -197,14 +197,14 @@ def _producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.con
                         v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, v_keys], [stride_vd, 1],
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:
-                        v_desc = _rows(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
+                        v_desc = head_desc(v_head, k_start, stride_vs, sk, head_dim, BLOCK_N, BLOCK_D, SMEM_V)
                     if NEG_Q:
                         n_neg = _copy_q_signed(q_desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem,
                                                _negative(QD, KD, stride_qdb, stride_kdb, b, h, group), b, h, False)
                     else:
                         for part in gl.static_range(3 if len(q_smem.shape) == 3 else 1):
                             _copy_q(q_desc, m0, q_full, q_empty, n_q, q_smem, part, b, h, False)
-                    _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it,
+                    stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks, FP8, it,
                                DIAG_FIRST=DIAG_FIRST)
                 n_q += 1
                 it += n_blocks

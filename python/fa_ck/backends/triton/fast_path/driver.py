@@ -1,36 +1,26 @@
 """A replayed launch straight to the CUDA driver (cuLaunchKernel through ctypes).
 
-A replayed plan (plans.py) launches kernels whose specialisation, grid, scalars and constexprs
-are all fixed: only the call's own tensors change. Triton's launcher still does a launch's whole
-host side each time: run_compiled's argument tuple, launch metadata (a LazyDict, as Triton 3.6's
-hooks are never None), the C launcher's argument parsing, a cuPointerGetAttribute per pointer, a
-Python call per host-made descriptor that encodes a fresh tensor map. That was ~35 us a launch
-on the H200's host, and 2.3x that on autograd's thread, where the backward runs
-(bench/results/h200-20261201-sixteenth call 1, h200-20261130-sixth call 1).
-
-Here each launch of a plan is laid out once as the kernel's parameter buffer: scalars, fixed
-pointers (the device's placeholders) and tensor maps written in, the slots' pointers patched per
-call, a tensor map's address swapped by cuTensorMapReplaceAddress (no re-encoding). The layout is
-Triton's own, read from the compiled kernel: its signature without constexprs (a host-made
-descriptor as the tensor map, its shape as int32s and strides as int64s), then the global and
-profile scratch pointers, block 32 x num_warps, the kernel's dynamic shared memory; the launch
-config Triton's launcher gives cuLaunchKernelEx when there is no cluster, PDL or cooperative
-grid (otherwise: Triton's path). Both Triton 3.6 and 3.7 lay parameters out this way.
-
-A launch argument may be a part of a slot (plans._Part: the fp8 forward's buffers, views of one
-workspace): its pointer is the slot's plus the part's byte offset. A plan's zeroing of a slot's
-bytes goes here too, as cuMemsetD8Async on the stream (zero()): no tensor is made for it.
+A replayed plan (plans.py) launches kernels whose specialisation, grid, scalars and constexprs are
+all fixed: only the call's own tensors change. Triton's launcher still does a launch's whole host
+side each time (argument tuple, launch metadata, its C launcher's parsing, a pointer query per
+tensor, a fresh tensor map per host-made descriptor). Here each launch of a plan is laid out once
+as the kernel's parameter buffer, in Triton's own layout read from the compiled kernel (its
+signature without constexprs, a host-made descriptor as the tensor map with its shape as int32s
+and strides as int64s, then the global and profile scratch pointers); per call only the slots'
+pointers are patched in and each tensor map's address swapped by cuTensorMapReplaceAddress. A
+plan's zeroing goes here too, as cuMemsetD8Async on the stream.
 
 Where anything is out of the ordinary (not NVIDIA, no libcuda, a launch hook set, fp16 scalars,
-tuples, a descriptor Triton did not lower to a tensor map, profile scratch) make() returns None
-and the plan keeps going through run_compiled. FA_CK_DIRECT_LAUNCH=0 turns this path off.
+tuples, a descriptor Triton did not lower to a tensor map, clusters, PDL, profile scratch)
+DirectLaunch.make returns None and the plan keeps Triton's launcher.
 """
 from __future__ import annotations
 
 import ctypes
 import math
-import os
 import threading
+
+from .slots import rebased, slot_offset, tensor_at
 
 try:
     from triton import knobs
@@ -53,10 +43,6 @@ class TensorMap(ctypes.Structure):
     driver asks 64); ctypes aligns a structure to its largest member's alignment only, so the
     buffer is over-allocated and an aligned address taken."""
     _fields_ = [("raw", ctypes.c_uint8 * (2 * _TENSOR_MAP_BYTES))]
-
-
-def enabled() -> bool:
-    return os.environ.get("FA_CK_DIRECT_LAUNCH", "1") != "0"
 
 
 def _lib():
@@ -124,7 +110,7 @@ class DirectLaunch:
     @classmethod
     def make(cls, compiled, kernel, grid: tuple, fixed: tuple, subs: tuple, constexprs: dict, slots):
         """The launch of `compiled` a plan step makes (fixed: its arguments, None at the slots'
-        places; subs: (position, slot or plans._Part of one, descriptor or None)), or None where
+        places; subs: (position, slot or slots.Part, descriptor or None)), or None where
         Triton's path must take it. slots: this call's, to encode each descriptor's tensor map once."""
         lib = _lib()
         src, meta = getattr(compiled, "src", None), getattr(compiled, "metadata", None)
@@ -139,7 +125,6 @@ class DirectLaunch:
         values = (*fixed, *(constexprs[name] for name in kernel.arg_names[len(fixed):]))
         if len(signature) != len(values):
             return None
-        from .plans import _rebased, _slot_offset, _tensor
         by_pos = {pos: (place, desc) for pos, place, desc in subs}
         descs = iter(getattr(meta, "tensordesc_meta", None) or ())
         keep, patches, maps = [], [], []
@@ -153,8 +138,8 @@ class DirectLaunch:
                 place, desc = by_pos.get(pos, (None, None))
                 if desc_meta is None or desc is None:
                     return None                        # not a tensor map, or a descriptor of no slot
-                base = _tensor(slots, place)
-                cu_map, *ints = make_tensordesc_arg(_rebased(desc, base), desc_meta)
+                base = tensor_at(slots, place)
+                cu_map, *ints = make_tensordesc_arg(rebased(desc, base), desc_meta)
                 copied = _copy_tensor_map(cu_map)
                 if copied is None or len(ints) % 2:
                     return None
@@ -164,7 +149,7 @@ class DirectLaunch:
                         or ctypes.string_at(addr, _TENSOR_MAP_BYTES) != before):
                     return None
                 keep.append((buf, addr))
-                maps.append((addr, *_slot_offset(place)))
+                maps.append((addr, *slot_offset(place)))
                 n = len(ints) // 2
                 keep += [ctypes.c_int32(x) for x in ints[:n]] + [ctypes.c_int64(x) for x in ints[n:]]
                 continue
@@ -177,7 +162,7 @@ class DirectLaunch:
                     return None
                 if place is not None:
                     cell = c_type(0)
-                    patches.append((cell, *_slot_offset(place)))
+                    patches.append((cell, *slot_offset(place)))
                 elif value is None or isinstance(value, int):
                     cell = c_type(value or 0)
                 elif hasattr(value, "data_ptr"):

@@ -18,7 +18,7 @@ Triton would not do this by itself: an f16 accumulator's scores go back to f32 o
 Triton's max, exp2 and sum, so each packed step is inline asm on tensors whose consecutive
 elements (a thread's adjacent keys) share a register. q and k are quantised to 16, not 448, so no
 sum of 128 products passes f16's 65504 (quantize.quantize's qk_max). Heads whose scale could carry a
-scaled score past f16 (_f16_scores_fit) take _f16_step's wide form, one instruction more per pair;
+scaled score past f16 (f16_scores_fit) take f16_step's wide form, one instruction more per pair;
 256-key blocks past d64 take it on every tile (F16_WIDE).
 """
 from triton.experimental import gluon
@@ -50,7 +50,7 @@ def _row_max_f16(x, row: gl.constexpr):
 
 
 @gluon.jit
-def _row_sum_f16(x, row: gl.constexpr):
+def row_sum_f16(x, row: gl.constexpr):
     """Row sum of f16 P (values up to P_SCALE: 16 of them stay under f16's max), folded as
     _row_max_f16, the last 8 columns summed in f32."""
     for _ in gl.static_range(4):
@@ -100,18 +100,18 @@ def _exp2_poly(s, scale, neg):
         "=r,r,r,r", [s, scale, neg], dtype=gl.float16, is_pure=True, pack=2)
 
 
-# The largest scaled score (log2 units) a tile may have for _f16_step's one fma per pair: the
+# The largest scaled score (log2 units) a tile may have for f16_step's one fma per pair: the
 # exponent's offset P_LOG2 - row max x scale is an f16, and so is the scale. Half f16's 65504 leaves
 # room for both; past it the wide step.
 F16_SCORE_LIMIT = gl.constexpr(32768.0)
 
 
 @gluon.jit
-def _f16_scores_fit(scale_log2, QK_MAX: gl.constexpr, head_dim):
-    """Whether no score of a tile can leave f16's range in _f16_step: |q8 . k8| <= QK_MAX^2 x head_dim,
+def f16_scores_fit(scale_log2, QK_MAX: gl.constexpr, head_dim):
+    """Whether no score of a tile can leave f16's range in f16_step: |q8 . k8| <= QK_MAX^2 x head_dim,
     times the tile's scale (> 0), at most F16_SCORE_LIMIT. At d128 and softmax scale 1/sqrt(128) that
     holds while q's amax x k's amax <= ~2000 (logits of N(0, 1) inputs: amaxes ~4.5); other heads
-    take the wide step (_f16_step's F16_WIDE). It guards the range, not the precision: the one-fma
+    take the wide step (f16_step's F16_WIDE). It guards the range, not the precision: the one-fma
     step rounds P_LOG2 - max x scale to f16, so each block's weights after the first (the first
     takes the f32 _step) move by up to ~|max x scale| x 2^-11 in log2 units. A numpy emulation
     (bench/results/h200-20261204-default/f16_offset_emulation.py, no fp8 rounding): 0.14 % of the
@@ -124,11 +124,11 @@ def _f16_scores_fit(scale_log2, QK_MAX: gl.constexpr, head_dim):
 
 
 @gluon.jit
-def _f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, EXP2_POLY: gl.constexpr,
+def f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, EXP2_POLY: gl.constexpr,
               F16_WIDE: gl.constexpr = False):
     """_softmax's step (RAW_MAX, no mask) on f16 scores (F16_SCORES), two scores per instruction: the
     row max, the exponent's argument (one f16x2 fma), the exponentials (ex2.approx.f16x2), P in
-    f16; the statistics stay f32. F16_WIDE (a tile _f16_scores_fit refused): the argument is
+    f16; the statistics stay f32. F16_WIDE (a tile f16_scores_fit refused): the argument is
     (s - max) x scale + P_LOG2, one packed subtraction more per pair: s - max lies in [-65536, 0]
     (f16's -inf at worst, whose P is 0 as it should be) whatever the logits' size; the scale held
     at f16's max (past it a raw unit of score is 45000 nats)."""
@@ -156,12 +156,12 @@ def _f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.conste
     alpha = gl.exp2(m_i * scale_log2 - m_scaled)
     l_i = l_i * alpha
     if ROW_SUM:
-        l_i = l_i + _row_sum_f16(p, row)
+        l_i = l_i + row_sum_f16(p, row)
     return p, alpha, m_new, l_i
 
 
 @gluon.jit
-def _fp8_operand_f16(p):
+def fp8_operand_f16(p):
     """_fp8_operand for f16 P (F16_SCORES): one conversion per f16x2 register."""
     return gl.inline_asm_elementwise(
         "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f16x2 lo, $1; "

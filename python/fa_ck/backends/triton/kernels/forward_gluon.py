@@ -58,10 +58,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                                warpgroup_mma_wait)
 
 from .common import softmax_step, warpgroup_blocks
-from .forward_gluon_loads import _producer, _tile, _units
-from .softmax_f16 import _f16_scores_fit, _f16_step, _fp8_operand_f16, _row_sum_f16
-from .gluon_common import (_acc_layout, _block_key, _invalidate_rings, _partition_barrier, _ring_barriers, _scores,
-                           _store_out)
+from .forward_gluon_loads import producer, unit_tile, unit_count
+from .softmax_f16 import f16_scores_fit, f16_step, fp8_operand_f16, row_sum_f16
+from .gluon_common import (acc_layout, block_key, invalidate_rings, partition_barrier, ring_barriers, gl_scores,
+                           store_out)
 
 # The key-block bounds per warpgroup and the softmax step are forward.py's, compiled again as Gluon.
 _warpgroup_blocks = gluon.jit(warpgroup_blocks.fn)
@@ -80,7 +80,7 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
     """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
     common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
     2^P_LOG2). ROW_SUM False: the row sum is only rescaled (l_i * alpha); the caller adds p's."""
-    s, _ = _scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
+    s, _ = gl_scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
     p, alpha, m_new = _softmax_step(s, m_i, scale_log2, RAW_MAX, MASKED, P_LOG2)
     if ROW_SUM:
@@ -167,7 +167,7 @@ def _convert_q(q16_smem, q_smem, scale, FP8_MAX: gl.constexpr):
                    propagate_nan=tl.PropagateNan.ALL)
     q_smem.store(x.to(q_smem.dtype))
     fence_async_shared()                  # the generic-proxy stores before wgmma's async reads
-    _partition_barrier()                  # every row written before the warpgroup's first QK^T
+    partition_barrier()                  # every row written before the warpgroup's first QK^T
 
 
 @gluon.jit
@@ -176,7 +176,7 @@ def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
     (fp8): p is fp32, rounded to fp8 here, where the multiply uses it (see _p_operand)."""
     if P_REGS:
         if p.dtype == gl.float16:
-            p = _fp8_operand_f16(p)
+            p = fp8_operand_f16(p)
         else:
             p = _fp8_operand(p)
     if V_KEYS_MAJOR:
@@ -222,7 +222,7 @@ def _p_operand(p, p_smem, dtype: gl.constexpr, layout: gl.constexpr,
 def _row_sum(p, row: gl.constexpr):
     """P's row sums: f16 P (F16_SCORES) folded in pairs (softmax_f16._row_sum_f16), else Triton's sum."""
     if p.dtype == gl.float16:
-        total = _row_sum_f16(p, row)
+        total = row_sum_f16(p, row)
     else:
         total = gl.sum(p, 1)
     return total
@@ -282,8 +282,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     P_LOG2: gl.constexpr = _log2(P_SCALE)      # 0 but for fp8
     WHOLE: gl.constexpr = EVEN_N and not MASK_LEFT and not MASK_RIGHT      # no block needs the mask
     # wgmma's K per instruction: 32 bytes (16 halves, 32 fp8 values)
-    s_layout: gl.constexpr = _acc_layout(BLOCK_N, dtype)
-    o_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
+    s_layout: gl.constexpr = acc_layout(BLOCK_N, dtype)
+    o_layout: gl.constexpr = acc_layout(BLOCK_D, dtype)
     # A operand in registers: 32 bits of K per thread (two 16-bit or four fp8 values)
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=32 // dtype.primitive_bitwidth)
@@ -311,7 +311,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     _pass_turn(other_turn, PINGPONG)
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
-    p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, _block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
+    p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
                                full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2, _mask_at(True, WHOLE, DIAG_FIRST),
                                not LATE_SUM)
@@ -337,9 +337,9 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         if F16_SCORES:
-            p_next, alpha, m_i, l_i = _f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY, F16_WIDE)
+            p_next, alpha, m_i, l_i = f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY, F16_WIDE)
         else:
-            p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
+            p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
                                             full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
                                             window_right, MASK_LEFT, MASK_RIGHT, RAW_MAX, P_LOG2,
                                             _mask_at(False, WHOLE, DIAG_FIRST), not LATE_SUM)
@@ -398,7 +398,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     TILES: gl.constexpr = 2 if PERSISTENT else 1
     dtype: gl.constexpr = q_smem.dtype
     out_dtype: gl.constexpr = O.dtype.element_ty
-    o_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
+    o_layout: gl.constexpr = acc_layout(BLOCK_D, dtype)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     # Q in registers for QK^T (_attend): up to d64 in 128-query tiles, 16-bit, raw row max, where it
     # spills nothing; h200-20261202-kvregs call 2 (GPU time, same run): d64 S1024 full +3 %, causal and
@@ -410,9 +410,9 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
     turns = 0
-    for u in range(gl.program_id(0), _units(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
+    for u in range(gl.program_id(0), unit_count(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
         for second in range(TILES):
-            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = _tile(
+            b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = unit_tile(
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
                 VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
             if active:
@@ -457,7 +457,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                         _release(k_full, v_full, k_empty, v_empty, it, n_blocks - n_mine)
                         first = it + n_blocks - n_mine
                     if F16_SCORES and not F16_WIDE:     # (the wide f16 loop where a scaled score could
-                        wide = not _f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)    # leave f16's range)
+                        wide = not f16_scores_fit(tile_scale_log2, QK_MAX, head_dim)    # leave f16's range)
                     else:
                         wide: gl.constexpr = F16_WIDE
                     if wide:
@@ -492,16 +492,16 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                 cols = gl.arange(0, BLOCK_D, layout=gl.SliceLayout(0, o_layout))
                 if TMA_STORE:      # rows past the sequence and columns past head_dim are not written
                     tma.store_wait(0)                 # the last tile's out has left o_smem
-                    _partition_barrier()              # (the wait is the issuing thread's)
+                    partition_barrier()              # (the wait is the issuing thread's)
                     out = out.to(out_dtype)
                     if o_smem.shape[1] == BLOCK_D:
-                        _store_out(O_DESC, o_smem, out, b, h, m0, 0)
+                        store_out(O_DESC, o_smem, out, b, h, m0, 0)
                     else:       # a staging tile half as wide (past d128): out leaves in two halves
                         left, right = gl.split(out.reshape([ROWS, 2, BLOCK_D // 2]).permute((0, 2, 1)))
-                        _store_out(O_DESC, o_smem, left, b, h, m0, 0)
+                        store_out(O_DESC, o_smem, left, b, h, m0, 0)
                         tma.store_wait(0)
-                        _partition_barrier()          # (the wait is the issuing thread's)
-                        _store_out(O_DESC, o_smem, right, b, h, m0, BLOCK_D // 2)
+                        partition_barrier()          # (the wait is the issuing thread's)
+                        store_out(O_DESC, o_smem, right, b, h, m0, BLOCK_D // 2)
                 else:
                     ok = (m0 + rows[:, None] < sq) & (cols[None, :] < head_dim)
                     o_rows = O + b64 * stride_ob + h.to(gl.int64) * stride_oh + (q_start + m0) * stride_os
@@ -534,7 +534,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
                      F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
-    """A 1-D grid over work units (see _tile): one program per unit, or PERSISTENT: fewer programs
+    """A 1-D grid over work units (see unit_tile): one program per unit, or PERSISTENT: fewer programs
     (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
     tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
     16-bit head dims up to 64, where a warpgroup's S, O and P fit the 160 registers that leaves
@@ -544,7 +544,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles for fp8), SMEM_P that of P's (64, BLOCK_N)
     staging tile (fp8 without P_REGS). P_REGS (fp8): P stays in registers, v's keys stored in
     quantize.key_position's order, each row of keys zero-padded to a multiple of 16 and described
-    to that length. HOST_DESC: Q, K, V are host-made TMA descriptors (see _producer), their strides
+    to that length. HOST_DESC: Q, K, V are host-made TMA descriptors (see producer), their strides
     unused. TMA_STORE: out is also written through O_DESC, (64, O_COLS) tiles of (batch, heads,
     rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where shared memory holds no more:
     configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
@@ -635,7 +635,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         mbarrier.init(q_landed.index(0), count=1)
     else:
         q_landed = q_full                     # a stand-in, unused
-    k_full, v_full, k_empty, v_empty = _ring_barriers(NUM_BUF, CONSUMERS)
+    k_full, v_full, k_empty, v_empty = ring_barriers(NUM_BUF, CONSUMERS)
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(Q_BARS):
         mbarrier.init(q_full.index(i), count=1)
@@ -662,7 +662,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                          turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
                          TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
                          EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
-            (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
+            (producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])
     else:
@@ -678,7 +678,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
             (_consumer, (q_smem2, q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0),
                          turn.index(1), shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE,
                          FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, False)),
-            (_producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
+            (producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
                          P_REGS, BLOCK_M, DIAG_FIRST, False)),
         ], [4, 4, 1], [160, 160, 24])
 
@@ -689,4 +689,4 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         mbarrier.invalidate(q_landed.index(0))
     mbarrier.invalidate(turn.index(0))
     mbarrier.invalidate(turn.index(1))
-    _invalidate_rings(k_full, v_full, k_empty, v_empty)
+    invalidate_rings(k_full, v_full, k_empty, v_empty)

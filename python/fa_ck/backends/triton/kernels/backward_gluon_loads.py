@@ -1,15 +1,15 @@
 """The Gluon dK/dV kernel's work and its loads (backward_gluon.py): which unit (kv head, key
-block) a program takes (_dkdv_tile; with DYNAMIC, from a counter, the last heads' units dealt
-heaviest first: _dealt), the producer warp that loads each unit's K and V once and streams its
-query blocks' Q and dO through the rings by TMA (_bwd_producer, _produce_unit), and the unit's
+block) a program takes (dkdv_tile; with DYNAMIC, from a counter, the last heads' units dealt
+heaviest first: dealt_unit), the producer warp that loads each unit's K and V once and streams its
+query blocks' Q and dO through the rings by TMA (bwd_producer, _produce_unit), and the unit's
 number handed from the producer to the consumers through shared memory (_publish_unit,
-_unit_at). The consumers' side, the gradients, is backward_gluon.py's."""
+unit_at). The consumers' side, the gradients, is backward_gluon.py's."""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
 from .common import query_blocks
-from .gluon_common import _issue, _sequence
+from .gluon_common import issue_tile, gl_sequence
 
 # the query-block bounds are backward.py's, compiled again as Gluon (the score mask, the sequence
 # bounds and the descriptor helper come from gluon_common)
@@ -17,7 +17,7 @@ _query_blocks = gluon.jit(query_blocks.fn)
 
 
 @gluon.jit
-def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
+def dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
                MASK_RIGHT: gl.constexpr):
     """Work unit u: key block u % n_kb of kv head (u // n_kb) % num_heads of batch entry
@@ -28,7 +28,7 @@ def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, 
     n0 = (u % n_kb) * BLOCK_N
     h = (u // n_kb) % num_heads
     b = u // (n_kb * num_heads)
-    q_start, k_start, seqlen_q, seqlen_k = _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
+    q_start, k_start, seqlen_q, seqlen_k = gl_sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN)
     lo, full_lo, full_hi, hi = _query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
                                              MASK_LEFT, MASK_RIGHT)
     n_blocks = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_M)
@@ -36,7 +36,7 @@ def _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, 
 
 
 @gluon.jit
-def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
+def bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
                   unit_smem, counter, u0, n_units, n_kb, num_heads, tail_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
                   window_left, window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                   HOST_DESC: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
@@ -46,7 +46,7 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
     tiles under this one's last steps and epilogue. PERSISTENT: units u0, u0 + num_programs, ...;
     DYNAMIC: u0, then each from the counter, published to the consumers in unit_smem (a number
     past the last unit, once no unit is left, stops them), the last tail_heads heads' units dealt
-    heaviest first (_dealt). HOST_DESC: the descriptors are host-made 4-D ones over (batch,
+    heaviest first (dealt_unit). HOST_DESC: the descriptors are host-made 4-D ones over (batch,
     heads, rows, head_dim)."""
     if DYNAMIC:
         j = 0
@@ -54,7 +54,7 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         u = u0
         while u < n_units:
             j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
-                              q_full, q_empty, unit_smem, _dealt(u, n_units, n_kb, tail_heads), j, t, n_kb, num_heads,
+                              q_full, q_empty, unit_smem, dealt_unit(u, n_units, n_kb, tail_heads), j, t, n_kb, num_heads,
                               CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, VARLEN, MASK_LEFT,
                               MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
             # the next unit, asked for once this one's loads are all issued: the atomic's round
@@ -81,8 +81,8 @@ def _bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
 
 
 @gluon.jit
-def _dealt(u, n_units, n_kb, tail_heads):
-    """The unit (_dkdv_tile's number) that DYNAMIC's u-th hand-out deals: u itself, head by head
+def dealt_unit(u, n_units, n_kb, tail_heads):
+    """The unit (dkdv_tile's number) that DYNAMIC's u-th hand-out deals: u itself, head by head
     (a head's key blocks together share its Q and dO in L2; longest causal blocks first across
     all heads lost 7-18 % fwd+bwd, h200-20261130-tenth call 5), but key block by key block across
     the last tail_heads heads (launch_gluon._lpt_tail_heads), so under a causal mask the last units
@@ -103,13 +103,13 @@ def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
                   unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
                   VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr,
                   DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
-    """_bwd_producer's unit u, the program's t-th, after j steps -> j after it. GQA (GROUP q heads
+    """bwd_producer's unit u, the program's t-th, after j steps -> j after it. GQA (GROUP q heads
     per kv head h): the query blocks of q heads h * GROUP, h * GROUP + 1, ... in turn."""
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
     NUM_KV: gl.constexpr = k_smem.shape[0]
-    b, h, n0, _, _, _, _, lo, _, _, n_blocks = _dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+    b, h, n0, _, _, _, _, lo, _, _, n_blocks = dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
                                                         window_left, window_right, BLOCK_M, BLOCK_N, VARLEN,
                                                         MASK_LEFT, MASK_RIGHT)
     kb = t % NUM_KV
@@ -118,8 +118,8 @@ def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         _publish_unit(unit_smem, kb, u)
     kv_bar_t = kv_bar.index(kb)
     mbarrier.expect(kv_bar_t, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
-    _issue(k_desc, n0, 0, kv_bar_t, k_smem.index(kb), b, h, HOST_DESC)
-    _issue(v_desc, n0, 0, kv_bar_t, v_smem.index(kb), b, h, HOST_DESC)
+    issue_tile(k_desc, n0, 0, kv_bar_t, k_smem.index(kb), b, h, HOST_DESC)
+    issue_tile(v_desc, n0, 0, kv_bar_t, v_smem.index(kb), b, h, HOST_DESC)
     for g in range(GROUP):                    # GQA: the kv head's q heads in turn (GROUP 1: one trip)
         for i in range(n_blocks):
             buf = j % NUM_BUF
@@ -127,8 +127,8 @@ def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sm
             # Q and dO of a block share one barrier: the consumers need both
             bar = q_full.index(buf)
             mbarrier.expect(bar, q_desc.block_type.nbytes + do_desc.block_type.nbytes)
-            _issue(q_desc, lo + i * BLOCK_M, 0, bar, q_smem.index(buf), b, h * GROUP + g, HOST_DESC)
-            _issue(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h * GROUP + g, HOST_DESC)
+            issue_tile(q_desc, lo + i * BLOCK_M, 0, bar, q_smem.index(buf), b, h * GROUP + g, HOST_DESC)
+            issue_tile(do_desc, lo + i * BLOCK_M, 0, bar, do_smem.index(buf), b, h * GROUP + g, HOST_DESC)
             j += 1
     return j
 
@@ -141,7 +141,7 @@ def _publish_unit(unit_smem, kb, u):
 
 
 @gluon.jit
-def _unit_at(unit_smem, kv_bar, t):
+def unit_at(unit_smem, kv_bar, t):
     """A consumer's t-th unit (DYNAMIC): the number the producer published with its K and V."""
     layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     kb = t % unit_smem.shape[0]

@@ -9,15 +9,15 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 from .common import key_blocks, scores
 
-_partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thread_barrier in Triton 3.6)
+partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier    # (thread_barrier in Triton 3.6)
 
 # The key-block bounds and the score mask are forward.py's, compiled again as Gluon.
-_key_blocks = gluon.jit(key_blocks.fn)
-_scores = gluon.jit(scores.fn)
+gl_key_blocks = gluon.jit(key_blocks.fn)
+gl_scores = gluon.jit(scores.fn)
 
 
 @gluon.constexpr_function
-def _acc_layout(cols, dtype):
+def acc_layout(cols, dtype):
     """The register layout of a warpgroup's wgmma accumulator, (64 rows, cols) fp32, for operands
     of dtype (its instruction's K: 32 bytes)."""
     return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -25,7 +25,7 @@ def _acc_layout(cols, dtype):
 
 
 @gluon.jit
-def _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: gl.constexpr):
+def gl_sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: gl.constexpr):
     """common.sequence in Gluon: (first q row, first k row, seqlen_q, seqlen_k) of batch entry b."""
     q_start = b.to(gl.int64) * 0
     k_start = q_start
@@ -38,7 +38,7 @@ def _sequence(CU_Q, CU_K, b, seqlen_q, seqlen_k, VARLEN: gl.constexpr):
 
 
 @gluon.jit
-def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLOCK_D: gl.constexpr,
+def head_desc(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLOCK_D: gl.constexpr,
           LAYOUT: gl.constexpr):
     """A TMA descriptor for (BLOCK_ROWS, BLOCK_D) tiles of one head's (rows, head_dim) matrix from
     row `start` of `head`: rows past the sequence and columns past head_dim load as zeros and
@@ -48,7 +48,7 @@ def _rows(head, start, stride_row, rows, head_dim, BLOCK_ROWS: gl.constexpr, BLO
 
 
 @gluon.jit
-def _block_key(lo, j, n_blocks, BLOCK_N: gl.constexpr, DIAG_FIRST: gl.constexpr):
+def block_key(lo, j, n_blocks, BLOCK_N: gl.constexpr, DIAG_FIRST: gl.constexpr):
     """The first key of the j-th of a tile's n_blocks blocks from lo, in the order they stream:
     up from lo, or DIAG_FIRST down from the last (the causal diagonal's block first)."""
     if DIAG_FIRST:
@@ -57,7 +57,7 @@ def _block_key(lo, j, n_blocks, BLOCK_N: gl.constexpr, DIAG_FIRST: gl.constexpr)
 
 
 @gluon.jit
-def _issue(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
+def issue_tile(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
     """TMA of one (rows, cols) tile into dst, completing on bar (its bytes expected by the caller).
     FOUR_D: desc is a host-made descriptor over (batch, heads, rows, cols), the tile that of (b,
     h); else a per-head 2-D one."""
@@ -68,14 +68,14 @@ def _issue(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
 
 
 @gluon.jit
-def _copy(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
-    """_issue, expecting the tile's bytes on bar first."""
+def copy_tile(desc, row, col, bar, dst, b, h, FOUR_D: gl.constexpr):
+    """issue_tile, expecting the tile's bytes on bar first."""
     mbarrier.expect(bar, desc.block_type.nbytes)
-    _issue(desc, row, col, bar, dst, b, h, FOUR_D)
+    issue_tile(desc, row, col, bar, dst, b, h, FOUR_D)
 
 
 @gluon.jit
-def _ring_barriers(NUM_BUF: gl.constexpr, CONSUMERS: gl.constexpr = 2):
+def ring_barriers(NUM_BUF: gl.constexpr, CONSUMERS: gl.constexpr = 2):
     """The K and V rings' mbarriers, initialised: (k_full, v_full, k_empty, v_empty). A full
     barrier completes on its tile's TMA bytes, an empty one on every consumer warpgroup's arrival."""
     k_full = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
@@ -91,7 +91,7 @@ def _ring_barriers(NUM_BUF: gl.constexpr, CONSUMERS: gl.constexpr = 2):
 
 
 @gluon.jit
-def _invalidate_rings(k_full, v_full, k_empty, v_empty):
+def invalidate_rings(k_full, v_full, k_empty, v_empty):
     NUM_BUF: gl.constexpr = k_full.shape[0]
     for i in gl.static_range(NUM_BUF):
         mbarrier.invalidate(k_full.index(i))
@@ -101,10 +101,10 @@ def _invalidate_rings(k_full, v_full, k_empty, v_empty):
 
 
 @gluon.jit
-def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks,
+def stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty, lo, n_blocks,
                V_KEYS_MAJOR: gl.constexpr = False, start=0, b=0, h=0, FOUR_D: gl.constexpr = False,
                DIAG_FIRST: gl.constexpr = False):
-    """K_j and V_j from key lo + j * BLOCK_N (DIAG_FIRST: the blocks last to first, _block_key)
+    """K_j and V_j from key lo + j * BLOCK_N (DIAG_FIRST: the blocks last to first, block_key)
     into buffer j % NUM_BUF of their rings, each once
     both consumers released the buffer's previous tile (its empty barrier). V_KEYS_MAJOR: v's
     descriptor is over (head_dim, keys) (fp8's keys-contiguous v). start: blocks this partition
@@ -117,24 +117,24 @@ def _stream_kv(k_desc, v_desc, k_smem, v_smem, k_full, v_full, k_empty, v_empty,
         buf = it % NUM_BUF
         reuse = it >= NUM_BUF                # buffer's previous tile: block it - NUM_BUF
         phase = ((it // NUM_BUF) & 1) ^ 1
-        key = _block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST)
+        key = block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST)
         mbarrier.wait(k_empty.index(buf), phase, pred=reuse)
-        _copy(k_desc, key, 0, k_full.index(buf), k_smem.index(buf), b, h, FOUR_D)
+        copy_tile(k_desc, key, 0, k_full.index(buf), k_smem.index(buf), b, h, FOUR_D)
         mbarrier.wait(v_empty.index(buf), phase, pred=reuse)
         if V_KEYS_MAJOR:
-            _copy(v_desc, 0, key, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
+            copy_tile(v_desc, 0, key, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
         else:
-            _copy(v_desc, key, 0, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
+            copy_tile(v_desc, key, 0, v_full.index(buf), v_smem.index(buf), b, h, FOUR_D)
 
 
 @gluon.jit
-def _store_out(O_DESC, o_smem, out, b, h, m0, col, FOUR_D: gl.constexpr = True):
+def store_out(O_DESC, o_smem, out, b, h, m0, col, FOUR_D: gl.constexpr = True):
     """out (64 rows, o_smem's columns from col) through o_smem to a TMA store, not waited for.
     FOUR_D: O_DESC is a host-made descriptor over (batch, heads, rows, cols), the tile that of (b,
     h); else a per-head 2-D one."""
     o_smem.store(out)
     fence_async_shared()
-    _partition_barrier()              # the whole tile written before one thread issues the store
+    partition_barrier()              # the whole tile written before one thread issues the store
     if FOUR_D:
         tma.async_copy_shared_to_global(O_DESC, [b, h, m0, col],
                                         o_smem.reshape([1, 1, o_smem.shape[0], o_smem.shape[1]]))

@@ -1,158 +1,26 @@
-"""Per-(batch, head) fp8 quantisation of q, k and v for the fp8 forward: two launches over all three.
+"""fp8 orchestration: what the fp8 forward reads, made from the call's q, k and v.
 
-Program axis 1 runs over q's heads, then k's, then v's (_which); each kernel serves the three
-tensors in one launch (the forward's six launches were ~0.1-0.2 ms of host time per fp8 call on
-the H200, more than the quantisation's GPU time at short sequences: bench/results
-h200-20261201-sixteenth). A single tensor is quantised as "q" with no k or v heads.
-
-amax_kernel reads a tile and folds max |x| into its (batch, head)'s int32 slot with an atomic max
-on the float's bits (non-negative floats order as their bit patterns, and a NaN's pattern lies
-above +inf, so a NaN input gives a NaN amax, as torch's reduction does). It was torch's
-inf-norm, 74 us per 64 MB tensor on the H200 (0.9 TB/s; bench/results/h200-20261130-eighth call
-2). quantize_kernel then reads x again and writes x * scale, clamped and rounded to the fp8
-format, in whatever layout the output view has (v is written keys-contiguous, see forward.py),
-scale = fp8 max / amax and the descale 1 / scale computed in-kernel with IEEE division, so every
-value is torch's arithmetic bit for bit. Under the interpreter (no fnuz type, a wrong fp32 -> fp8
-cast: see common.fp8_round) the kernel rounds onto the fp8 grid itself (ROUND_EMIN) and writes
-float32; the caller casts, exactly.
-
-The amax and descale buffers hold q's (batch, head) slots, then k's from start_k, then v's from
-start_v, each (B, H) in row-major order.
-
-PERMUTE_V (the Gluon fp8 forward's P_REGS): v's key s is stored at key_position(s), and each row
-of keys is written to a multiple of 16, zeros past the last key (the forward reads whole groups).
-COPY_Q off (the Gluon fp8 forward's Q_CONVERT): q's amax and descale only, no q8: that kernel
-rounds each tile of q itself from q's amax bits, with this kernel's arithmetic (forward_gluon.
-_q_scales, _convert_q), so besides the amax pass q is read once, not read and written
-(h200-20261203-late-wait call 2).
-
-One launch for both passes, each quantising item waiting on its (batch, head)'s amax items, was
-measured on the H200 (bench/results h200-20261203-fused-quant): 2-5 % less GPU time than these
-two launches, and no more even with the waits left out; not kept.
-
-The host side below makes what quantising writes (fp8_buffers: parts of one workspace,
-a slot of the forward's replay plan, so fp8 calls of 16-bit inputs replay, a replay making the
-workspace alone: fp8_workspace; q8 only where the kernel reads it) and hands the forward its fp8
-inputs (fp8_inputs).
+16-bit (or fp32) inputs are quantised per (batch, head) by kernels/quantize.py in two launches, into
+one workspace (fp8_buffers: its parts by byte offset), which is a slot of the forward's replay plan:
+fp8 calls replay too, a replay making the workspace alone (fp8_workspace). A caller's fp8 inputs
+keep their descales (ones stand in for any not given: with_unit_descales); their v is copied into
+the layout the kernel reads. Which layout, and whether q is copied at all, the forward's config
+says (prepare).
 """
+from __future__ import annotations
+
 import dataclasses
 import math
 
 import torch
 import triton
-import triton.language as tl
 
 from ...params import FP8_DTYPES, AttnParams
-from . import configs
-from .common import fp8_round, wide
-from .host import _cdiv, _keys_padded
-from .plans import _launch, _zero
-
-
-@triton.jit
-def _which(j, b, heads_q, heads_kv, start_k, start_v):
-    """Program j of axis 1 (batch b): (tensor 0 / 1 / 2 for q / k / v, its head, its (batch,
-    head) slot in the amax and descale buffers, where k's slots start at start_k, v's at start_v)."""
-    t = (j >= heads_q).to(tl.int32) + (j >= heads_q + heads_kv).to(tl.int32)
-    first = tl.where(t == 0, 0, tl.where(t == 1, heads_q, heads_q + heads_kv))     # its first head on axis 1
-    heads = tl.where(t == 0, heads_q, heads_kv)
-    start = tl.where(t == 0, 0, tl.where(t == 1, start_k, start_v))
-    return t, j - first, start + b * heads + (j - first)
-
-
-@triton.jit
-def key_position(s):
-    """Where key s of a row of v lies for the Gluon fp8 forward's P in registers: within each group
-    of 16 keys, bits 1-2 of s move to bits 2-3 and bit 3 to bit 1 (forward_gluon._keys_for_registers
-    reorders P's keys the same way)."""
-    return (s & ~15) | ((s & 6) << 1) | ((s & 8) >> 2) | (s & 1)
-
-
-@triton.jit
-def _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d):
-    """Rows offs_s, columns offs_d of head h of batch b in fp32 (zeros where they do not exist),
-    and which exist."""
-    ok = (offs_s[:, None] < seqlen) & (offs_d[None, :] < head_dim)
-    x = tl.load(X + wide(b) * stride_b + wide(h) * stride_h + wide(offs_s)[:, None] * stride_s + offs_d[None, :],
-                mask=ok, other=0.0)
-    return x.to(tl.float32), ok
-
-
-@triton.jit
-def _amax_bits(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d):
-    x, _ = _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d)
-    return tl.max(tl.max(tl.abs(x).to(tl.int32, bitcast=True), 1), 0)
-
-
-@triton.jit
-def amax_kernel(Q, K, V, AMAX_BITS, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
-                stride_vs, stride_vh, seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v,
-                BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    b = tl.program_id(2)
-    t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
-    if tl.program_id(0) * BLOCK_S >= tl.where(t == 0, seqlen_q, seqlen_k):
-        return                       # (axis 0 spans the longer of q and k: decoding's one query)
-    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, BLOCK_D)
-    # (each tensor's whole tile inside its own branch: a tile of pointers chosen between branches
-    # would be kept in registers, 254 of them per thread on sm90)
-    if t == 0:
-        bits = _amax_bits(Q, b, h, stride_qb, stride_qs, stride_qh, seqlen_q, head_dim, offs_s, offs_d)
-    elif t == 1:
-        bits = _amax_bits(K, b, h, stride_kb, stride_ks, stride_kh, seqlen_k, head_dim, offs_s, offs_d)
-    else:
-        bits = _amax_bits(V, b, h, stride_vb, stride_vs, stride_vh, seqlen_k, head_dim, offs_s, offs_d)
-    tl.atomic_max(AMAX_BITS + slot, bits)
-
-
-@triton.jit
-def _quantize_tile(X, X8, scale, b, h, stride_b, stride_s, stride_h, stride_8b, stride_8s, stride_8h, stride_8d,
-                   seqlen, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN: tl.constexpr, PERMUTE: tl.constexpr = False):
-    x, ok = _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d)
-    rows = offs_s
-    if PERMUTE:     # (see PERMUTE_V above)
-        ok = (offs_s[:, None] < tl.cdiv(seqlen, 16) * 16) & (offs_d[None, :] < head_dim)
-        rows = key_position(offs_s)
-    y = x * scale
-    # clamped as torch.clamp does it: NaN stays NaN (a NaN head is NaN, not -fp8_max)
-    y = tl.minimum(tl.maximum(y, -fp8_max, propagate_nan=tl.PropagateNan.ALL), fp8_max,
-                   propagate_nan=tl.PropagateNan.ALL)
-    if ROUND_EMIN != 0:                                        # interpreter: round here
-        y = fp8_round(y, ROUND_EMIN)
-    tl.store(X8 + wide(b) * stride_8b + wide(h) * stride_8h + wide(rows)[:, None] * stride_8s
-             + wide(offs_d)[None, :] * stride_8d, y.to(X8.dtype.element_ty), mask=ok)
-
-
-@triton.jit
-def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks,
-                    stride_kh, stride_vb, stride_vs, stride_vh, stride_q8b, stride_q8s, stride_q8h, stride_q8d,
-                    stride_k8b, stride_k8s, stride_k8h, stride_k8d, stride_v8b, stride_v8s, stride_v8h, stride_v8d,
-                    seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v, fp8_max, qk_max,
-                    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr,
-                    PERMUTE_V: tl.constexpr = False, COPY_Q: tl.constexpr = True):
-    pid_s = tl.program_id(0)
-    b = tl.program_id(2)
-    t, h, slot = _which(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
-    if (pid_s > 0) & ((pid_s * BLOCK_S >= tl.where(t == 0, seqlen_q, seqlen_k)) | ((t == 0) & (not COPY_Q))):
-        return                       # (program 0 of each head stays: it writes the descale)
-    amax = tl.load(AMAX_BITS + slot).to(tl.float32, bitcast=True)
-    # torch's fp8_max / amax.clamp_min(1e-12): a NaN amax stays NaN, a zero head gets 1e-12
-    # (q and k to qk_max: the format's max, or less where the kernel's scores are f16 sums, F16_SCORES)
-    target = tl.where(t == 2, fp8_max, qk_max)
-    scale = tl.math.div_rn(target, tl.maximum(amax, 1e-12, propagate_nan=tl.PropagateNan.ALL))
-    if pid_s == 0:
-        tl.store(DESCALE + slot, tl.math.div_rn(1.0, scale))
-    offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, BLOCK_D)
-    if (t == 0) & COPY_Q:
-        _quantize_tile(Q, Q8, scale, b, h, stride_qb, stride_qs, stride_qh, stride_q8b, stride_q8s, stride_q8h,
-                       stride_q8d, seqlen_q, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
-    elif t == 1:
-        _quantize_tile(K, K8, scale, b, h, stride_kb, stride_ks, stride_kh, stride_k8b, stride_k8s, stride_k8h,
-                       stride_k8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
-    elif t == 2:
-        _quantize_tile(V, V8, scale, b, h, stride_vb, stride_vs, stride_vh, stride_v8b, stride_v8s, stride_v8h,
-                       stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN, PERMUTE_V)
+from . import fast_path
+from .buffers import cdiv
+from .device import INTERPRET, fp8_dtype
+from .kernels.quantize import amax_kernel, keys_for_registers_kernel, quantize_kernel
+from .sizes import keys_padded
 
 
 def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False, target_max: float = 0.0):
@@ -195,20 +63,20 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     # replays only its slots, and the interpreter's stand-in covers the padding)
     padded = {id(v8): padded_keys(v8)} if permute_v else {}
     temps = {id(t): torch.empty_strided(padded.get(id(t), t).shape, t.stride(), dtype=torch.float32, device=t.device)
-             for t in (q8, k8, v8) if copy_q or t is not q8} if configs.INTERPRET else {}
+             for t in (q8, k8, v8) if copy_q or t is not q8} if INTERPRET else {}
     outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))      # (q8 itself, unwritten, without copy_q)
     if q8 is None:           # (none made: without copy_q nothing dereferences it, k8 stands in for it)
         outs = (outs[1], *outs[1:])
-    block_s = 16 if configs.INTERPRET else 64
-    grid = (_cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
+    block_s = 16 if INTERPRET else 64
+    grid = (cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
     sizes = (sq, sk, d, hq, hkv, *fp8_slots(b, hq, hkv)[1:3])
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
     consts = dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d))
-    _zero(amax_bits)
-    _launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
+    fast_path.zero(amax_bits)
+    fast_path.launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
     dtype = k8.dtype                                          # (q8's too: one fp8 type)
-    emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if configs.INTERPRET else 0
-    _launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
+    emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if INTERPRET else 0
+    fast_path.launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
                                     *outs[2].stride(), *sizes, torch.finfo(dtype).max,
                                     qk_max or torch.finfo(dtype).max),
             dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v, COPY_Q=copy_q))
@@ -238,7 +106,7 @@ def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
     view on the H200's host: these 14 were 107 us of a 313 us replayed fp8 call, bench/results/
     h200-20261203-timeline call 3); it is the plan's slot, its parts taken by byte offset, so a
     replay makes it alone (fp8_workspace, at the size the plan recorded)."""
-    return _carve(q.shape, k.shape, v.shape, configs.fp8_dtype(q.device), q.device, with_q8)
+    return _carve(q.shape, k.shape, v.shape, fp8_dtype(q.device), q.device, with_q8)
 
 
 def fp8_workspace(nbytes: int, device) -> torch.Tensor:
@@ -268,14 +136,14 @@ def _carve(q_shape, k_shape, v_shape, dtype, device, with_q8: bool) -> tuple:
 def _keys_contiguous_bytes(shape) -> int:
     """Bytes of an fp8 v (B, S, H, D) stored keys-contiguous, (B, H, D, S padded), as empty_bshd's."""
     b, s, h, d = shape
-    return b * h * d * _keys_padded(s)
+    return b * h * d * keys_padded(s)
 
 
 def _keys_contiguous_view(fp8: torch.Tensor, shape, offset: int) -> torch.Tensor:
     """A (B, S, H, D) view of flat fp8 memory from `offset` (elements), stored keys-contiguous with
     each row of keys padded to a multiple of 16, as empty_bshd makes it."""
     b, s, h, d = shape
-    vb, vh, vd, _ = _contiguous_strides((b, h, d, _keys_padded(s)))
+    vb, vh, vd, _ = _contiguous_strides((b, h, d, keys_padded(s)))
     return fp8.as_strided(shape, (vb, 1, vh, vd), offset)
 
 
@@ -299,7 +167,7 @@ def empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
     S bytes, which the Gluon forward could not take at S = 300)."""
     b, s, h, d = shape
     if keys_contiguous:
-        return torch.empty((b, h, d, _keys_padded(s)), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
+        return torch.empty((b, h, d, keys_padded(s)), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
     return torch.empty(shape, dtype=dtype, device=device)
 
 
@@ -308,24 +176,6 @@ def keys_contiguous(v: torch.Tensor) -> torch.Tensor:
     if v.stride(1) == 1 or v.shape[1] <= 1:
         return v
     return empty_bshd(v.shape, v.dtype, v.device, True).copy_(v)
-
-
-@triton.jit
-def keys_for_registers_kernel(V, V8, stride_b, stride_s, stride_h, stride_d, stride_8b, stride_8s, stride_8h,
-                              stride_8d, seqlen, head_dim, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    """v's rows (BLOCK_S keys of one (batch, head)) to v8's key_position(s), as they are (bytes, no
-    arithmetic), v8's keys written to a multiple of 16 (zeros past the last key);
-    BLOCK_S a multiple of 16."""
-    # as bytes: the interpreter's fp8 has no zero to fill masked loads with
-    V, V8 = V.to(tl.pointer_type(tl.uint8)), V8.to(tl.pointer_type(tl.uint8))
-    b, h = tl.program_id(2), tl.program_id(1)
-    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d[None, :] < head_dim
-    x = tl.load(V + wide(b) * stride_b + wide(h) * stride_h + wide(offs_s)[:, None] * stride_s
-                + wide(offs_d)[None, :] * stride_d, mask=(offs_s[:, None] < seqlen) & d_ok, other=0)
-    tl.store(V8 + wide(b) * stride_8b + wide(h) * stride_8h + wide(key_position(offs_s))[:, None] * stride_8s
-             + wide(offs_d)[None, :] * stride_8d, x, mask=(offs_s[:, None] < tl.cdiv(seqlen, 16) * 16) & d_ok)
 
 
 def keys_for_registers(v: torch.Tensor) -> tuple:
@@ -339,9 +189,9 @@ def keys_for_registers(v: torch.Tensor) -> tuple:
     work = fp8_workspace(_round_up(_keys_contiguous_bytes(v.shape)), v.device)
     out = _keys_contiguous_view(work.view(v.dtype), v.shape, 0)
     if out.numel():
-        block_s = 16 if configs.INTERPRET else 64
+        block_s = 16 if INTERPRET else 64
         dst = padded_keys(out)
-        _launch(keys_for_registers_kernel, (_cdiv(_keys_padded(s), block_s), h, b),
+        fast_path.launch(keys_for_registers_kernel, (cdiv(keys_padded(s), block_s), h, b),
                 (v, dst, *v.stride(), *dst.stride(), s, d), dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d)))
     return out, work
 
@@ -349,7 +199,7 @@ def keys_for_registers(v: torch.Tensor) -> tuple:
 def padded_keys(v8: torch.Tensor) -> torch.Tensor:
     """A keys-contiguous v from empty_bshd seen to its padded length (a multiple of 16 keys)."""
     b, s, h, d = v8.shape
-    return v8.as_strided((b, _keys_padded(s), h, d), v8.stride())
+    return v8.as_strided((b, keys_padded(s), h, d), v8.stride())
 
 
 _UNIT_DESCALES: dict = {}
@@ -392,3 +242,32 @@ def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool
     q8, k8, v8, amax_bits, descale, qd, kd, vd, q_amax, _ = buffers
     quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v, copy_q=not convert_q, qk_max=qk_max)
     return (q, k8, v8, q_amax, kd, vd) if convert_q else (q8, k8, v8, qd, kd, vd)
+
+
+def prepare(q, k, v, p: AttnParams, choose):
+    """The fp8 forward's inputs: (q, k, v, q_descale, k_descale, v_descale, cfg, workspace or None).
+    choose(fp8_q, fp8_k, fp8_v) -> the forward's config, from tensors laid out as the kernel will
+    read them (fa_ck's own buffers exist, unwritten, before the config is known; with q rounded in
+    the kernel there is no q8, and k8 stands in for it: the same type, head dim and alignment)."""
+    fp8_in = q.dtype in FP8_DTYPES
+    buffers = ()
+    if fp8_in:
+        caller_v = v
+        # (a v fa_ck copies anyway: the copy's layout stands in for it)
+        layout_v = v if v.stride(1) == 1 or v.shape[1] <= 1 else empty_bshd(v.shape, v.dtype, v.device, True)
+        cfg = choose(q, k, layout_v)
+        if cfg.p_regs:
+            v, work = keys_for_registers(caller_v)
+            buffers = (work,)
+        else:
+            v = keys_contiguous(caller_v)
+    else:
+        buffers = fp8_buffers(q, k, v, with_q8=False)
+        cfg = choose(buffers[1], buffers[1], buffers[2])
+        if not cfg.q_convert:
+            # q8 too: the first workspace (nothing written into it yet) let go before the next is made,
+            # so that the peak holds one
+            del buffers
+            buffers = fp8_buffers(q, k, v)
+    q, k, v, qd, kd, vd = fp8_inputs(q, k, v, p, buffers, cfg.p_regs, cfg.q_convert, cfg.qk_max)
+    return q, k, v, qd, kd, vd, cfg, (buffers[-1] if buffers else None)

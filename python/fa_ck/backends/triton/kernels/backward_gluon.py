@@ -49,8 +49,8 @@ from triton.experimental.gluon.language._core import builtin
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-from .backward_gluon_loads import _bwd_producer, _dkdv_tile, _unit_at
-from .gluon_common import _acc_layout, _partition_barrier, _rows, _scores, _store_out
+from .backward_gluon_loads import bwd_producer, dkdv_tile, unit_at
+from .gluon_common import acc_layout, partition_barrier, head_desc, gl_scores, store_out
 
 
 @builtin
@@ -87,7 +87,7 @@ def _masked(st, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, window_left, w
     blocks that straddle its edge; others come back as they are."""
     if (m0 < full_lo) | (m0 >= full_hi):
         offs_m = m0 + COL0 + gl.arange(0, st.shape[1], layout=gl.SliceLayout(0, st.type.layout))
-        st, _ = _scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
+        st, _ = gl_scores(st, offs_m[None, :], offs_n[:, None], seqlen_q, seqlen_k, 1.0, 0.0, 0.0, 0.0,
                         window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, True)
     return st
 
@@ -127,7 +127,7 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
                   STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr,
                   HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr,
                   GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
-    """Warpgroup WG (0 or 1), per work unit (_dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
+    """Warpgroup WG (0 or 1), per work unit (dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
     the unit's K and V buffer; past d128 the unit's 64 keys, columns WG * BLOCK_D / 2 on: see
     _consume_unit) against the unit's query blocks, of every q head of its kv head (GROUP, GQA;
     _bwd_unit), then their dK and dV
@@ -135,18 +135,18 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
     tile, as TMA stores through DK_DESC / DV_DESC) while the producer may already load the next
     unit's tiles; j counts
     steps across units (the Q / dO ring's and ds_full / ds_free's phases). DYNAMIC: each unit's
-    number read from unit_smem once its K and V are in (_unit_at), until one past the last. One
+    number read from unit_smem once its K and V are in (unit_at), until one past the last. One
     unit (not PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at
     d128. shared: the run-time arguments both warpgroups take alike (bwd_dkdv_gluon_kernel's tuple)."""
     k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty, q_full, q_empty, \
         unit_smem, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks, \
         stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, \
         head_dim, scale, scale_log2, window_left, window_right = shared
-    if DYNAMIC or PERSISTENT:    # units from the counter (_unit_at), or every num_programs-th from u0
+    if DYNAMIC or PERSISTENT:    # units from the counter (unit_at), or every num_programs-th from u0
         j = 0
         t = 0
         if DYNAMIC:
-            u = _unit_at(unit_smem, kv_bar, t)
+            u = unit_at(unit_smem, kv_bar, t)
         else:
             u = u0
         while u < n_units:
@@ -158,7 +158,7 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
                               ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP, TMA_STORE)
             t += 1
             if DYNAMIC:
-                u = _unit_at(unit_smem, kv_bar, t)
+                u = unit_at(unit_smem, kv_bar, t)
             else:
                 u += gl.num_programs(0)
     else:
@@ -194,10 +194,10 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_KV: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    d_layout: gl.constexpr = _acc_layout(COLS, dtype)
+    d_layout: gl.constexpr = acc_layout(COLS, dtype)
     ROW0: gl.constexpr = 0 if DSPLIT else WG * ROWS
     COL0: gl.constexpr = WG * COLS if DSPLIT else 0
-    b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks = _dkdv_tile(
+    b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks = dkdv_tile(
         u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
         VARLEN, MASK_LEFT, MASK_RIGHT)
     b64 = b.to(gl.int64)
@@ -220,11 +220,11 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     mbarrier.arrive(kv_empty.index(kb), count=1)  # the unit's multiplies, all waited for, read K and V no more
     if TMA_STORE:   # rows past seqlen_k and columns past head_dim are not written
         tma.store_wait(0)                         # the last unit's dV (and dQ's adds) have left shared memory
-        _partition_barrier()                      # (the wait is the issuing thread's)
-        _store_out(DK_DESC, o_smem, (dk * scale).to(dtype), b, h, n0 + ROW0, 0)
+        partition_barrier()                      # (the wait is the issuing thread's)
+        store_out(DK_DESC, o_smem, (dk * scale).to(dtype), b, h, n0 + ROW0, 0)
         tma.store_wait(0)
-        _partition_barrier()
-        _store_out(DV_DESC, o_smem, dv.to(dtype), b, h, n0 + ROW0, 0)
+        partition_barrier()
+        store_out(DV_DESC, o_smem, dv.to(dtype), b, h, n0 + ROW0, 0)
     else:
         # int64 bases at this warpgroup's first key, 32-bit offsets within the tile
         rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, d_layout))
@@ -266,14 +266,14 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    s_layout: gl.constexpr = _acc_layout(BLOCK_M, dtype)
-    d_layout: gl.constexpr = _acc_layout(BLOCK_D, dtype)
+    s_layout: gl.constexpr = acc_layout(BLOCK_M, dtype)
+    d_layout: gl.constexpr = acc_layout(BLOCK_D, dtype)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=d_layout, k_width=2)
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     ROW0: gl.constexpr = WG * ROWS
     HALF_D: gl.constexpr = BLOCK_D // 2
     D0: gl.constexpr = WG * HALF_D
-    q_layout: gl.constexpr = _acc_layout(HALF_D, dtype)
+    q_layout: gl.constexpr = acc_layout(HALF_D, dtype)
 
     offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     s_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, s_layout)
@@ -352,10 +352,10 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
                 # next block's waits only until this one has read its tile
                 dq_tile = dq_smem.index(WG)
                 tma.store_wait(0)
-                _partition_barrier()              # (the wait is the issuing thread's)
+                partition_barrier()              # (the wait is the issuing thread's)
                 dq_tile.store(dq)
                 fence_async_shared()
-                _partition_barrier()              # the whole tile written before one thread issues the add
+                partition_barrier()              # the whole tile written before one thread issues the add
                 if HOST_DESC:                     # a 4-D descriptor over (batch, heads, rows, head_dim)
                     _tma_add(dq_desc, [b, h + g, m0, D0], dq_tile.reshape([1, 1, dq_tile.shape[0], dq_tile.shape[1]]))
                 else:
@@ -397,8 +397,8 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
     C1: gl.constexpr = (1 - WG) * COLS             # the other warpgroup's
     HALF_D: gl.constexpr = BLOCK_D // 2
     D0: gl.constexpr = WG * HALF_D                 # own columns of dK and dV
-    s_layout: gl.constexpr = _acc_layout(COLS, dtype)
-    d_layout: gl.constexpr = _acc_layout(HALF_D, dtype)
+    s_layout: gl.constexpr = acc_layout(COLS, dtype)
+    d_layout: gl.constexpr = acc_layout(HALF_D, dtype)
     col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
 
     offs_n = n0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
@@ -466,7 +466,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
                           FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr,
                           DYNAMIC: gl.constexpr, GROUP: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr,
                           num_warps: gl.constexpr):
-    """A 1-D grid over work units (_dkdv_tile: 128 keys of one kv head, 64 past d128): one program
+    """A 1-D grid over work units (dkdv_tile: 128 keys of one kv head, 64 past d128): one program
     per unit, or with HOST_DESC a PERSISTENT one, fewer programs each taking every num_programs-th unit, its
     rings and barriers carried from one unit to the next; DYNAMIC (with ONE_PASS): program p's
     first unit is p, its next ones num_programs + an atomic add on the int32 zero at DQ_BUF +
@@ -475,7 +475,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
     GROUP: q heads per kv head (GQA, HOST_DESC only: Q, dO, dQ's descriptors span the q heads,
     K, V, DK, DV the kv heads); a unit walks its kv head's q heads one after another.
-    tail_heads (DYNAMIC): the last heads whose units are dealt heaviest first (_dealt); 0: none.
+    tail_heads (DYNAMIC): the last heads whose units are dealt heaviest first (dealt_unit); 0: none.
     LSE_PREP: LSE holds lse / scale, +inf for empty rows (bwd_preprocess), not lse.
     STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
@@ -502,23 +502,23 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
         k_desc, v_desc, q_desc, do_desc, dq_desc, dk_desc, dv_desc = K, V, Q, DO, DQ_ACC, DK_DESC, DV_DESC
         dtype: gl.constexpr = Q.dtype
     else:   # one unit per program: its descriptors (varlen: its sequence's bounds) made here
-        b, h, n0, q_start, k_start, sq, sk, _, _, _, _ = _dkdv_tile(u0, n_kb, num_heads, CU_Q, CU_K, seqlen_q,
+        b, h, n0, q_start, k_start, sq, sk, _, _, _, _ = dkdv_tile(u0, n_kb, num_heads, CU_Q, CU_K, seqlen_q,
                                                                     seqlen_k, window_left, window_right, BLOCK_M,
                                                                     BLOCK_N, VARLEN, MASK_LEFT, MASK_RIGHT)
         if n0 >= sk:
             return
         b64 = b.to(gl.int64)
         h64 = h.to(gl.int64)
-        k_desc = _rows(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
+        k_desc = head_desc(K + b64 * stride_kb + h64 * stride_kh, k_start, stride_ks, sk, head_dim, BLOCK_N,
                        BLOCK_D, SMEM_KV)
-        v_desc = _rows(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, sk, head_dim, BLOCK_N,
+        v_desc = head_desc(V + b64 * stride_vb + h64 * stride_vh, k_start, stride_vs, sk, head_dim, BLOCK_N,
                        BLOCK_D, SMEM_KV)
-        q_desc = _rows(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, sq, head_dim, BLOCK_M,
+        q_desc = head_desc(Q + b64 * stride_qb + h64 * stride_qh, q_start, stride_qs, sq, head_dim, BLOCK_M,
                        BLOCK_D, SMEM_Q)
-        do_desc = _rows(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, sq, head_dim, BLOCK_M,
+        do_desc = head_desc(DO + b64 * stride_dob + h64 * stride_doh, q_start, stride_dos, sq, head_dim, BLOCK_M,
                         BLOCK_D, SMEM_Q)
         if ONE_PASS:
-            dq_desc = _rows(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, sq, head_dim,
+            dq_desc = head_desc(DQ_ACC + b64 * stride_dqb + h64 * stride_dqh, q_start, stride_dqs, sq, head_dim,
                             BLOCK_M, BLOCK_D // 2, SMEM_DQ)
         else:
             dq_desc = k_desc                                  # stand-in, never used
@@ -576,7 +576,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
                          LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
         (_bwd_consumer, (o_smem1, shared, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC,
                          LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
-        (_bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
+        (bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                          q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, tail_heads, CU_Q, CU_K, seqlen_q,
                          seqlen_k, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT,
                          DYNAMIC, GROUP)),

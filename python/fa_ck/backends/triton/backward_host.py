@@ -147,12 +147,11 @@ def launch_dkdv(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, 
         acc = dq_acc if cfg.one_pass else placeholders(q.device)[1]
         gluon_launch.dkdv(q, k, v, do, lse_s, delta, dk, dv, acc, cu_q, cu_k, p, cfg, dims(q, k, p), scalars(p))
         return
-    acc = placeholders(q.device)[1]
     fast_path.launch(bwd_dkdv_kernel, (cdiv(sk, cfg.block_n), hkv, b), (
-        q, k, v, do, lse, delta, dk, dv, acc, slopes, rng, cu_q, cu_k, *_common(q, k, v, do, p),
-        *strides(dk, p.varlen), *strides(dv, p.varlen), 0, 0, 0, *lse_strides(lse, p.varlen),
+        q, k, v, do, lse, delta, dk, dv, slopes, rng, cu_q, cu_k, *_common(q, k, v, do, p),
+        *strides(dk, p.varlen), *strides(dv, p.varlen), *lse_strides(lse, p.varlen),
         slope_stride, *_tail(q, k, p)), dict(
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, ONE_PASS=False, TMA=False, **kernel_flags(q, p, d),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, **kernel_flags(q, p, d),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages))
 
 

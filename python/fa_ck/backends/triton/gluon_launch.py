@@ -90,10 +90,9 @@ def forward(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg: FwdCo
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=smem_layout((q_rows, bd), q.dtype), SMEM_KV=smem_layout((bn, bd), k.dtype),
         SMEM_V=smem_layout((bd, bn), k.dtype) if p.fp8 else smem_layout((bn, bd), k.dtype),
-        SMEM_P=smem_layout((64, bn), k.dtype),
-        PINGPONG=False, PERSISTENT=True, FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=cfg.host_desc,
+        FP8=p.fp8, P_SCALE=p_scale, HOST_DESC=cfg.host_desc,
         TMA_STORE=cfg.tma_store, O_COLS=cfg.o_cols, SMEM_O=smem_layout((64, cfg.o_cols), out.dtype),
-        RAW_MAX=cfg.raw_max, P_REGS=cfg.p_regs, BLOCK_M=bm, EVEN_N=cfg.even_n, DIAG_FIRST=cfg.diag_first,
+        RAW_MAX=cfg.raw_max, BLOCK_M=bm, EVEN_N=cfg.even_n, DIAG_FIRST=cfg.diag_first,
         Q_CONVERT=cfg.q_convert, SMEM_Q8=smem_layout((q_rows, bd), k.dtype), LATE_SUM=cfg.late_sum,
         F16_SCORES=cfg.f16_scores, EXP2_POLY=cfg.exp2_poly, QK_MAX=cfg.qk_max or p_scale, F16_WIDE=cfg.f16_wide,
         Q16_EARLY=cfg.q16_early, num_warps=cfg.num_warps))
@@ -122,11 +121,11 @@ def dkdv(q, k, v, do, lse_s, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, c
         BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg.num_stages, NUM_KV=cfg.num_kv, VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=smem_layout((bn, bd), q.dtype), SMEM_Q=smem_layout((bm, bd), q.dtype),
-        STAGE_P=False, ONE_PASS=cfg.one_pass,
+        ONE_PASS=cfg.one_pass,
         # P^T / dS^T tiles: (64 keys, the step's queries) per warpgroup, or past d128 (64 keys, half of them)
         SMEM_P=smem_layout((bn // 2, bm), q.dtype) if bd <= 128 else smem_layout((bn, bm // 2), q.dtype),
         SMEM_DQ=smem_layout((bm, bd // 2), torch.float32), HOST_DESC=cfg.host_desc,
-        FROM_ZERO=cfg.from_zero, LSE_PREP=True, PERSISTENT=cfg.persistent,
+        FROM_ZERO=cfg.from_zero, PERSISTENT=cfg.persistent,
         DYNAMIC=cfg.dynamic, GROUP=hq // hkv, TMA_STORE=cfg.tma_store, SMEM_O=smem_layout((64, bd), dk.dtype),
         num_warps=cfg.num_warps))
 

@@ -1,13 +1,11 @@
 """FlashAttention-2 backward:
 
-    delta = rowsum(dO * O)                                  (bwd_preprocess)
-    dK, dV for one key block, summed over its GQA group     (bwd_dkdv, transposed tiles)
-    dQ for one query block                                  (bwd_dq)
+    delta = rowsum(dO * O), lse / scale                     (bwd_preprocess)
+    dK, dV for one key block, summed over its GQA group     (bwd_dkdv_kernel, transposed tiles)
+    dQ for one query block                                  (bwd_dq_kernel)
 
-That is deterministic (no atomics) but computes QK^T and dO V^T twice. With ONE_PASS
-(deterministic=False) bwd_dkdv also adds each block's dS K into an fp32 dQ with atomics,
-as FlashAttention-2's CUDA backward does, and bwd_dq is not launched: five matmuls per
-tile instead of seven, in an order that differs from run to run.
+Deterministic (no atomics), at the cost of computing QK^T and dO V^T twice; the Hopper dK/dV kernel
+(backward_gluon.py) adds dQ itself, and dq_from_acc scales its fp32 sum into dq.
 
 P is recomputed from the saved lse; the dropout mask is regenerated from the same seed.
 With dropout the forward used P~ = P * Z / (1 - p):  dV = P~^T dO,  dP~ = dO V^T,
@@ -17,7 +15,7 @@ import triton
 import triton.language as tl
 
 from .common import (dropout_keep, head_constants, head_ptr, key_blocks, load_tile, query_block, query_blocks,
-                     scores, sequence, tma_rows, wide)
+                     scores, sequence, wide)
 
 
 @triton.jit
@@ -25,10 +23,10 @@ def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, DQ_ACC, stride_ob, stride_os, strid
                    stride_doh, stride_lb, stride_lh, stride_ab, stride_as, stride_ah, n_acc, seqlen_q, head_dim, scale,
                    CU_Q, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, VARLEN: tl.constexpr, ZERO_DQ: tl.constexpr):
     """delta = rowsum(O * dO), and LSE_S = lse / scale (+inf where lse is -inf: a query that saw no
-    key) for the Gluon dK/dV kernel's LSE_PREP: once per row here, not once per key block there.
-    DELTA, LSE and LSE_S share strides. ZERO_DQ (ONE_PASS, not varlen): also zero the rows of
-    DQ_ACC (ONE_PASS's fp32 dQ, q's shape) this program covers, and the 4 elements past its n_acc
-    (the dK/dV kernel's unit counter): one launch and one pass over memory less than a fill."""
+    key) for the Gluon dK/dV kernel: once per row here, not once per key block there. DELTA, LSE and
+    LSE_S share strides. ZERO_DQ (the one pass, not varlen): also zero the rows of DQ_ACC (its fp32
+    dQ, q's shape) this program covers, and the 4 elements past its n_acc (the dK/dV kernel's unit
+    counter): one launch and one pass over memory less than a fill."""
     pid_m = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
     b = tl.program_id(2)
@@ -58,34 +56,26 @@ def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, DQ_ACC, stride_ob, stride_os, strid
 
 @triton.jit
 def dq_from_acc(DQ_ACC, DQ, n, scale, BLOCK: tl.constexpr):
-    """dq = DQ_ACC * scale in dq's dtype, both contiguous, taken flat: ONE_PASS's fp32 sum of
-    dS K (/ scale) into the gradient. torch.mul(..., out=dq) with the dtype change ran
-    unvectorised: 98 us at the nanoGPT shape on the H200, cuDNN's conversion 83 us
-    (bench/results/h200-20261130-thirteenth call 4)."""
+    """dq = DQ_ACC * scale in dq's dtype, both contiguous, taken flat: the one pass's fp32 sum of dS K
+    (/ scale) into the gradient (torch.mul(..., out=dq) with the dtype change ran unvectorised)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     tl.store(DQ + offs, (tl.load(DQ_ACC + offs, mask=ok) * scale).to(DQ.dtype.element_ty), mask=ok)
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc, lse_ptrs,
-                 delta_ptrs, start, end, offs_m0, offs_n, d_ok, stride_qs, stride_dos, stride_dqs, seqlen_q, seqlen_k,
-                 scale_log2, softcap_in, softcap_out, slope_log2, window_left, window_right, seed, rng_row,
-                 dropout_p, BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr,
-                 ALIBI: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                 DOT_F32: tl.constexpr, MASKED: tl.constexpr, ONE_PASS: tl.constexpr, TMA: tl.constexpr):
+def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, start, end, offs_m0, offs_n,
+                 d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
+                 window_left, window_right, seed, rng_row, dropout_p, BLOCK_M: tl.constexpr, EVEN_D: tl.constexpr,
+                 SOFTCAP: tl.constexpr, ALIBI: tl.constexpr, MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr,
+                 DROPOUT: tl.constexpr, DOT_F32: tl.constexpr, MASKED: tl.constexpr):
     q_ptrs += wide(start) * stride_qs
     do_ptrs += wide(start) * stride_dos
-    dq_ptrs += wide(start) * stride_dqs
     for m0 in range(start, end, BLOCK_M):
         offs_m = m0 + offs_m0
         row_ok = offs_m < seqlen_q
-        if TMA:       # rows past the sequence and columns past the head dim arrive as zeros
-            q = q_desc.load([m0, 0])
-            do = do_desc.load([m0, 0])
-        else:
-            q = load_tile(q_ptrs, q_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
-            do = load_tile(do_ptrs, do_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
+        q = load_tile(q_ptrs, q_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
+        do = load_tile(do_ptrs, do_offs, row_ok[:, None], d_ok[None, :], MASKED, EVEN_D)
         if MASKED:
             lse2 = tl.load(lse_ptrs + offs_m, mask=row_ok, other=float("inf"))
             delta = tl.load(delta_ptrs + offs_m, mask=row_ok, other=0.0)
@@ -118,32 +108,23 @@ def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_off
             dst = dst.to(q.dtype)
         dv += tl.dot(pt_drop, do)
         dk += tl.dot(dst, q)
-        if ONE_PASS:
-            dq = tl.dot(tl.trans(dst), k)                              # (BLOCK_M, BLOCK_D), unscaled
-            if MASKED:
-                tl.atomic_add(dq_ptrs + dq_offs, dq, mask=row_ok[:, None] & d_ok[None, :], sem="relaxed")
-            elif EVEN_D:
-                tl.atomic_add(dq_ptrs + dq_offs, dq, sem="relaxed")
-            else:
-                tl.atomic_add(dq_ptrs + dq_offs, dq, mask=d_ok[None, :], sem="relaxed")
         q_ptrs += BLOCK_M * stride_qs
         do_ptrs += BLOCK_M * stride_dos
-        dq_ptrs += BLOCK_M * stride_dqs
     return dk, dv
 
 
 @triton.jit
-def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, CU_K,
+def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
                     stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
                     stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
                     stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
-                    stride_dqb, stride_dqs, stride_dqh, stride_lb, stride_lh, stride_sb,
+                    stride_lb, stride_lh, stride_sb,
                     seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, softcap_in, softcap_out,
                     window_left, window_right, dropout_p, rng_row,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                     EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                     MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
-                    DOT_F32: tl.constexpr, ONE_PASS: tl.constexpr = False, TMA: tl.constexpr = False):
+                    DOT_F32: tl.constexpr):
     pid_n = tl.program_id(0)
     hk = tl.program_id(1)
     b = tl.program_id(2)
@@ -172,7 +153,6 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, 
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     q_offs = offs_m0[:, None] * stride_qs + offs_d[None, :]      # 32-bit tile offsets (see forward.py)
     do_offs = offs_m0[:, None] * stride_dos + offs_d[None, :]
-    dq_offs = offs_m0[:, None] * stride_dqs + offs_d[None, :]      # DQ_ACC: fp32, used with ONE_PASS
     lo, full_lo, full_hi, hi = query_blocks(n0, seqlen_q, seqlen_k, window_left, window_right,
                                             BLOCK_M, BLOCK_N, MASK_LEFT, MASK_RIGHT)
     for g in range(0, group):                 # every q head that reads this kv head
@@ -180,30 +160,21 @@ def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DQ_ACC, SLOPES, RNG, CU_Q, 
         h64 = h.to(tl.int64)
         q_ptrs = head_ptr(Q, b64, h64, stride_qb, stride_qh) + q_start * stride_qs
         do_ptrs = head_ptr(DO, b64, h64, stride_dob, stride_doh) + q_start * stride_dos
-        dq_ptrs = head_ptr(DQ_ACC, b64, h64, stride_dqb, stride_dqh) + q_start * stride_dqs
-        q_desc = q_ptrs
-        do_desc = do_ptrs
-        if TMA:
-            q_desc = tma_rows(q_ptrs, seqlen_q, head_dim, stride_qs, BLOCK_M, BLOCK_D)
-            do_desc = tma_rows(do_ptrs, seqlen_q, head_dim, stride_dos, BLOCK_M, BLOCK_D)
         lse_ptrs = head_ptr(LSE, b64, h64, stride_lb, stride_lh) + q_start
         delta_ptrs = head_ptr(DELTA, b64, h64, stride_lb, stride_lh) + q_start
         slope_log2, seed = head_constants(SLOPES, RNG, b, h, num_heads, stride_sb, ALIBI, DROPOUT)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc,
-                              lse_ptrs, delta_ptrs, lo, full_lo, offs_m0, offs_n, d_ok, stride_qs, stride_dos,
-                              stride_dqs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
-                              window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP,
-                              ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS, TMA)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc,
-                              lse_ptrs, delta_ptrs, full_lo, full_hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos,
-                              stride_dqs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
-                              window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP,
-                              ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False, ONE_PASS, TMA)
-        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, dq_ptrs, q_offs, do_offs, dq_offs, q_desc, do_desc,
-                              lse_ptrs, delta_ptrs, full_hi, hi, offs_m0, offs_n, d_ok, stride_qs, stride_dos,
-                              stride_dqs, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, slope_log2,
-                              window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D, SOFTCAP,
-                              ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True, ONE_PASS, TMA)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, lo, full_lo,
+                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2, softcap_in,
+                              softcap_out, slope_log2, window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D,
+                              SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, full_lo, full_hi,
+                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2, softcap_in,
+                              softcap_out, slope_log2, window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D,
+                              SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, False)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta_ptrs, full_hi, hi,
+                              offs_m0, offs_n, d_ok, stride_qs, stride_dos, seqlen_q, seqlen_k, scale_log2, softcap_in,
+                              softcap_out, slope_log2, window_left, window_right, seed, rng_row, dropout_p, BLOCK_M, EVEN_D,
+                              SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, DROPOUT, DOT_F32, True)
     dk_off = (b64 * stride_dkb + hk.to(tl.int64) * stride_dkh + (k_start + n0) * stride_dks
               + cols[:, None] * stride_dks + offs_d[None, :])
     dv_off = (b64 * stride_dvb + hk.to(tl.int64) * stride_dvh + (k_start + n0) * stride_dvs

@@ -64,18 +64,14 @@ def _tma_add(desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _query_stats(lse_base, delta_base, m0, seqlen_q, scale, BLOCK_M: gl.constexpr, layout: gl.constexpr,
-                 LSE_PREP: gl.constexpr = False):
-    """lse / scale and delta of queries [m0, m0 + BLOCK_M). A query that saw no key (lse -inf) or
-    lies past seqlen_q gets +inf, so its P^T = exp2(scale_log2 * (S^T - lse / scale)) is 0.
-    LSE_PREP: lse_base holds lse / scale so already (bwd_preprocess): ~48 instructions fewer per
-    key block and thread."""
+def _query_stats(lse_base, delta_base, m0, seqlen_q, BLOCK_M: gl.constexpr, layout: gl.constexpr):
+    """lse / scale and delta of queries [m0, m0 + BLOCK_M): lse_base holds lse / scale, +inf where a
+    query saw no key (bwd_preprocess: once per row, not per key block here); a query past seqlen_q
+    gets +inf too, so its P^T = exp2(scale_log2 * (S^T - lse / scale)) is 0."""
     offs_m = m0 + gl.arange(0, BLOCK_M, layout=layout)
     row_ok = offs_m < seqlen_q
     lse = gl.load(lse_base + offs_m, mask=row_ok, other=float("inf"))
     delta = gl.load(delta_base + offs_m, mask=row_ok, other=0.0)
-    if not LSE_PREP:
-        lse = gl.where(lse == float("-inf"), float("inf"), lse / scale)
     return lse, delta
 
 
@@ -124,9 +120,8 @@ def _probs_t(k_tile, v_tile, q_t, do_t, s_zero, lse_s, delta, m0, offs_n, full_l
 
 @gluon.jit
 def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                  STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr,
-                  HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr,
-                  GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
+                  ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr,
+                  PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
     """Warpgroup WG (0 or 1), per work unit (dkdv_tile): its keys [n0, n0 + 64) (rows 64 * WG of
     the unit's K and V buffer; past d128 the unit's 64 keys, columns WG * BLOCK_D / 2 on: see
     _consume_unit) against the unit's query blocks, of every q head of its kv head (GROUP, GQA;
@@ -154,8 +149,8 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
                               kv_bar, kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc,
                               stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs,
                               stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale,
-                              scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P,
-                              ONE_PASS, FROM_ZERO, WG, HOST_DESC, LSE_PREP, GROUP, TMA_STORE)
+                              scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS,
+                              FROM_ZERO, WG, HOST_DESC, GROUP, TMA_STORE)
             t += 1
             if DYNAMIC:
                 u = unit_at(unit_smem, kv_bar, t)
@@ -166,8 +161,8 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
                       kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh,
                       stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, u0 * 0, u0 * 0,
                       n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                      window_right, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, HOST_DESC,
-                      LSE_PREP, GROUP, TMA_STORE)
+                      window_right, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS, FROM_ZERO, WG, HOST_DESC, GROUP,
+                      TMA_STORE)
     if ONE_PASS or TMA_STORE:
         tma.store_wait(0)
 
@@ -177,15 +172,14 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
                   kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh,
                   stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb, num_heads,
                   CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
-                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, STAGE_P: gl.constexpr,
-                  ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr,
-                  LSE_PREP: gl.constexpr, GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
+                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, ONE_PASS: gl.constexpr,
+                  FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, GROUP: gl.constexpr,
+                  TMA_STORE: gl.constexpr):
     """_bwd_consumer's unit u, the program's t-th, after j steps -> j after it. DSPLIT (head dims
     past 128, _bwd_unit_dsplit): the warpgroup's dK and dV are the unit's 64 keys by half the
     columns, not 64 of its 128 keys by every column. TMA_STORE (host-made descriptors, up to
     d128): dK, then dV, through o_smem to TMA stores, the second once the first has read the
-    tile; plain stores from the accumulators' layout took ~5 us per 64 KB where a TMA store
-    took ~1 (the forward's out, bench/results/h200-20261202-d256 call 1)."""
+    tile (faster than plain stores from the accumulators' layout)."""
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     BLOCK_D: gl.constexpr = k_smem.shape[2]
     DSPLIT: gl.constexpr = BLOCK_D > 128
@@ -209,14 +203,14 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     if DSPLIT:
         dk, dv, j = _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, ds_free,
                                      kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, kb, (t // NUM_KV) & 1,
-                                     j, n0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2, window_left,
-                                     window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, WG, LSE_PREP, stride_lh, GROUP)
+                                     j, n0, lo, full_lo, full_hi, n_blocks, sq, sk, scale_log2, window_left,
+                                     window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, WG, stride_lh, GROUP)
     else:
-        dk, dv, j = _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free,
+        dk, dv, j = _bwd_unit(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, ds_full, ds_free,
                               kv_bar.index(kb), q_full, q_empty, lse_base, delta_base, dq_desc, kb, (t // NUM_KV) & 1,
-                              j, n0 + ROW0, lo, full_lo, full_hi, n_blocks, sq, sk, scale, scale_log2,
-                              window_left, window_right, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, WG, b,
-                              h * GROUP, HOST_DESC, LSE_PREP, stride_lh, GROUP)
+                              j, n0 + ROW0, lo, full_lo, full_hi, n_blocks, sq, sk, scale_log2,
+                              window_left, window_right, MASK_LEFT, MASK_RIGHT, ONE_PASS, FROM_ZERO, WG, b,
+                              h * GROUP, HOST_DESC, stride_lh, GROUP)
     mbarrier.arrive(kv_empty.index(kb), count=1)  # the unit's multiplies, all waited for, read K and V no more
     if TMA_STORE:   # rows past seqlen_k and columns past head_dim are not written
         tma.store_wait(0)                         # the last unit's dV (and dQ's adds) have left shared memory
@@ -239,11 +233,11 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
 
 
 @gluon.jit
-def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
+def _bwd_unit(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
               lse_base, delta_base, dq_desc, kb, kv_phase, j, n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k,
-              scale, scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-              STAGE_P: gl.constexpr, ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h,
-              HOST_DESC: gl.constexpr, LSE_PREP: gl.constexpr, stride_lh, GROUP: gl.constexpr):
+              scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+              ONE_PASS: gl.constexpr, FROM_ZERO: gl.constexpr, WG: gl.constexpr, b, h,
+              HOST_DESC: gl.constexpr, stride_lh, GROUP: gl.constexpr):
     """One work unit of _bwd_consumer: keys [n0, n0 + 64) (rows 64 * WG of K and V buffer kb,
     complete on kv_bar at kv_phase) against its n_blocks query blocks from lo, of each of the
     GROUP q heads from h (the kv head's first; GQA) in turn; j: the steps done
@@ -252,15 +246,14 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
     the per-query vectors at the step's peak); else from start values (below), which ptxas copies
     into the accumulator registers between the two multiplies, and so waits for S^T's to finish
     before it issues dP^T's (ptxas C7517).
-    STAGE_P: P^T goes through p_smem[WG], dS^T through this warpgroup's rows of ds_smem, for the
-    dV and dK multiplies (else they take them from registers). ONE_PASS: once both warpgroups'
+    P^T and dS^T are the dV and dK multiplies' A operands in registers. ONE_PASS: once both warpgroups'
     dS^T rows are in ds_smem, columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of dS K (K of all
     128 keys) are added to dQ by a TMA reduce-add through dq_desc; ds_full / ds_free hand ds_smem
     between the two warpgroups.
     Each tile that never moves within the unit (K, V, P^T, dS^T) comes through a leading axis
     indexed by `zero` (+ kb), 0 (kb) but not provably so: with a constant address the multiplies'
-    wgmma descriptors were hoisted out of the loop, where they held registers for all of it (at
-    d128 the staged causal kernel spilled 32 bytes, one pass 140+)."""
+    wgmma descriptors were hoisted out of the loop, where they held registers for all of it (and
+    spilled at d128)."""
     ROWS: gl.constexpr = 64
     BLOCK_D: gl.constexpr = k_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]
@@ -280,12 +273,11 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
     dq_zero = gl.zeros([BLOCK_M, HALF_D], gl.float32, q_layout)
     dk = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, BLOCK_D], gl.float32, d_layout)
-    lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
+    lse_s, delta = _query_stats(lse_base, delta_base, lo, seqlen_q, BLOCK_M, col_s)
     mbarrier.wait(kv_bar, kv_phase)
     # K_REGS: up to d64 with ONE_PASS, S^T = K Q^T takes K's rows from registers, read from shared
     # memory once per unit: wgmma's A operand from shared memory shares its bandwidth with every
-    # other operand. h200-20261202-kvregs call 1 (GPU time, same run): +1-3 % on one-pass calls; in
-    # two passes -3 % (and GPU tests failed there, cause not found); V too spilled (nanoGPT -28 %)
+    # other operand (one pass only: docs/performance.md, "Kernel choices")
     K_REGS: gl.constexpr = BLOCK_D <= 64 and ONE_PASS
     if K_REGS:
         k_a: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2)
@@ -307,42 +299,25 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
                                q_smem.index(buf).permute((1, 0)), do_smem.index(buf).permute((1, 0)), s_zero, lse_s,
                                delta, m0, offs_n, full_lo, full_hi, seqlen_q, seqlen_k, scale_log2, window_left,
                                window_right, MASK_LEFT, MASK_RIGHT, FROM_ZERO, 0)
-            if STAGE_P:
-                # P^T through shared memory: no bf16 operand tiles in registers (64 queries per step fit
-                # at d128); dV's multiply starts before dP^T is waited for
-                pt_smem = p_smem.index(WG + zero)
-                pt_smem.store(pt.to(dtype))
-                fence_async_shared()              # the generic-proxy store before wgmma's async read
-                dv = warpgroup_mma(pt_smem, do_smem.index(buf), dv, is_async=True)
-                dpt = warpgroup_mma_wait(1, deps=[dpt])
-            else:
-                dpt = warpgroup_mma_wait(0, deps=[dpt])
+            dpt = warpgroup_mma_wait(0, deps=[dpt])
             dst = (pt * (dpt - delta[None, :])).to(dtype) if FROM_ZERO else (pt * dpt).to(dtype)
-            if STAGE_P or ONE_PASS:               # dS^T to shared memory for dK's multiply and/or dQ's
-                if ONE_PASS:                      # both warpgroups' dQ multiplies of the last block read it
-                    mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)
+            if ONE_PASS:                          # dS^T to shared memory for dQ's multiply
+                mbarrier.wait(ds_free, (j & 1) ^ 1, pred=j > 0)     # both warpgroups' last ones read it
                 dst_smem = ds_smem.index(zero).slice(ROW0, ROWS)
                 dst_smem.store(dst)
                 fence_async_shared()
-            if STAGE_P:
-                dk = warpgroup_mma(dst_smem, q_smem.index(buf), dk, is_async=True)
-            else:
-                pt_a = gl.convert_layout(pt.to(dtype), a_layout)
-                dst_a = gl.convert_layout(dst, a_layout)
-                dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
-                dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
+            pt_a = gl.convert_layout(pt.to(dtype), a_layout)
+            dst_a = gl.convert_layout(dst, a_layout)
+            dv = warpgroup_mma(pt_a, do_smem.index(buf), dv, is_async=True)
+            dk = warpgroup_mma(dst_a, q_smem.index(buf), dk, is_async=True)
             if ONE_PASS:
                 mbarrier.arrive(ds_full, count=1)
                 mbarrier.wait(ds_full, j & 1)     # the other warpgroup's dS^T rows are in too
                 dq = warpgroup_mma(ds_smem.index(zero).permute((1, 0)), k_smem.index(kz).slice(D0, HALF_D, dim=1),
                                    dq_zero, use_acc=False, is_async=True)
-            lse_s, delta = _query_stats(lse_g, delta_g, m0 + BLOCK_M, seqlen_q, scale, BLOCK_M, col_s, LSE_PREP)
-            if ONE_PASS and STAGE_P:
-                dv, dk, dq = warpgroup_mma_wait(0, deps=[dv, dk, dq])
-            elif ONE_PASS:
+            lse_s, delta = _query_stats(lse_g, delta_g, m0 + BLOCK_M, seqlen_q, BLOCK_M, col_s)
+            if ONE_PASS:
                 dv, dk, dq, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_a, dst_a])
-            elif STAGE_P:
-                dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
             else:
                 dv, dk, pt_a, dst_a = warpgroup_mma_wait(0, deps=[dv, dk, pt_a, dst_a])
             mbarrier.arrive(q_empty.index(buf), count=1)
@@ -363,17 +338,16 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full
             j += 1
         if GROUP > 1:                         # the next q head's first block (the last head: its own)
             gn = gl.minimum(g + 1, GROUP - 1)
-            lse_s, delta = _query_stats(lse_base + gn * stride_lh, delta_base + gn * stride_lh, lo, seqlen_q, scale,
-                                        BLOCK_M, col_s, LSE_PREP)
+            lse_s, delta = _query_stats(lse_base + gn * stride_lh, delta_base + gn * stride_lh, lo, seqlen_q,
+                                        BLOCK_M, col_s)
     return dk, dv, j
 
 
 @gluon.jit
 def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, ds_free, kv_bar, q_full, q_empty,
                      lse_base, delta_base, kb, kv_phase, j, n0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k,
-                     scale, scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                     FROM_ZERO: gl.constexpr, WG: gl.constexpr, LSE_PREP: gl.constexpr, stride_lh,
-                     GROUP: gl.constexpr):
+                     scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                     FROM_ZERO: gl.constexpr, WG: gl.constexpr, stride_lh, GROUP: gl.constexpr):
     """_bwd_unit for head dims past 128, where a warpgroup cannot hold dK and dV of 64 keys over
     every column (2 x 128 fp32 registers per thread at d256): both warpgroups take the unit's 64
     keys [n0, n0 + 64), warpgroup WG owns columns [WG * BLOCK_D / 2, (WG + 1) * BLOCK_D / 2) of
@@ -405,7 +379,7 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
     s_zero = gl.zeros([ROWS, COLS], gl.float32, s_layout)
     dk = gl.zeros([ROWS, HALF_D], gl.float32, d_layout)
     dv = gl.zeros([ROWS, HALF_D], gl.float32, d_layout)
-    lse_s, delta = _query_stats(lse_base, delta_base, lo + C0, seqlen_q, scale, COLS, col_s, LSE_PREP)
+    lse_s, delta = _query_stats(lse_base, delta_base, lo + C0, seqlen_q, COLS, col_s)
     mbarrier.wait(kv_bar, kv_phase)
     for g in range(GROUP):                    # GQA: the kv head's q heads in turn (GROUP 1: one trip)
         lse_g = lse_base + g * stride_lh
@@ -439,7 +413,7 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
                                is_async=True)
             dk = warpgroup_mma(ds_smem.index(1 - WG + zero), q_tile.slice(C1, COLS).slice(D0, HALF_D, dim=1), dk,
                                is_async=True)
-            lse_s, delta = _query_stats(lse_g, delta_g, m0 + BLOCK_M + C0, seqlen_q, scale, COLS, col_s, LSE_PREP)
+            lse_s, delta = _query_stats(lse_g, delta_g, m0 + BLOCK_M + C0, seqlen_q, COLS, col_s)
             dv, dk = warpgroup_mma_wait(0, deps=[dv, dk])
             mbarrier.arrive(q_empty.index(buf), count=1)
             mbarrier.arrive(ds_free, count=1)
@@ -447,7 +421,7 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
         if GROUP > 1:                             # the next q head's first block (the last head: its own)
             gn = gl.minimum(g + 1, GROUP - 1)
             lse_s, delta = _query_stats(lse_base + gn * stride_lh, delta_base + gn * stride_lh, lo + C0, seqlen_q,
-                                        scale, COLS, col_s, LSE_PREP)
+                                        COLS, col_s)
     return dk, dv, j
 
 
@@ -461,9 +435,9 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
                           window_left, window_right, num_heads, batch, tail_heads,
                           BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, NUM_KV: gl.constexpr,
                           VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                          SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, STAGE_P: gl.constexpr, SMEM_P: gl.constexpr,
+                          SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, SMEM_P: gl.constexpr,
                           ONE_PASS: gl.constexpr, SMEM_DQ: gl.constexpr, HOST_DESC: gl.constexpr,
-                          FROM_ZERO: gl.constexpr, LSE_PREP: gl.constexpr, PERSISTENT: gl.constexpr,
+                          FROM_ZERO: gl.constexpr, PERSISTENT: gl.constexpr,
                           DYNAMIC: gl.constexpr, GROUP: gl.constexpr, TMA_STORE: gl.constexpr, SMEM_O: gl.constexpr,
                           num_warps: gl.constexpr):
     """A 1-D grid over work units (dkdv_tile: 128 keys of one kv head, 64 past d128): one program
@@ -476,19 +450,19 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     GROUP: q heads per kv head (GQA, HOST_DESC only: Q, dO, dQ's descriptors span the q heads,
     K, V, DK, DV the kv heads); a unit walks its kv head's q heads one after another.
     tail_heads (DYNAMIC): the last heads whose units are dealt heaviest first (dealt_unit); 0: none.
-    LSE_PREP: LSE holds lse / scale, +inf for empty rows (bwd_preprocess), not lse.
-    STAGE_P: P^T and dS^T through shared memory (SMEM_P: their tiles' layout). ONE_PASS: dQ / scale
+    LSE holds lse / scale, +inf for empty rows (bwd_preprocess), not lse. SMEM_P: the layout of the
+    P^T / dS^T tiles that go through shared memory (dS^T with ONE_PASS; both past d128). ONE_PASS: dQ / scale
     added into DQ_ACC (fp32, zeroed by the caller) by TMA reduce-adds of (BLOCK_M, BLOCK_D / 2)
     tiles (SMEM_DQ: their layout). HOST_DESC: Q, K, V, DO (and DQ_ACC with ONE_PASS) are host-made
     4-D TMA descriptors over (batch, heads, rows, head_dim), not pointers (no varlen): no
-    descriptors built per program (2-3 us each time in the forward, h200-20261130-eighth).
+    descriptors built per program.
     TMA_STORE (HOST_DESC, up to d128): dK and dV leave by TMA stores of (64, BLOCK_D) tiles (SMEM_O),
     staged per warpgroup, through DK_DESC / DV_DESC, host-made 4-D descriptors; without it they
     are written from registers (DK_DESC, DV_DESC unused)."""
     DSPLIT: gl.constexpr = BLOCK_D > 128           # _bwd_unit_dsplit: 64 keys, dK / dV split by columns
     BLOCK_N: gl.constexpr = 64 if DSPLIT else 128
     HALF: gl.constexpr = 64
-    gl.static_assert(not (DSPLIT and (ONE_PASS or STAGE_P)), "past d128: two passes, P^T / dS^T staged anyway")
+    gl.static_assert(not (DSPLIT and ONE_PASS), "past d128: two passes")
     gl.static_assert(HOST_DESC or not PERSISTENT, "per-program descriptors serve one unit")
     gl.static_assert(HOST_DESC or GROUP == 1, "GQA: 4-D descriptors over every q head")
     gl.static_assert(PERSISTENT or not DYNAMIC, "DYNAMIC schedules a persistent grid")
@@ -534,9 +508,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     if DSPLIT:    # P^T and dS^T of each warpgroup's queries, read by both
         p_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M // 2], SMEM_P)
         ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M // 2], SMEM_P)
-    if STAGE_P:
-        p_smem = gl.allocate_shared_memory(dtype, [2, HALF, BLOCK_M], SMEM_P)      # P^T per warpgroup
-    if STAGE_P or ONE_PASS:
+    if ONE_PASS:
         ds_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_N, BLOCK_M], SMEM_P)  # dS^T, 64 rows per warpgroup
     dq_smem = q_smem
     if ONE_PASS:   # each warpgroup's dQ columns on their way to the TMA reduce-add
@@ -572,10 +544,10 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
               stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
               seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right)
     gl.warp_specialize([
-        (_bwd_consumer, (o_smem0, shared, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 0, HOST_DESC,
-                         LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
-        (_bwd_consumer, (o_smem1, shared, VARLEN, MASK_LEFT, MASK_RIGHT, STAGE_P, ONE_PASS, FROM_ZERO, 1, HOST_DESC,
-                         LSE_PREP, PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
+        (_bwd_consumer, (o_smem0, shared, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS, FROM_ZERO, 0, HOST_DESC,
+                         PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
+        (_bwd_consumer, (o_smem1, shared, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS, FROM_ZERO, 1, HOST_DESC,
+                         PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
         (bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                          q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, tail_heads, CU_Q, CU_K, seqlen_q,
                          seqlen_k, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT,

@@ -124,18 +124,6 @@ def _mask_at(first, whole, diag_first):
 
 
 @gluon.jit
-def _take_turn(my_turn, phase, PINGPONG: gl.constexpr):
-    if PINGPONG:
-        mbarrier.wait(my_turn, phase)
-
-
-@gluon.jit
-def _pass_turn(other_turn, PINGPONG: gl.constexpr):
-    if PINGPONG:
-        mbarrier.arrive(other_turn, count=1)
-
-
-@gluon.jit
 def _fp8_operand(p):
     """fp32 P (already times P_SCALE, in the A operand's layout) rounded to e4m3, four values of a
     row to a register: two conversions per register and nothing else (Triton's own conversion
@@ -171,15 +159,14 @@ def _convert_q(q16_smem, q_smem, scale, FP8_MAX: gl.constexpr):
 
 
 @gluon.jit
-def _pv(p, v_tile, acc, V_KEYS_MAJOR: gl.constexpr, P_REGS: gl.constexpr):
-    """Issue acc += P V (async); a keys-major v tile (fp8) is read through its transpose. P_REGS
-    (fp8): p is fp32, rounded to fp8 here, where the multiply uses it (see _p_operand)."""
-    if P_REGS:
+def _pv(p, v_tile, acc, FP8: gl.constexpr):
+    """Issue acc += P V (async). fp8: p (fp32 or f16) is rounded to fp8 here, where the multiply
+    uses it (see _p_operand), and the keys-major v tile is read through its transpose."""
+    if FP8:
         if p.dtype == gl.float16:
             p = fp8_operand_f16(p)
         else:
             p = _fp8_operand(p)
-    if V_KEYS_MAJOR:
         acc = warpgroup_mma(p, v_tile.permute((1, 0)), acc, is_async=True)
     else:
         acc = warpgroup_mma(p, v_tile, acc, is_async=True)
@@ -199,20 +186,12 @@ def _keys_for_registers(p):
 
 
 @gluon.jit
-def _p_operand(p, p_smem, dtype: gl.constexpr, layout: gl.constexpr,
-               P_REGS: gl.constexpr):
-    """P as the PV multiply's A operand: in registers (16-bit), or for fp8 (already in [0, P_SCALE])
-    rounded and stored to p_smem (the wgmma wait takes no 8-bit register operands). Called once
-    the previous PV multiply has completed, so the buffer is free. P_REGS (fp8): P stays in
-    registers instead, in fp32 with its keys reordered (_keys_for_registers), and _pv rounds it
-    to fp8 just before its multiply (a loop-carried fp8 tensor Triton splits into bytes and
-    rebuilds, ~6 instructions per register)."""
-    if P_REGS:
+def _p_operand(p, dtype: gl.constexpr, layout: gl.constexpr):
+    """P as the PV multiply's A operand, in registers: 16-bit, or for fp8 (already in [0, P_SCALE])
+    still in fp32 with its keys reordered (_keys_for_registers), _pv rounding it to fp8 just before
+    its multiply (a loop-carried fp8 tensor Triton splits into bytes and rebuilds)."""
+    if dtype.primitive_bitwidth == 8:
         operand = gl.convert_layout(_keys_for_registers(p), layout)
-    elif dtype.primitive_bitwidth == 8:
-        p_smem.store(p.to(dtype))
-        fence_async_shared()                  # the generic-proxy store before wgmma's async read
-        operand = p_smem
     else:
         operand = gl.convert_layout(p.to(dtype), layout)
     return operand
@@ -256,21 +235,21 @@ def _release(k_full, v_full, k_empty, v_empty, start, n):
 
 
 @gluon.jit
-def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_empty, my_turn, other_turn, m0, lo,
-            full_lo, full_hi, n_blocks, it, turns, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
-            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PINGPONG: gl.constexpr, P_SCALE: gl.constexpr,
-            V_KEYS_MAJOR: gl.constexpr, RAW_MAX: gl.constexpr, P_REGS: gl.constexpr, EVEN_N: gl.constexpr,
-            DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr,
-            EXP2_POLY: gl.constexpr = 0, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
+def _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty, m0, lo, full_lo, full_hi, n_blocks,
+            it, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
+            MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, P_SCALE: gl.constexpr, FP8: gl.constexpr,
+            RAW_MAX: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr,
+            LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr = 0,
+            F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on q_empty once its last QK^T is done (not with Q16_EARLY:
-    _consumer has, once Q was rounded). `turns`: PINGPONG turns taken before. Q_REGS: QK^T takes
+    _consumer has, once Q was rounded). Q_REGS: QK^T takes
     Q's rows from registers, read from shared memory once, not from shared memory per block (whose
     bandwidth every wgmma operand shares). LATE_SUM: P_j's row sum is added to l_i in the next
     block, once its PV multiply is issued, not beside its exponentials, where ptxas put each sum's
     FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the MUFU's latency at
-    every one (the loop's SASS, h200-20261203-timeline). P then crosses the loop in fp32 and
+    every one. P then crosses the loop in fp32 and
     becomes the multiply's operand there (_p_operand). F16_SCORES: S comes out of QK^T in f16 and
     every block but the first takes softmax_f16._f16_step (the first takes _step in f32, its P then
     f16), P stays f16 across the loop; EXP2_POLY, F16_WIDE: see there."""
@@ -292,8 +271,8 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
 
     offs_m = m0 + gl.arange(0, ROWS, layout=row_s)
     offs_n0 = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    gl.static_assert(not F16_SCORES or (P_REGS and RAW_MAX and LATE_SUM and (WHOLE or DIAG_FIRST)),
-                     "F16_SCORES: P in registers, raw max, late sums, no masked block past the first")
+    gl.static_assert(not F16_SCORES or (FP8 and RAW_MAX and LATE_SUM and (WHOLE or DIAG_FIRST)),
+                     "F16_SCORES: fp8, raw max, late sums, no masked block past the first")
     s_zero = gl.zeros([ROWS, BLOCK_N], gl.float16 if F16_SCORES else gl.float32, s_layout)
     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_s)
@@ -306,9 +285,7 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     # Block 0: S_0 and its softmax; nothing to multiply with V yet.
     buf = it % NUM_BUF
     mbarrier.wait(k_full.index(buf), (it // NUM_BUF) & 1)
-    _take_turn(my_turn, turns & 1, PINGPONG)
     qk = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-    _pass_turn(other_turn, PINGPONG)
     qk = warpgroup_mma_wait(0, deps=[qk])
     mbarrier.arrive(k_empty.index(buf), count=1)
     p, alpha, m_i, l_i = _step(qk.to(gl.float32), m_i, l_i, block_key(lo, 0, n_blocks, BLOCK_N, DIAG_FIRST),
@@ -318,22 +295,20 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
     if F16_SCORES:
         p = p.to(gl.float16)
     if not LATE_SUM:
-        p = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
+        p = _p_operand(p, dtype, p_layout)
 
     for j in range(1, n_blocks):
         buf = (it + j) % NUM_BUF
         prev = (it + j - 1) % NUM_BUF
         mbarrier.wait(k_full.index(buf), ((it + j) // NUM_BUF) & 1)
         mbarrier.wait(v_full.index(prev), ((it + j - 1) // NUM_BUF) & 1)
-        _take_turn(my_turn, (turns + j) & 1, PINGPONG)
         qk = warpgroup_mma(q_op, k_smem.index(buf).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         p_op = p
         if LATE_SUM:
-            p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
-        acc = _pv(p_op, v_smem.index(prev), acc, V_KEYS_MAJOR, P_REGS)
+            p_op = _p_operand(p, dtype, p_layout)
+        acc = _pv(p_op, v_smem.index(prev), acc, FP8)
         if LATE_SUM:
             l_i = l_i + _row_sum(p, row_s)              # P_{j-1}'s row sum, while S_j is multiplied
-        _pass_turn(other_turn, PINGPONG)
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         if F16_SCORES:
@@ -348,39 +323,33 @@ def _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty, v_
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
         p = p_next
         if not LATE_SUM:
-            p = _p_operand(p_next, p_smem, dtype, p_layout, P_REGS)
+            p = _p_operand(p_next, dtype, p_layout)
     if not Q16_EARLY:       # (Q16_EARLY: released once rounded, see _consumer)
         mbarrier.arrive(q_empty, count=1)     # the tile's QK^T are done: the producer may load the next Q
 
     last = (it + n_blocks - 1) % NUM_BUF
     mbarrier.wait(v_full.index(last), ((it + n_blocks - 1) // NUM_BUF) & 1)
-    _take_turn(my_turn, (turns + n_blocks) & 1, PINGPONG)
     p_op = p
     if LATE_SUM:
-        p_op = _p_operand(p, p_smem, dtype, p_layout, P_REGS)
+        p_op = _p_operand(p, dtype, p_layout)
         l_i = l_i + _row_sum(p, row_s)
-    acc = _pv(p_op, v_smem.index(last), acc, V_KEYS_MAJOR, P_REGS)
-    _pass_turn(other_turn, PINGPONG)
+    acc = _pv(p_op, v_smem.index(last), acc, FP8)
     acc, p_op = _pv_wait(acc, p_op, dtype)
     mbarrier.arrive(v_empty.index(last), count=1)
     return acc, gl.convert_layout(m_i, row_o), gl.convert_layout(l_i, row_o)
 
 
 @gluon.jit
-def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_turn, shared, row0: gl.constexpr,
-              VARLEN: gl.constexpr,
-              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, PINGPONG: gl.constexpr,
-              P_SCALE: gl.constexpr, FP8: gl.constexpr, TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr,
-              P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
+def _consumer(q_smem, q16_smem, q_full, q_empty, o_smem, shared, row0: gl.constexpr, VARLEN: gl.constexpr,
+              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, P_SCALE: gl.constexpr, FP8: gl.constexpr,
+              TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr,
+              DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
               EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
               Q16_EARLY: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
-    under this tile's last PV multiply and epilogue (Q16_EARLY: earlier, see below). PINGPONG:
-    the two warpgroups take turns to issue their multiplies (my_turn / other_turn), so one's
-    softmax runs under the other's multiplies (FlashAttention-3's ping-pong); row0 0 starts.
-    p_smem holds this warpgroup's P for fp8 (unused otherwise). TMA_STORE: out leaves through
+    under this tile's last PV multiply and epilogue (Q16_EARLY: earlier, see below). TMA_STORE: out leaves through
     o_smem as a TMA store (O_DESC, a host-made descriptor like Q's), waited for only before the
     next tile's out is written.
     shared: the run-time arguments every consumer takes alike (fwd_gluon_kernel's tuple); q_full,
@@ -395,26 +364,20 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    TILES: gl.constexpr = 2 if PERSISTENT else 1
     dtype: gl.constexpr = q_smem.dtype
     out_dtype: gl.constexpr = O.dtype.element_ty
     o_layout: gl.constexpr = acc_layout(BLOCK_D, dtype)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     # Q in registers for QK^T (_attend): up to d64 in 128-query tiles, 16-bit, raw row max, where it
-    # spills nothing; h200-20261202-kvregs call 2 (GPU time, same run): d64 S1024 full +3 %, causal and
-    # nanoGPT's shape +1 %. At d128 full +0.2-0.6 %, causal -3.7 % (8 bytes of spills); 192-query
-    # tiles spilled 112 bytes.
+    # spills nothing (docs/performance.md, "Kernel choices")
     Q_REGS: gl.constexpr = BLOCK_M == 128 and BLOCK_D <= 64 and not FP8 and RAW_MAX
-    if PINGPONG and row0 > 0:
-        mbarrier.arrive(other_turn, count=1)
     n_q = 0                                    # Q tiles used
     it = 0                                     # K/V blocks consumed
-    turns = 0
-    for u in range(gl.program_id(0), unit_count(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
-        for second in range(TILES):
+    for u in range(gl.program_id(0), unit_count(seqlen_q, batch, num_heads, BLOCK_M), gl.num_programs(0)):
+        for second in range(2):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = unit_tile(
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
-                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
+                VARLEN, MASK_LEFT, MASK_RIGHT)
             if active:
                 m0 = m0 + row0
                 b64 = b.to(gl.int64)
@@ -443,10 +406,9 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                         # This warpgroup's own rows against the tile's blocks: with 64 keys per block
                         # the diagonal's first block is whole for the second warpgroup (no mask),
                         # and its second one hidden from the first warpgroup (released unread).
-                        full_lo, full_hi, n_wg = _warpgroup_blocks(m0, lo, n_blocks, sq, sk, window_left,
-                                                                   window_right, ROWS, BLOCK_N, MASK_LEFT, MASK_RIGHT)
-                        if not PINGPONG:      # (the turns are taken block by block by both warpgroups)
-                            n_mine = n_wg
+                        full_lo, full_hi, n_mine = _warpgroup_blocks(m0, lo, n_blocks, sq, sk, window_left,
+                                                                     window_right, ROWS, BLOCK_N, MASK_LEFT,
+                                                                     MASK_RIGHT)
                     mbarrier.wait(q_full, n_q & 1)
                     if Q_CONVERT:
                         _convert_q(q16_smem, q_smem, q_scale, P_SCALE)
@@ -461,24 +423,21 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, p_smem, o_smem, my_turn, other_
                     else:
                         wide: gl.constexpr = F16_WIDE
                     if wide:
-                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
-                                                v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
-                                                turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
-                                                MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, True,
-                                                Q16_EARLY)
+                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty,
+                                                m0, lo, full_lo, full_hi, n_mine, first, sq, sk, tile_scale_log2,
+                                                window_left, window_right, MASK_LEFT, MASK_RIGHT, P_SCALE, FP8,
+                                                RAW_MAX, EVEN_N, DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY,
+                                                True, Q16_EARLY)
                     else:
-                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, p_smem, q_empty, k_full, v_full, k_empty,
-                                                v_empty, my_turn, other_turn, m0, lo, full_lo, full_hi, n_mine, first,
-                                                turns, sq, sk, tile_scale_log2, window_left, window_right, MASK_LEFT,
-                                                MASK_RIGHT, PINGPONG, P_SCALE, FP8, RAW_MAX, P_REGS, EVEN_N,
-                                                DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY, False,
-                                                Q16_EARLY)
+                        acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty,
+                                                m0, lo, full_lo, full_hi, n_mine, first, sq, sk, tile_scale_log2,
+                                                window_left, window_right, MASK_LEFT, MASK_RIGHT, P_SCALE, FP8,
+                                                RAW_MAX, EVEN_N, DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY,
+                                                False, Q16_EARLY)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
                     n_q += 1
                     it += n_blocks
-                    turns += n_blocks + 1
                 else:
                     acc = gl.zeros([ROWS, BLOCK_D], gl.float32, o_layout)
                     m_i = gl.full([ROWS], float("-inf"), gl.float32, row_o)
@@ -526,11 +485,10 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      head_dim, scale_log2, window_left, window_right,
                      BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                     SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, SMEM_P: gl.constexpr,
-                     PINGPONG: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr, P_SCALE: gl.constexpr,
-                     HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr, SMEM_O: gl.constexpr,
-                     RAW_MAX: gl.constexpr,
-                     P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr,
+                     SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, FP8: gl.constexpr,
+                     P_SCALE: gl.constexpr, HOST_DESC: gl.constexpr, TMA_STORE: gl.constexpr, O_COLS: gl.constexpr,
+                     SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr,
+                     DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
                      F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
@@ -566,10 +524,9 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     both consumers have rounded it, not after their last QK^T (_consumer)."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
-    gl.static_assert(BLOCK_M == 128 or (BLOCK_M == 192 and not PINGPONG), "BLOCK_M 128, or 192 without PINGPONG")
-    gl.static_assert(not DIAG_FIRST or (BLOCK_M == 128 and (BLOCK_N == 128 or not PINGPONG) and EVEN_N and MASK_RIGHT
-                                        and not MASK_LEFT),
-                     "DIAG_FIRST: causal, whole key blocks, 128 queries (64-key blocks: no PINGPONG)")
+    gl.static_assert(BLOCK_M == 128 or BLOCK_M == 192, "BLOCK_M 128 or 192")
+    gl.static_assert(not DIAG_FIRST or (BLOCK_M == 128 and EVEN_N and MASK_RIGHT and not MASK_LEFT),
+                     "DIAG_FIRST: causal, whole key blocks, 128 queries")
     gl.static_assert(not Q_CONVERT or (FP8 and BLOCK_M == 128), "Q_CONVERT: fp8, 128 queries")
     gl.static_assert(not F16_SCORES or (Q_CONVERT and QK_MAX == 16.0), "F16_SCORES: Q_CONVERT, q and k to 16")
     gl.static_assert(EXP2_POLY == 0 or (F16_SCORES and (EXP2_POLY == 2 or EXP2_POLY == 4)),
@@ -603,16 +560,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_D, BLOCK_N], SMEM_V)
     else:
         v_smem = gl.allocate_shared_memory(dtype, [NUM_BUF, BLOCK_N, BLOCK_D], SMEM_V)
-    if FP8 and not P_REGS:
-        # one P tile per warpgroup
-        p_smem = gl.allocate_shared_memory(dtype, [2 if CONSUMERS == 2 else 4, HALF, BLOCK_N], SMEM_P)
-        p_smem0 = p_smem.index(0)
-        p_smem1 = p_smem.index(1)
-        p_smem2 = p_smem.index(CONSUMERS - 1)
-    else:
-        p_smem0 = q_smem0                    # stand-ins: P stays in registers
-        p_smem1 = q_smem0
-        p_smem2 = q_smem0
     if TMA_STORE:
         o_smem = gl.allocate_shared_memory(O.dtype.element_ty, [CONSUMERS, HALF, O_COLS], SMEM_O)  # one per WG
         o_smem0 = o_smem.index(0)
@@ -636,12 +583,9 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     else:
         q_landed = q_full                     # a stand-in, unused
     k_full, v_full, k_empty, v_empty = ring_barriers(NUM_BUF, CONSUMERS)
-    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(Q_BARS):
         mbarrier.init(q_full.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=1 if CONSUMERS == 3 else CONSUMERS)
-    mbarrier.init(turn.index(0), count=1)
-    mbarrier.init(turn.index(1), count=1)
 
     # the consumers' common run-time arguments as one tuple (constexprs go one by one: a tuple
     # assigned to a name holds values)
@@ -654,32 +598,30 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
              stride_qdb, stride_kdb, q_landed.index(0))
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
-                         turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
-            (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), p_smem1, o_smem1, turn.index(1),
-                         turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, Q_CONVERT, LATE_SUM, F16_SCORES,
-                         EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
-            (producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M, DIAG_FIRST, NEG_Q)),
+            (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), o_smem0, shared, 0, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, P_SCALE, FP8, TMA_STORE, RAW_MAX, BLOCK_M, EVEN_N, DIAG_FIRST,
+                         Q_CONVERT, LATE_SUM, F16_SCORES, EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
+            (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), o_smem1, shared, HALF, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, P_SCALE, FP8, TMA_STORE, RAW_MAX, BLOCK_M, EVEN_N, DIAG_FIRST,
+                         Q_CONVERT, LATE_SUM, F16_SCORES, EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
+            (producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, FP8, HOST_DESC, BLOCK_M,
+                        DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])
     else:
         # 16 warps (the producer's padded to a warpgroup): 128 registers each at launch; 160 for
         # the two worker consumers and 24 for the producer leave the first consumer 168
         gl.warp_specialize([
-            (_consumer, (q_smem0, q_smem0, q_full.index(0), q_empty.index(0), p_smem0, o_smem0, turn.index(0),
-                         turn.index(1), shared, 0, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, False)),
-            (_consumer, (q_smem1, q_smem1, q_full.index(1), q_empty.index(1), p_smem1, o_smem1, turn.index(1),
-                         turn.index(0), shared, HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE, FP8,
-                         TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, False)),
-            (_consumer, (q_smem2, q_smem2, q_full.index(2), q_empty.index(2), p_smem2, o_smem2, turn.index(0),
-                         turn.index(1), shared, 2 * HALF, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, PINGPONG, P_SCALE,
-                         FP8, TMA_STORE, RAW_MAX, P_REGS, BLOCK_M, EVEN_N, DIAG_FIRST, False, False, False)),
-            (producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT, FP8, HOST_DESC,
-                         P_REGS, BLOCK_M, DIAG_FIRST, False)),
+            (_consumer, (q_smem0, q_smem0, q_full.index(0), q_empty.index(0), o_smem0, shared, 0, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, P_SCALE, FP8, TMA_STORE, RAW_MAX, BLOCK_M, EVEN_N, DIAG_FIRST, False,
+                         False, False)),
+            (_consumer, (q_smem1, q_smem1, q_full.index(1), q_empty.index(1), o_smem1, shared, HALF, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, P_SCALE, FP8, TMA_STORE, RAW_MAX, BLOCK_M, EVEN_N, DIAG_FIRST, False,
+                         False, False)),
+            (_consumer, (q_smem2, q_smem2, q_full.index(2), q_empty.index(2), o_smem2, shared, 2 * HALF, VARLEN,
+                         MASK_LEFT, MASK_RIGHT, P_SCALE, FP8, TMA_STORE, RAW_MAX, BLOCK_M, EVEN_N, DIAG_FIRST, False,
+                         False, False)),
+            (producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, FP8, HOST_DESC, BLOCK_M,
+                        DIAG_FIRST, False)),
         ], [4, 4, 1], [160, 160, 24])
 
     for i in gl.static_range(Q_BARS):
@@ -687,6 +629,4 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         mbarrier.invalidate(q_empty.index(i))
     if NEG_Q:
         mbarrier.invalidate(q_landed.index(0))
-    mbarrier.invalidate(turn.index(0))
-    mbarrier.invalidate(turn.index(1))
     invalidate_rings(k_full, v_full, k_empty, v_empty)

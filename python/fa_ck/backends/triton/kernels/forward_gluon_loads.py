@@ -12,14 +12,14 @@ from .gluon_common import copy_tile, gl_key_blocks, head_desc, gl_sequence, stre
 
 @gluon.jit
 def unit_tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right,
-          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
-          MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr):
-    """Tile `second` of work unit u, the same in every partition: (b, h, m0, q_start, k_start,
-    seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is one query block of
-    a head, last blocks first (under a causal mask they carry the most keys); PERSISTENT: a pair
-    of them, the k-th heaviest and the k-th lightest, so every unit of a causal call weighs the
-    same and programs that take units in turn finish together. active: the tile holds queries."""
-    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
+              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
+              MASK_RIGHT: gl.constexpr):
+    """Tile `second` (0 or 1) of work unit u, the same in every partition: (b, h, m0, q_start,
+    k_start, seqlen_q, seqlen_k, lo, full_lo, full_hi, n_blocks, active). A unit is a pair of a
+    head's query blocks, the k-th heaviest and the k-th lightest (last blocks first: under a causal
+    mask they carry the most keys), so every unit of a causal call weighs the same and programs
+    that take units in turn finish together. active: the tile holds queries."""
+    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M)
     bh = u // per_head
     k = u % per_head
     pid_m = n_m - 1 - k
@@ -41,20 +41,16 @@ def unit_tile(u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left,
 
 
 @gluon.jit
-def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
+def _blocks_and_units(seqlen_q, BLOCK_M: gl.constexpr):
     """(query blocks, work units) per head (seqlen_q: the longest sequence; see unit_tile)."""
     n_m = gl.cdiv(seqlen_q, BLOCK_M)
-    if PERSISTENT:
-        per_head = (n_m + 1) // 2
-    else:
-        per_head = n_m
-    return n_m, per_head
+    return n_m, (n_m + 1) // 2
 
 
 @gluon.jit
-def unit_count(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr, PERSISTENT: gl.constexpr):
+def unit_count(seqlen_q, batch, num_heads, BLOCK_M: gl.constexpr):
     """How many work units the call has (see unit_tile)."""
-    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M, PERSISTENT)
+    n_m, per_head = _blocks_and_units(seqlen_q, BLOCK_M)
     return batch * num_heads * per_head
 
 
@@ -122,17 +118,14 @@ def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, nega
 
 @gluon.jit
 def producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, VARLEN: gl.constexpr,
-              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, PERSISTENT: gl.constexpr, FP8: gl.constexpr,
-              HOST_DESC: gl.constexpr, P_REGS: gl.constexpr, BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr,
-              NEG_Q: gl.constexpr):
+             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, FP8: gl.constexpr, HOST_DESC: gl.constexpr,
+             BLOCK_M: gl.constexpr, DIAG_FIRST: gl.constexpr, NEG_Q: gl.constexpr):
     """One warp: per tile, Q once its consumers have done their last QK^T of the tile before
     (Q16_EARLY: once both have rounded its Q; 192 queries: per warpgroup, the third's after the
     tile's first blocks), then K_j and V_j
-    through the rings. A persistent program so loads the next tile's first
-    blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
+    through the rings, so that it loads the next tile's first blocks under this one's tail. HOST_DESC: Q, K, V are host-made descriptors over (batch,
     heads, rows, head_dim) (fp8 V: (batch, heads, head_dim, keys)); else pointers, and each
-    tile's descriptors are built here on the device (varlen: its bounds come free), which took
-    ~2-3 us per tile on the H200 (h200-20261130-eighth call 2). BLOCK_M: queries per tile (192:
+    tile's descriptors are built here on the device (varlen: its bounds come free). BLOCK_M: queries per tile (192:
     q_smem holds (64, BLOCK_D) tiles, see _copy_q). NEG_Q: a caller's fp8 q under RAW_MAX, its rows
     negated here where the tile's descales multiply to a negative number (_copy_q_signed). loads:
     fwd_gluon_kernel's run-time arguments for this partition, as one tuple."""
@@ -143,21 +136,20 @@ def producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.cons
     BLOCK_D: gl.constexpr = q_smem.shape[-1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = k_smem.shape[0]
-    TILES: gl.constexpr = 2 if PERSISTENT else 1
     n_q = 0                                    # Q tiles loaded
     n_neg = 0                                  # of them negated (NEG_Q)
     it = 0                                     # K/V blocks streamed
-    for u in range(gl.program_id(0), unit_count(seqlen_q, batch, num_heads, BLOCK_M, PERSISTENT), gl.num_programs(0)):
-        for second in range(TILES):
+    for u in range(gl.program_id(0), unit_count(seqlen_q, batch, num_heads, BLOCK_M), gl.num_programs(0)):
+        for second in range(2):
             b, h, m0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks, active = unit_tile(
                 u, second, CU_Q, CU_K, seqlen_q, seqlen_k, num_heads, window_left, window_right, BLOCK_M, BLOCK_N,
-                VARLEN, MASK_LEFT, MASK_RIGHT, PERSISTENT)
+                VARLEN, MASK_LEFT, MASK_RIGHT)
             if n_blocks > 0:
                 if HOST_DESC and len(q_smem.shape) == 3:
                     # Three warpgroups, each with its own Q barriers: the third's Q waits until the
                     # ring holds the first blocks of this tile, which the first two may start on while
                     # it finishes the last tile (the ring's later blocks need it, so its Q comes
-                    # before them). On full tiles +2-4 % (h200-20261202-three-wg call 8)
+                    # before them)
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 0, b, h, True)
                     _copy_q(Q, m0, q_full, q_empty, n_q, q_smem, 1, b, h, True)
                     first = gl.minimum(n_blocks, NUM_BUF)
@@ -191,9 +183,7 @@ def producer(loads, SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.cons
                                    BLOCK_D, SMEM_KV)
                     v_head = V + b64 * stride_vb + hk * stride_vh
                     if FP8:        # (head_dim, keys) tiles of the keys-contiguous v
-                        v_keys = sk
-                        if P_REGS:     # keys reordered in groups of 16, the last group zero-padded
-                            v_keys = gl.cdiv(sk, 16) * 16
+                        v_keys = gl.cdiv(sk, 16) * 16     # keys reordered in groups of 16, the last zero-padded
                         v_desc = tma.make_tensor_descriptor(v_head + k_start, [head_dim, v_keys], [stride_vd, 1],
                                                             [BLOCK_D, BLOCK_N], SMEM_V)
                     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from ...params import AttnParams
-from . import buffers, device, fast_path, gluon_launch, tuning
+from . import buffers, fast_path, gluon_launch, tuning
 from .buffers import cdiv, lse_strides, placeholders, strides, tma_ok
 from .config import (BwdConfig, DkdvConfig, DqConfig, backward_config, backward_with, candidates, dkdv_with_tiles,
                      dq_with_tiles)

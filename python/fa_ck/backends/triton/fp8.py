@@ -16,9 +16,8 @@ import torch
 import triton
 
 from ...params import FP8_DTYPES, AttnParams
-from . import fast_path
+from . import device, fast_path
 from .buffers import cdiv
-from .device import INTERPRET, fp8_dtype
 from .kernels.quantize import amax_kernel, keys_for_registers_kernel, quantize_kernel
 from .sizes import keys_padded
 
@@ -63,11 +62,11 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     # replays only its slots, and the interpreter's stand-in covers the padding)
     padded = {id(v8): padded_keys(v8)} if permute_v else {}
     temps = {id(t): torch.empty_strided(padded.get(id(t), t).shape, t.stride(), dtype=torch.float32, device=t.device)
-             for t in (q8, k8, v8) if copy_q or t is not q8} if INTERPRET else {}
+             for t in (q8, k8, v8) if copy_q or t is not q8} if device.INTERPRET else {}
     outs = tuple(temps.get(id(t), t) for t in (q8, k8, v8))      # (q8 itself, unwritten, without copy_q)
     if q8 is None:           # (none made: without copy_q nothing dereferences it, k8 stands in for it)
         outs = (outs[1], *outs[1:])
-    block_s = 16 if INTERPRET else 64
+    block_s = 16 if device.INTERPRET else 64
     grid = (cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
     sizes = (sq, sk, d, hq, hkv, *fp8_slots(b, hq, hkv)[1:3])
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
@@ -75,7 +74,7 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     fast_path.zero(amax_bits)
     fast_path.launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
     dtype = k8.dtype                                          # (q8's too: one fp8 type)
-    emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if INTERPRET else 0
+    emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if device.INTERPRET else 0
     fast_path.launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
                                     *outs[2].stride(), *sizes, torch.finfo(dtype).max,
                                     qk_max or torch.finfo(dtype).max),
@@ -106,7 +105,7 @@ def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
     view on the H200's host: these 14 were 107 us of a 313 us replayed fp8 call, bench/results/
     h200-20261203-timeline call 3); it is the plan's slot, its parts taken by byte offset, so a
     replay makes it alone (fp8_workspace, at the size the plan recorded)."""
-    return _carve(q.shape, k.shape, v.shape, fp8_dtype(q.device), q.device, with_q8)
+    return _carve(q.shape, k.shape, v.shape, device.fp8_dtype(q.device), q.device, with_q8)
 
 
 def fp8_workspace(nbytes: int, device) -> torch.Tensor:
@@ -189,7 +188,7 @@ def keys_for_registers(v: torch.Tensor) -> tuple:
     work = fp8_workspace(_round_up(_keys_contiguous_bytes(v.shape)), v.device)
     out = _keys_contiguous_view(work.view(v.dtype), v.shape, 0)
     if out.numel():
-        block_s = 16 if INTERPRET else 64
+        block_s = 16 if device.INTERPRET else 64
         dst = padded_keys(out)
         fast_path.launch(keys_for_registers_kernel, (cdiv(keys_padded(s), block_s), h, b),
                 (v, dst, *v.stride(), *dst.stride(), s, d), dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d)))

@@ -6,10 +6,9 @@ from __future__ import annotations
 import torch
 
 from ...params import AttnParams
-from . import fast_path
+from . import device, fast_path
 from .buffers import cdiv, lse_strides, strides, tma_ok
 from .config import DkdvConfig, DqConfig, FwdConfig
-from .device import INTERPRET
 from .sizes import block_d, fp8_block_d, keys_padded
 
 try:
@@ -29,7 +28,7 @@ def gluon_ok(q, k, v, out, p: AttnParams) -> bool:
     keys-contiguous v) without softcap, ALiBi or dropout, and tensors TMA can address (`out` is dO for
     the backward; head dims up to 256, fp8 up to 128)."""
     dtype_ok = q.dtype in (torch.float16, torch.bfloat16) or (p.fp8 and q.dtype == torch.float8_e4m3fn)
-    if GLUON_ERROR or INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None or p.dropout_p != 0:
+    if GLUON_ERROR or device.INTERPRET or not dtype_ok or p.softcap != 0 or p.alibi_slopes is not None or p.dropout_p != 0:
         return False
     return tma_ok(q, k, v, out, keys_contiguous=v if p.fp8 else None, max_head_dim=128 if p.fp8 else 256)
 

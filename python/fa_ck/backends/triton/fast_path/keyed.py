@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..device import INTERPRET
+from .. import device
 
 try:
     from triton import knobs
@@ -74,7 +74,7 @@ def launch(kernel, grid: tuple, args: tuple, constexprs: dict, compiled=None):
     name; `compiled`: what an earlier launch of the same specialisation returned. -> the compiled
     kernel for later launches (None where Triton's path must be taken every time). Falls back to
     Triton's path, with one warning, where this Triton lacks what the key relies on."""
-    if INTERPRET or _problem():
+    if device.INTERPRET or _problem():
         kernel[grid](*args, **constexprs)
         return None
     if compiled is None:

@@ -1,21 +1,26 @@
-"""backends/triton/driver_launch.py: a replayed plan's launches straight to cuLaunchKernel.
+"""fast_path/driver.py: a replayed plan's launches straight to cuLaunchKernel.
 
 On the CPU, with the driver faked: the parameter buffer a launch is laid out into, read back
 value by value against the kernel's signature (constexprs dropped, a host-made descriptor as its
 tensor map, shape and strides, the scratch pointers last), the slots' pointers patched per call,
-and where Triton's path must be kept. On a GPU: every kind of call fa_ck replays, launched both
-ways on the same fresh inputs, gives the same bits (dq: the one pass adds it up with atomics in
-any order, so to rounding), and the float64 reference."""
+where Triton's path must be kept, and the fallbacks (a failed launch; laying one out raising, with
+a warning). On a GPU: every kind of call fa_ck replays, launched straight to the driver and with
+the fast path off (FA_CK_FAST_PATH=0: Triton's own launcher) on the same fresh inputs, gives the
+same bits (dq: the one pass adds it up with atomics in any order, so to rounding), and the float64
+reference."""
 import ctypes
 import importlib
 import json
 import types
+import warnings
 
 import pytest
 import torch
 from conftest import GPU
 
-dl = importlib.import_module("fa_ck.backends.triton.driver_launch")
+dl = importlib.import_module("fa_ck.backends.triton.fast_path.driver")
+plans = importlib.import_module("fa_ck.backends.triton.fast_path.plans")
+keyed = importlib.import_module("fa_ck.backends.triton.fast_path.keyed")
 
 
 class FakeCuda:
@@ -120,19 +125,15 @@ def test_the_parameter_buffer_is_tritons_layout(fake):
     assert _read(fake.launches[-1]["params"][0], ctypes.c_uint64) == 0x4000
 
 
-def test_a_host_made_descriptor_is_its_tensor_map_shape_and_strides(fake):
+def test_a_host_made_descriptor_is_its_tensor_map_shape_and_strides(fake, monkeypatch):
     sig = {"desc": "tensordesc<bf16[64, 128]>", "n": "i32", "out": "*bf16", "BLOCK": "constexpr"}
     kernel = types.SimpleNamespace(arg_names=list(sig))
     desc = types.SimpleNamespace(base=FakeTensor(0x1000), shape=[1024, 128], strides=[128, 1])
-    from fa_ck.backends.triton import plans
-    plans_rebased = plans._rebased
-    try:
-        plans._rebased = lambda d, base: types.SimpleNamespace(base=base, shape=d.shape, strides=d.strides)
-        launch = dl.DirectLaunch.make(_compiled(sig, tensordesc_meta=[{"swizzle": 3}], scratch=64), kernel, (5,),
-                                      (None, 7, None), ((0, 0, desc), (2, 1, None)), {"BLOCK": 32},
-                                      [FakeTensor(0x1000), FakeTensor(0x2000)])
-    finally:
-        plans._rebased = plans_rebased
+    monkeypatch.setattr(dl, "rebased", lambda d, base: types.SimpleNamespace(base=base, shape=d.shape,
+                                                                             strides=d.strides))
+    launch = dl.DirectLaunch.make(_compiled(sig, tensordesc_meta=[{"swizzle": 3}], scratch=64), kernel, (5,),
+                                  (None, 7, None), ((0, 0, desc), (2, 1, None)), {"BLOCK": 32},
+                                  [FakeTensor(0x1000), FakeTensor(0x2000)])
     assert launch is not None and fake.made == [(0x1000, {"swizzle": 3})]
     launch([FakeTensor(0x8000), FakeTensor(0x9000)], stream=1)
     p = fake.launches[-1]["params"]
@@ -148,9 +149,11 @@ def test_a_host_made_descriptor_is_its_tensor_map_shape_and_strides(fake):
 
 
 @pytest.mark.parametrize("why", ["cluster", "pdl", "cooperative", "profile", "hip", "fp16 scalar", "tuple", "not a map",
-                                 "map of no slot", "arguments short", "hook", "no cuda"])
+                                 "map of no slot", "arguments short", "hook", "no cuda", "no nvidia driver module",
+                                 "another kind of map", "a map that is not the copy"])
 def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
-    sig = {"x": "*bf16", "s": "fp32"}
+    maps = ("not a map", "map of no slot", "another kind of map", "a map that is not the copy")
+    sig = {"x": "tensordesc<bf16[64, 64]>" if why in maps else "*bf16", "s": "fp32"}
     meta = {}
     if why == "cluster":
         meta = dict(num_ctas=2)
@@ -166,8 +169,6 @@ def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
         sig["s"] = "fp16"
     elif why == "tuple":
         sig["s"] = ("i32", "i32")
-    elif why in ("not a map", "map of no slot"):
-        sig = {"x": "tensordesc<bf16[64, 64]>", "s": "fp32"}
     elif why == "arguments short":
         sig["extra"] = "i32"
     elif why == "hook":
@@ -175,27 +176,50 @@ def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
         monkeypatch.setattr(knobs.runtime, "launch_enter_hook", lambda metadata: None)
     elif why == "no cuda":
         monkeypatch.setattr(dl, "_cuda", False)
-    compiled = _compiled(sig, tensordesc_meta={"not a map": [None], "map of no slot": [{"swizzle": 3}]}.get(why))
+    elif why == "no nvidia driver module":         # (driver.py's imports failed: another Triton)
+        monkeypatch.setattr(dl, "make_tensordesc_arg", None)
+    elif why == "another kind of map":             # Triton's tensor map object laid out otherwise
+        monkeypatch.setattr(dl, "_copy_tensor_map", lambda cu_map: None)
+    elif why == "a map that is not the copy":      # (replacing the copy's address by its own changes it)
+        monkeypatch.setattr(dl, "make_tensordesc_arg", lambda desc, meta: [FakeMap(desc.base.data_ptr() + 64),
+                                                                           *desc.shape, *desc.strides])
+    monkeypatch.setattr(dl, "rebased", lambda d, base: types.SimpleNamespace(base=base, shape=d.shape,
+                                                                             strides=d.strides))
+    desc_meta = [None] if why == "not a map" else [{"swizzle": 3}] if why in maps else None
+    compiled = _compiled(sig, tensordesc_meta=desc_meta)
     for key, value in meta.items():
         setattr(compiled.metadata, key, value)
-    desc = types.SimpleNamespace(base=FakeTensor(1), shape=[64, 64], strides=[64, 1])
-    subs = ((0, 0, desc if why == "not a map" else None),) if why != "map of no slot" else ()
-    kernel = types.SimpleNamespace(arg_names=[name for name in sig if name != "extra"])   # (a signature longer than the call)
+    desc = types.SimpleNamespace(base=FakeTensor(16), shape=[64, 64], strides=[64, 1])
+    subs = ((0, 0, desc if sig["x"].startswith("tensordesc") else None),) if why != "map of no slot" else ()
+    # (arguments short: a signature longer than the call)
+    kernel = types.SimpleNamespace(arg_names=[name for name in sig if name != "extra"])
     assert dl.DirectLaunch.make(compiled, kernel, (1,), (None, 1.0), subs, {}, [FakeTensor(16)]) is None
 
 
-def test_a_failed_direct_launch_falls_back_and_stays_on_tritons_path(fake, monkeypatch):
-    """A replay whose direct launch returns an error goes through run_compiled; after an error
-    other than 'no context on this thread' that step stays on Triton's path."""
-    plans = importlib.import_module("fa_ck.backends.triton.plans")
+def _one_launch_plan(monkeypatch):
+    """A plan of one launch (x: slot 0, n = 5) whose compiled kernel a replay has had; keyed.launch
+    (Triton's launcher) faked -> (the plan, the launches that took Triton's launcher)."""
     sig = {"x": "*fp32", "n": "i32"}
     kernel = types.SimpleNamespace(arg_names=list(sig))
-    plan = plans._Plan([(kernel, (1,), (None, 5), ((0, 0, None),), {})], one_pass=False)
+    plan = plans.Plan([(kernel, (1,), (None, 5), ((0, 0, None),), {})], one_pass=False)
     plan.compiled[0] = _compiled(sig)
     ran = []
-    monkeypatch.setattr(plans, "run_compiled", lambda *a: ran.append(a))
-    monkeypatch.setattr(plans, "driver", types.SimpleNamespace(active=types.SimpleNamespace(
+
+    def launch(kernel, grid, args, constexprs, compiled=None):
+        assert compiled is plan.compiled[0]            # (the compiled kernel: no keying again)
+        ran.append(args)
+        return compiled
+    monkeypatch.setattr(keyed, "launch", launch)
+    monkeypatch.setattr(plans, "triton_driver", types.SimpleNamespace(active=types.SimpleNamespace(
         get_current_device=lambda: 0, get_current_stream=lambda device: 9)))
+    return plan, ran
+
+
+def test_a_failed_direct_launch_falls_back_and_stays_on_tritons_path(fake, monkeypatch):
+    """A replay whose direct launch returns an error goes through Triton's launcher (keyed.launch
+    with the compiled kernel); after an error other than 'no context on this thread' that step
+    stays on Triton's path."""
+    plan, ran = _one_launch_plan(monkeypatch)
     slots = [FakeTensor(0x100)]
     plan.replay(slots)
     assert len(fake.launches) == 1 and not ran                # direct
@@ -207,11 +231,38 @@ def test_a_failed_direct_launch_falls_back_and_stays_on_tritons_path(fake, monke
     assert len(ran) == 2 and plan.direct[0] is False
     plan.replay(slots)
     assert len(fake.launches) == 3 and len(ran) == 3          # no more direct attempts
-    monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "0")
-    plan2 = plans._Plan([(kernel, (1,), (None, 5), ((0, 0, None),), {})], one_pass=False)
-    plan2.compiled[0] = _compiled(sig)
-    plan2.replay(slots)
-    assert len(fake.launches) == 3 and len(ran) == 4 and plan2.direct[0] is None
+    assert all(args == (slots[0], 5) for args in ran)
+
+
+def test_laying_a_launch_out_that_raises_warns_and_keeps_tritons_launcher(fake, monkeypatch):
+    """A Triton whose compiled kernels DirectLaunch.make cannot read (it raises): the replay warns
+    and launches that step through Triton's launcher, then and on every later replay, without
+    trying again or warning again."""
+    plan, ran = _one_launch_plan(monkeypatch)
+    tried = []
+
+    def make(cls, *args):
+        tried.append(1)
+        raise AttributeError("'CompiledKernel' object has no attribute 'packed_metadata'")
+    monkeypatch.setattr(dl.DirectLaunch, "make", classmethod(make))
+    slots = [FakeTensor(0x100)]
+    with pytest.warns(RuntimeWarning, match="packed_metadata"):
+        plan.replay(slots)
+    assert len(ran) == 1 and plan.direct[0] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan.replay(slots)
+    assert len(ran) == 2 and len(tried) == 1 and not fake.launches
+
+
+def test_with_a_launch_hook_set_a_replay_keeps_tritons_launcher(fake, monkeypatch):
+    """A launch hook (a profiler's) is Triton's launcher's to call: no direct launch is laid out
+    or made while one is set."""
+    from triton import knobs
+    plan, ran = _one_launch_plan(monkeypatch)
+    monkeypatch.setattr(knobs.runtime, "launch_exit_hook", lambda metadata: None)
+    plan.replay([FakeTensor(0x100)])
+    assert len(ran) == 1 and plan.direct[0] is None and not fake.launches
 
 
 # ---------------------------------------------------------------------------- on a GPU
@@ -227,13 +278,26 @@ GPU_CASES = [  # (batch, seqlen, heads q, heads kv, head dim, causal, extra keyw
     (2, 512, 4, 4, 128, True, dict(fp8=True)),
     (2, 300, 4, 2, 64, True, dict(deterministic=True)),
     (2, 200, 4, 4, 96, False, dict(dtype=torch.float16)),
-    (2, 256, 4, 4, 128, True, dict(config={"fwd": {"HOST_DESC": False}, "bwd_dkdv": {"HOST_DESC": False}})),
+    # tensor maps made on the device: global scratch
+    (2, 256, 4, 4, 128, True, dict(config={"fwd": {"host_desc": False}, "bwd_dkdv": {"host_desc": False}},
+                                   scratch=True)),
+    (2, 256, 4, 4, 128, True, dict(config={"fwd": {"gluon": False, "tma": True}}, scratch=True)),   # forward.py's
+    (2, 256, 4, 2, 128, True, dict(config={"bwd_dkdv": {"gluon": False}})),               # backward.py's dK/dV
+    (2, 300, 4, 4, 64, False, dict(config={"bwd_dkdv": {"one_pass": False}, "bwd_dq": {"gluon": False}})),
+    (2, 256, 4, 4, 128, False, dict(config={"fwd": {"tma_store": False}, "bwd_dkdv": {"tma_store": False}})),
 ]
+
+
+def _case_id(case) -> str:
+    extra = [f"{kernel}.{name}={value}" for kernel, knobs in case[6].get("config", {}).items()
+             for name, value in knobs.items()]
+    extra += [f"{key}={value}" for key, value in case[6].items() if key not in ("config", "scratch")]
+    return "-".join(map(str, (*case[:6], *extra)))
 
 
 @pytest.mark.skipif(not GPU, reason="needs a GPU")
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "-".join(map(str, c[:6] + tuple(c[6]))))
+@pytest.mark.parametrize("case", GPU_CASES, ids=_case_id)
 def test_direct_launches_give_tritons_bits(monkeypatch, case):
     import fa_ck
     from attn_check import rel_err
@@ -241,8 +305,13 @@ def test_direct_launches_give_tritons_bits(monkeypatch, case):
     b, s, hq, hkv, d, causal, kw = case
     fp8, with_lse, window = kw.get("fp8", False), kw.get("return_lse", False), kw.get("window_size", (-1, -1))
     dtype, deterministic = kw.get("dtype", torch.bfloat16), kw.get("deterministic", False)
-    if "config" in kw:                                         # tensor maps made on the device: global scratch
+    if "config" in kw:
         monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(kw["config"]))
+    monkeypatch.delenv("FA_CK_FAST_PATH", raising=False)
+    plans.clear()
+    via_triton = []                                            # launches that took Triton's launcher
+    real_launch = keyed.launch
+    monkeypatch.setattr(keyed, "launch", lambda *a: (via_triton.append(a[0]), real_launch(*a))[1])
     calls = []                                                 # (CUresult, whether the launch had global scratch)
     real_call = dl.DirectLaunch.__call__
 
@@ -270,17 +339,18 @@ def test_direct_launches_give_tritons_bits(monkeypatch, case):
         grads = torch.autograd.grad(loss, (q, k, v))
         return out.detach(), lse, grads
 
-    for seed in (1, 2):                                        # the slow path, then the compiled kernels' keys
+    for seed in (1, 2):                                        # the slow path, then the compiled kernels kept
         run(*inputs(seed))
     q, k, v, do = inputs(3)                                    # fresh tensors, new addresses
-    monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "0")
+    monkeypatch.setenv("FA_CK_FAST_PATH", "0")                 # Triton's own launcher, no plan
     triton_path = run(q, k, v, do)
     assert not calls
-    monkeypatch.setenv("FA_CK_DIRECT_LAUNCH", "1")
-    direct = run(q, k, v, do)
-    assert len(calls) >= (2 if fp8 else 3), calls             # every launch of the fwd (+ bwd) went direct
+    monkeypatch.delenv("FA_CK_FAST_PATH")
+    via_triton.clear()
+    direct = run(q, k, v, do)                                  # the second replay: straight to the driver
+    assert len(calls) >= (2 if fp8 else 3) and not via_triton, (calls, via_triton)
     assert all(err == 0 for err, _ in calls), calls
-    if "config" in kw:
+    if kw.get("scratch"):
         assert any(scratch for _, scratch in calls), calls
     assert torch.equal(direct[0], triton_path[0])
     if direct[1] is not None:

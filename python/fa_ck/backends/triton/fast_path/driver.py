@@ -19,15 +19,19 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+import warnings
 
 from .slots import rebased, slot_offset, tensor_at
 
 try:
     from triton import knobs
-    from triton.runtime import _allocation
     from triton.backends.nvidia.driver import make_tensordesc_arg
-except Exception:        # another Triton, or one without NVIDIA's driver module: Triton's launcher always
+    from triton.runtime import _allocation
+    _MISSING = ""
+except Exception as e:   # another Triton, or one without NVIDIA's driver module: Triton's launcher always
     knobs = _allocation = make_tensordesc_arg = None
+    _MISSING = f"{type(e).__name__}: {e}"
+_WARNED: list = []
 
 _C = {"*": ctypes.c_uint64, "i1": ctypes.c_int8, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
       "i32": ctypes.c_int32, "i64": ctypes.c_int64, "u1": ctypes.c_uint8, "u8": ctypes.c_uint8,
@@ -75,8 +79,16 @@ def _no_hook(hook) -> bool:
 
 
 def hooks_unset() -> bool:
-    return (knobs is not None and _no_hook(knobs.runtime.launch_enter_hook)
-            and _no_hook(knobs.runtime.launch_exit_hook))
+    """Whether replays may go straight to the driver: no Triton launch hook is set (one would be
+    skipped), and this Triton has what the direct path reads (else it warns once, where there is a
+    CUDA driver to launch through)."""
+    if _MISSING:
+        if not _WARNED and _lib() is not None:
+            _WARNED.append(True)
+            warnings.warn(f"fa_ck: this Triton lacks what launching straight to the driver relies on ({_MISSING}); "
+                          "replays keep Triton's launcher", RuntimeWarning, stacklevel=3)
+        return False
+    return _no_hook(knobs.runtime.launch_enter_hook) and _no_hook(knobs.runtime.launch_exit_hook)
 
 
 def _copy_tensor_map(cu_map):
@@ -114,10 +126,10 @@ class DirectLaunch:
         Triton's path must take it. slots: this call's, to encode each descriptor's tensor map once."""
         lib = _lib()
         src, meta = getattr(compiled, "src", None), getattr(compiled, "metadata", None)
-        if lib is None or make_tensordesc_arg is None or src is None or meta is None or not hooks_unset():
-            return None
         if getattr(getattr(meta, "target", None), "backend", "cuda") != "cuda":
             return None                                # (a HIP kernel: hipModuleLaunchKernel's, not ours)
+        if lib is None or make_tensordesc_arg is None or src is None or meta is None or not hooks_unset():
+            return None
         if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_pdl", False)
                 or getattr(meta, "launch_cooperative_grid", False) or getattr(meta, "profile_scratch_size", 0)):
             return None

@@ -109,7 +109,7 @@ def _key(kernel, args: tuple, constexprs: dict):
         # constexprs by type and value: 1, 1.0 and True hash alike, and Triton types them apart
         return (id(kernel), device, *[native_specialize_impl(backend, a, c, s, al) for a, (c, s, al) in zip(args, flags)],
                 *[(name, type(value), value) for name, value in constexprs.items()])
-    except (TypeError, AttributeError) as e:
+    except Exception as e:                         # (a Triton whose specialisation changed)
         _disable(f"{type(e).__name__}: {e}")
         return None
 

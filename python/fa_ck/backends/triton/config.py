@@ -355,7 +355,8 @@ def _fwd_knobs(spec: CallSpec) -> tuple[dict, dict]:
     """(the forward's knobs by the heuristics, FA_CK_TRITON_CONFIG's)."""
     d, sm, fp8 = block_d(spec.head_dim), spec.sm, spec.fp8
     asked = _asked(spec, "fwd")
-    gluon = asked.get("gluon", sm == 90 and d <= (128 if fp8 else 256) and (not fp8 or d >= 64)) and spec.gluon_ok
+    # (the Gluon kernels are Hopper's: asked for elsewhere, forward.py serves)
+    gluon = asked.get("gluon", d <= (128 if fp8 else 256) and (not fp8 or d >= 64)) and spec.gluon_ok and sm == 90
     tma = asked.get("tma", sm >= 90 and 64 < d <= 128 and not fp8) and spec.tma_ok and not gluon
     q_convert = fp8 and gluon and not spec.fp8_inputs
     k = {"gluon": gluon, "tma": tma, "host_desc": True, "tma_store": True, "late_sum": True,
@@ -457,7 +458,7 @@ def _dkdv_knobs(spec: CallSpec) -> tuple[dict, dict]:
                 and (group == 1 or (not spec.varlen and spec.host_desc_ok)))
     # GQA through the Gluon kernel, but not masked calls of more than 4 q heads per kv head to 1024 keys
     wins = group == 1 or not (spec.masked and group > 4 and sk <= 1024)
-    gluon = asked.get("gluon", spec.sm == 90 and d <= 256 and wins) and possible
+    gluon = asked.get("gluon", d <= 256 and wins) and possible and spec.sm == 90
     one_pass = asked.get("one_pass", gluon and d <= 128) and not spec.deterministic
     k = {"gluon": gluon, "one_pass": one_pass}
     k["host_desc"] = asked.get("host_desc", d <= 64 or not spec.masked or sk < 4096 or (spec.causal_only and d <= 128))
@@ -513,7 +514,7 @@ def _dkdv(spec: CallSpec, k: dict) -> DkdvConfig:
 def _dq(spec: CallSpec) -> DqConfig:
     d = block_d(spec.head_dim)
     asked = _asked(spec, "bwd_dq")
-    gluon = asked.get("gluon", spec.sm == 90 and d <= 256 and (d > 64 or spec.seqlen_k >= 4096)) and spec.gluon_ok
+    gluon = asked.get("gluon", d <= 256 and (d > 64 or spec.seqlen_k >= 4096)) and spec.gluon_ok and spec.sm == 90
     k = {"gluon": gluon, **default_tiles("bwd_dq", spec, gluon)}
     k.update({name: asked[name] for name in TILES if name in asked})
     return dq_with(spec, k)

@@ -27,10 +27,10 @@ def _seed():
 
 @pytest.fixture(autouse=True)
 def _no_plans_from_other_tests():
-    """The triton backend replays a call signature's launches (triton.plans._PLANS); tests patch what
-    they are worked out from (configs.arch, _sm_count, _config, ...), so no test is served the
-    launches another test's patches made."""
-    plans = sys.modules.get("fa_ck.backends.triton.plans")
-    if plans is not None:
-        plans._PLANS.clear()
+    """The triton backend replays a call signature's launches (fast_path's plans); tests patch what
+    they are worked out from (device.arch, device.sm_count, ...), so no test is served the launches
+    another test's patches made."""
+    fast_path = sys.modules.get("fa_ck.backends.triton.fast_path")
+    if fast_path is not None:
+        fast_path.clear()
     yield

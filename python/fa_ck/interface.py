@@ -299,7 +299,7 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
     QK^T and PV run in fp8, PV with fp32 accumulation, QK^T with fp32 accumulation too but where
     fa_ck quantises 16-bit inputs for sm90's Gluon kernel: there q and k are scaled to at most 16
     and QK^T sums into f16 (no sum of products can overflow it; the error against float64 is the
-    same, README "FP8"), FA_CK_TRITON_CONFIG='{"fwd": {"F16_SCORES": false}}' for fp32. P is rounded
+    same, README "FP8"), FA_CK_TRITON_CONFIG='{"fwd": {"f16_scores": false}}' for fp32. P is rounded
     to fp8 times the format's max; softmax statistics stay fp32.
     Returns out, or (out, softmax_lse (B, Hq, Sq) float32) with return_lse.
     """

@@ -6,9 +6,9 @@ kernels give, so a model calling fa_ck traces with no graph break. The backend i
 before the op runs (dispatch.choose) and passed in by name, so backward uses the same one.
 
 Eager calls on plain tensors skip the custom ops: an autograd.Function calls the same
-_forward/_grads straight. The ops' Python dispatch (argument defaults, pytree, the generated
-autograd node) cost ~1.2 ms of host time per forward+backward on the H200, four times SDPA's
-whole call, and left the GPU idle at short sequences (bench/results/h200-20261130-bwd, call 4).
+_forward/_grads straight: the ops' Python dispatch (argument defaults, pytree, the generated
+autograd node) costs several times SDPA's whole call in host time, which leaves the GPU idle at
+short sequences (docs/performance.md, Kernel choices).
 
 fp8: fwd's trailing arguments (defaults: off) are the fp8 switch, the descales of fp8 inputs and
 their output dtype. Its backward is the regular (bf16/fp16/fp32) backward over the saved

@@ -9,7 +9,7 @@ extension, available() says why. What CK's FMHA cannot express is named by unsup
 - float32, fp8, CPU tensors, tensors too large for CK's 32-bit strides.
 Dropout works, but CK draws its own Philox stream from [seed, offset]: the same rng gives a
 different mask than the triton backend (each backend's forward and backward agree with each other).
-The ck backend is compile-checked for gfx942 in CI; it has not been run on an MI300X in our lab.
+The ck backend is compile-checked for gfx942 in CI and has not been run on an MI300X (docs/rocm.md).
 """
 from __future__ import annotations
 

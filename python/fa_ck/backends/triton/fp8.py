@@ -101,10 +101,9 @@ def fp8_buffers(q, k, v, with_q8: bool = True) -> tuple:
     the forward's peak memory has no copy of q in fp8; where the kernel turns out to need it, the
     forward lets this workspace go and makes one with q8).
 
-    One workspace, as each tensor made cost host time (5 us an empty, 12 us torch.zeros, 6 us a
-    view on the H200's host: these 14 were 107 us of a 313 us replayed fp8 call, bench/results/
-    h200-20261203-timeline call 3); it is the plan's slot, its parts taken by byte offset, so a
-    replay makes it alone (fp8_workspace, at the size the plan recorded)."""
+    One workspace, as every tensor made costs host time (docs/performance.md, Kernel choices); it
+    is the plan's slot, its parts taken by byte offset, so a replay makes it alone (fp8_workspace,
+    at the size the plan recorded)."""
     return _carve(q.shape, k.shape, v.shape, device.fp8_dtype(q.device), q.device, with_q8)
 
 
@@ -162,8 +161,8 @@ def _contiguous_strides(shape) -> tuple:
 
 def empty_bshd(shape, dtype, device, keys_contiguous: bool) -> torch.Tensor:
     """An uninitialised (B, S, H, D) tensor; keys_contiguous: stored (B, H, D, S) in memory, each
-    row of keys padded to a multiple of 16 elements so that TMA can address it (fp8's v: rows of
-    S bytes, which the Gluon forward could not take at S = 300)."""
+    row of keys padded to a multiple of 16 elements so that TMA can address it (fp8's v: TMA
+    takes 16-byte row strides, which rows of S bytes lack at S = 300)."""
     b, s, h, d = shape
     if keys_contiguous:
         return torch.empty((b, h, d, keys_padded(s)), dtype=dtype, device=device)[..., :s].permute(0, 3, 1, 2)
@@ -181,9 +180,9 @@ def keys_for_registers(v: torch.Tensor) -> tuple:
     """A caller's fp8 v (B, S, H, D), any layout, copied keys-contiguous in key_position's order
     with zeros past the last key to a multiple of 16 (empty_bshd's padded storage): what fa_ck's
     own quantisation writes for the Gluon forward's P in registers (PERMUTE_V), so a caller's fp8
-    takes that kernel too. One launch moving bytes (torch's index_put of them was 144 us at
-    B4 S4096 H16 d128 on the H200, h200-20261203-rescale call 5). Returns (the copy, the workspace
-    it lies in: fp8_workspace's, a slot of the forward's plan, so that such calls replay)."""
+    takes that kernel too. One launch moving bytes, far quicker than torch's index_put of them
+    (docs/performance.md, Kernel choices). Returns (the copy, the workspace it lies in:
+    fp8_workspace's, a slot of the forward's plan, so that such calls replay)."""
     b, s, h, d = v.shape
     work = fp8_workspace(_round_up(_keys_contiguous_bytes(v.shape)), v.device)
     out = _keys_contiguous_view(work.view(v.dtype), v.shape, 0)
@@ -233,7 +232,7 @@ def with_unit_descales(p: AttnParams, q, k) -> AttnParams:
 def fp8_inputs(q, k, v, p: AttnParams, buffers, permute_v: bool, convert_q: bool = False, qk_max: float = 0.0):
     """(q8, k8, v8, q_descale, k_descale, v_descale) for the fp8 kernel: fp8 inputs (v keys-
     contiguous) with their three descales (with_unit_descales'), or 16-bit ones quantised into buffers
-    (fp8_buffers' tuple), permute_v: v8 in key_position's order (P_REGS); convert_q (the Gluon kernel's
+    (fp8_buffers' tuple), permute_v: v8 in key_position's order (FwdConfig.p_regs); convert_q (the Gluon kernel's
     Q_CONVERT): q itself and its amax bits in place of q8 and q's descales, q8 left unwritten; qk_max
     (F16_SCORES): q's and k's scale to it (quantize)."""
     if q.dtype in FP8_DTYPES:

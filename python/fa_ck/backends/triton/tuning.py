@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
-Config = dict  # e.g. {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}
+Config = dict  # e.g. {"block_m": 128, "block_n": 64, "num_warps": 4, "num_stages": 3}
 
 _TRUE_WORDS = {"1", "true", "on", "yes"}
 _FILE_FORMAT = 1
@@ -57,7 +57,7 @@ def seq_bucket(seqlen_q: int, seqlen_k: int) -> int:
 
 class TuneKey(NamedTuple):
     """What a tuned config depends on. Build it with `make_key` so the bucket is right."""
-    arch: str          # "cuda:sm90", "hip:gfx942" (configs.arch)
+    arch: str          # "cuda:sm90", "hip:gfx942" (device.arch)
     kernel: str        # "fwd", "bwd_dkdv", "bwd_dq", ...
     dtype: str         # "bfloat16", "float16", "float8_e4m3fn", ...
     head_dim: int
@@ -258,7 +258,7 @@ def pick_config(kernel: str, spec, default, options: list, run: Callable, setup:
             pending.pop()()
             pending.append(None)
         cfg = by_tiles[json.dumps(t, sort_keys=True)]
-        # (warm and time long: short windows picked configs slower than the defaults)
+        # (warm and time long: short windows pick configs slower than the defaults)
         return triton.testing.do_bench(lambda: run(cfg), warmup=25, rep=60, return_mode="median")
     chosen = pick(key, [json.loads(t) for t in by_tiles], bench, own)
     return by_tiles.get(json.dumps({name: chosen.get(name) for name in tiles}, sort_keys=True), default)

@@ -57,7 +57,7 @@ def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, DQ_ACC, stride_ob, stride_os, strid
 @triton.jit
 def dq_from_acc(DQ_ACC, DQ, n, scale, BLOCK: tl.constexpr):
     """dq = DQ_ACC * scale in dq's dtype, both contiguous, taken flat: the one pass's fp32 sum of dS K
-    (/ scale) into the gradient (torch.mul(..., out=dq) with the dtype change ran unvectorised)."""
+    (/ scale) into the gradient (torch.mul(..., out=dq) with the dtype change runs unvectorised)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     tl.store(DQ + offs, (tl.load(DQ_ACC + offs, mask=ok) * scale).to(DQ.dtype.element_ty), mask=ok)
@@ -222,7 +222,7 @@ def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, en
 
 # Sequence lengths stay runtime values: Triton specialises integers equal to 1, and ptxas (Triton
 # 3.6 and 3.7.1) crashes on this kernel compiled for sm90 with seqlen_k == 1 (d16, causal, GQA;
-# H200 sweep, bench/results/h200-20261130-final; tools/sm90_offline_compile.py reproduces it).
+# tools/sm90_offline_compile.py reproduces it).
 @triton.jit(do_not_specialize=["seqlen_q", "seqlen_k", "rng_row"])
 def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
                   stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,

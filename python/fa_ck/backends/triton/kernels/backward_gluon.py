@@ -1,9 +1,8 @@
 """The backward for Hopper (sm90) in Gluon, warp-specialised like forward_gluon.py: a dK/dV kernel
-that can add dQ itself (ONE_PASS), and a dQ kernel (dq_gluon.py) for the calls it does not
-(deterministic=True, head dims past 128, and GQA the dK/dV kernel leaves to backward.py: varlen,
-expanded tensors, or where decisions.gluon_wins says so). Where each is the default:
-decisions.gluon_wins and configs.switches (ONE_PASS); FA_CK_TRITON_CONFIG switches them
-('{"bwd_dkdv": {"GLUON": ..., "ONE_PASS": ...}}', '{"bwd_dq": {"GLUON": ...}}').
+that can add dQ itself (ONE_PASS), and a dQ kernel (dq_gluon.py) for the calls without the one
+pass (deterministic=True, head dims past 128, and calls whose dK and dV backward.py computes).
+config.py decides which calls take each; FA_CK_TRITON_CONFIG sets them ('{"bwd_dkdv": {"gluon":
+..., "one_pass": ...}}', '{"bwd_dq": {"gluon": ...}}').
 
 dK and dV:
 
@@ -11,25 +10,23 @@ A work unit is 128 keys of one kv head (up to d128): two consumer warpgroups of 
 partitions) and one producer warp that loads the unit's K and V once, then streams the query
 blocks' Q and dO through NUM_BUF-deep rings by TMA (full/empty mbarriers, as in the forward;
 that warp and the units' order: backward_gluon_loads.py).
-A program takes one unit, or PERSISTENT several in turn (rings, barriers and, up to d64, two K
-and V buffers carried across them: the next unit's tiles load under this one): round-robin, or
-DYNAMIC from an atomic counter, the producer publishing each unit's number (unit_smem) with its
-K and V, a number past the last unit telling the consumers to stop. Per query block,
-each consumer computes, with keys along the rows (FlashAttention-2's transposed tiles):
+A program takes one unit, or PERSISTENT several in turn (rings, barriers and, where shared memory
+holds them, two K and V buffers carried across them: the next unit's tiles load under this one):
+round-robin, or DYNAMIC from an atomic counter, the producer publishing each unit's number
+(unit_smem) with its K and V, a number past the last unit telling the consumers to stop. Per
+query block, each consumer computes, with keys along the rows (FlashAttention-2's transposed tiles):
 
     A = K Q^T - lse / scale,  B = V dO^T - delta
                                    (both issued async from those start values, -inf where masked;
                                     the exp2 of P^T runs under the second)
     P^T = exp2(A * scale_log2),  dS^T = P^T * B       (= exp(scale S^T - lse), P^T (dP^T - delta))
-    dV += P^T dO,  dK += dS^T Q    (P^T and dS^T from registers, or through shared memory with
-                                    STAGE_P)
+    dV += P^T dO,  dK += dS^T Q    (P^T and dS^T from registers)
     ONE_PASS: dS^T to shared memory; once both warpgroups' rows are there, each multiplies half
     of dQ's columns, dS K over all 128 keys, and hands the tile to the TMA unit as a reduce-add
-    into DQ_ACC (fp32; backward.dq_from_acc scales it into dq). The add is waited for one block later,
-    just before its tile is written again: waiting at once left the tensor cores idle and the
-    fused kernel slower than the two it replaces (bench/results/h200-20261130-seventh, call 4).
+    into DQ_ACC (fp32; backward.dq_from_acc scales it into dq). The add is waited for one block
+    later, just before its tile is written again, so that the tensor cores do not idle on it.
 
-The start values need scale > 0 (the launcher sends other scales to backward.py).
+The start values need scale > 0 (config.py sends other scales to backward.py).
 
 Past head dim 128 (DSPLIT, _bwd_unit_dsplit) a unit is 64 keys that both warpgroups take, each
 owning half of dK's and dV's columns; S^T and dP^T are split by queries instead, P^T and dS^T
@@ -97,7 +94,7 @@ def _probs_t(k_tile, v_tile, q_t, do_t, s_zero, lse_s, delta, m0, offs_n, full_l
     the mask and lse come after. Else they start from -lse/scale (-inf where the mask hides a
     score) and -delta, so P^T = exp2(scale_log2 * acc) and dS^T = P^T * acc: no per-query vectors
     or mask in registers at the step's peak. (Keys past seqlen_k start at -inf too, which their
-    rows, never stored, do not need; without it ptxas spilled 40 bytes at d128 (Triton 3.7.1).)"""
+    rows, never stored, do not need: without it ptxas spills at d128.)"""
     if FROM_ZERO:
         st = warpgroup_mma(k_tile, q_t, s_zero, use_acc=False, is_async=True)
         dpt = warpgroup_mma(v_tile, do_t, s_zero, use_acc=False, is_async=True)
@@ -131,8 +128,8 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
     unit's tiles; j counts
     steps across units (the Q / dO ring's and ds_full / ds_free's phases). DYNAMIC: each unit's
     number read from unit_smem once its K and V are in (unit_at), until one past the last. One
-    unit (not PERSISTENT) without a loop: a loop over units (one trip) spilled 16 bytes more at
-    d128. shared: the run-time arguments both warpgroups take alike (bwd_dkdv_gluon_kernel's tuple)."""
+    unit (not PERSISTENT) without a loop: a loop over units (one trip) spills more at d128.
+    shared: the run-time arguments both warpgroups take alike (bwd_dkdv_gluon_kernel's tuple)."""
     k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty, q_full, q_empty, \
         unit_smem, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks, \
         stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, \
@@ -179,7 +176,7 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     past 128, _bwd_unit_dsplit): the warpgroup's dK and dV are the unit's 64 keys by half the
     columns, not 64 of its 128 keys by every column. TMA_STORE (host-made descriptors, up to
     d128): dK, then dV, through o_smem to TMA stores, the second once the first has read the
-    tile (faster than plain stores from the accumulators' layout)."""
+    tile, rather than plain stores from the accumulators' layout."""
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     BLOCK_D: gl.constexpr = k_smem.shape[2]
     DSPLIT: gl.constexpr = BLOCK_D > 128
@@ -252,8 +249,8 @@ def _bwd_unit(k_smem, v_smem, q_smem, do_smem, ds_smem, dq_smem, ds_full, ds_fre
     between the two warpgroups.
     Each tile that never moves within the unit (K, V, P^T, dS^T) comes through a leading axis
     indexed by `zero` (+ kb), 0 (kb) but not provably so: with a constant address the multiplies'
-    wgmma descriptors were hoisted out of the loop, where they held registers for all of it (and
-    spilled at d128)."""
+    wgmma descriptors are hoisted out of the loop, where they hold registers for all of it (and
+    spill at d128)."""
     ROWS: gl.constexpr = 64
     BLOCK_D: gl.constexpr = k_smem.shape[2]
     BLOCK_M: gl.constexpr = q_smem.shape[1]

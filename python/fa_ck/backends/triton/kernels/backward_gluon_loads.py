@@ -21,10 +21,9 @@ def dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, w
                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
                MASK_RIGHT: gl.constexpr):
     """Work unit u: key block u % n_kb of kv head (u // n_kb) % num_heads of batch entry
-    u // (n_kb * num_heads), a head's key blocks side by side (they stream the same Q and dO,
-    which stay in L2; longest causal blocks first across heads lost 7-18 % fwd+bwd,
-    h200-20261130-tenth call 5) -> (b, h, first key n0, q_start, k_start, seqlen_q, seqlen_k,
-    and the query blocks: lo, full_lo, full_hi, their count)."""
+    u // (n_kb * num_heads), a head's key blocks side by side: they stream the same Q and dO,
+    which then stay in L2 (docs/performance.md, Kernel choices) -> (b, h, first key n0, q_start,
+    k_start, seqlen_q, seqlen_k, and the query blocks: lo, full_lo, full_hi, their count)."""
     n0 = (u % n_kb) * BLOCK_N
     h = (u // n_kb) % num_heads
     b = u // (n_kb * num_heads)
@@ -83,13 +82,11 @@ def bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sme
 @gluon.jit
 def dealt_unit(u, n_units, n_kb, tail_heads):
     """The unit (dkdv_tile's number) that DYNAMIC's u-th hand-out deals: u itself, head by head
-    (a head's key blocks together share its Q and dO in L2; longest causal blocks first across
-    all heads lost 7-18 % fwd+bwd, h200-20261130-tenth call 5), but key block by key block across
-    the last tail_heads heads (launch_gluon._lpt_tail_heads), so under a causal mask the last units
-    dealt are the lightest. Head by head, the last units held a head's first key blocks, the
-    longest, which GQA makes GROUP times longer: the SMs sat idle 22 % of the dK/dV kernel at d128
-    S4k with 4 q heads per kv head, 7 % without GQA (Nsight Compute, h200-20261203-no-q8 call 1).
-    (Plain arithmetic: tests run it on ints.)"""
+    (a head's key blocks together share its Q and dO in L2), but key block by key block across
+    the last tail_heads heads (DkdvConfig.tail_heads), so that under a causal mask the last units
+    dealt are the lightest and the programs end together; head by head, the last units would be a
+    head's first key blocks, the longest, which GQA makes GROUP times longer (docs/performance.md,
+    Kernel choices). (Plain arithmetic: tests run it on ints.)"""
     first = n_units - tail_heads * n_kb
     if (u >= first) & (u < n_units):
         i = u - first

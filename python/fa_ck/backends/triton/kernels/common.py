@@ -33,9 +33,8 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
     if ALIBI:
         s = s - slope_log2 * tl.abs(diag - j).to(tl.float32)
     if MASKED:
-        # The right edge and the sequence's end folded into one bound per query (a vector of the
-        # tile's rows or columns): in the Gluon forward's masked block half the selects and ~15 %
-        # fewer SASS instructions (ptxas had made two compares and two selects per score)
+        # The right edge and the sequence's end fold into one bound per query (a vector of the
+        # tile's rows or columns): one compare and one select per score, not two of each
         if MASK_RIGHT:
             ok = j <= tl.minimum(diag + window_right, seqlen_k - 1)
         else:
@@ -49,12 +48,12 @@ def scores(qk, i, j, seqlen_q, seqlen_k, scale_log2, softcap_in, softcap_out, sl
 @triton.jit
 def softmax_step(s, m_i, scale_log2, RAW_MAX: tl.constexpr, MASKED: tl.constexpr, P_LOG2: tl.constexpr = 0.0):
     """One online-softmax step over scores s: (p, alpha, new row max). RAW_MAX: s and m_i are raw
-    scores q.k (scale_log2 a normal positive float32, no softcap, ALiBi or fp8: host._raw_max),
-    each scaled inside its exponential's argument, one FFMA, not first by an FMUL of its own:
-    the forward's loop is issue-bound (bench/results/h200-20261130-eleventh, call 2: +3-12 % on
-    the H200). Else s and m_i are in log2 units already. MASKED: a row may have seen no visible
-    key yet (max -inf): subtract 0. P_LOG2: p comes out times 2^P_LOG2 (the Gluon forward's fp8
-    P scale, folded into the exponent: no multiply per element)."""
+    scores q.k (scale_log2 a positive normal float32, no softcap or ALiBi: CallSpec.raw_max),
+    each scaled inside its exponential's argument, one FFMA rather than an FMUL of its own, as
+    the forward's loop is issue-bound (docs/performance.md, Kernel choices). Else s and m_i are
+    in log2 units already. MASKED: a row may have seen no visible key yet (max -inf): subtract 0.
+    P_LOG2: p comes out times 2^P_LOG2 (the Gluon forward's fp8 P scale, folded into the
+    exponent: no multiply per element)."""
     m_new = tl.maximum(m_i, tl.max(s, 1))
     m_safe = m_new
     if MASKED:

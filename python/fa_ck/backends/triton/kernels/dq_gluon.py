@@ -3,7 +3,7 @@ which calls take this one).
 
 dQ: one program owns 128 queries of one q head (two consumer warpgroups of 64; GQA too: K and
 V come from the head's kv head), Q and dO loaded once, K and V streamed through the forward's
-rings (gluon_common._stream_kv). Per key block j, software-pipelined across blocks:
+rings (gluon_common.stream_kv). Per key block j, software-pipelined across blocks:
 
     issue S_j = Q K_j^T, dP_j = dO V_j^T, then dQ += dS_{j-1} K_{j-1}   (all async)
     P_j = exp2(S_j * scale_log2 - lse) while dP_j and the dQ multiply run

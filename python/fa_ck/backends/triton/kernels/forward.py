@@ -46,8 +46,8 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc
         s, _ = scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                       softcap_in, softcap_out, slope_log2, window_left, window_right,
                       SOFTCAP, ALIBI, MASK_LEFT, MASK_RIGHT, MASKED)
-        # the empty-row guard in every range, as before RAW_MAX (a per-row select; without it in
-        # the unmasked range the sm90 fp8 kernel spilled 16 bytes, not 8)
+        # the empty-row guard (a per-row select) in every range, the unmasked one too: without it
+        # there the sm90 fp8 kernel spills twice the bytes
         p, alpha, m_new = softmax_step(s, m_i, scale_log2, RAW_MAX, True)
         l_i = l_i * alpha + tl.sum(p, 1)
         if DROPOUT:
@@ -107,7 +107,7 @@ def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
     if DOT_F32:
         q = q.to(tl.float32)
     # Scalar base pointers walk the key blocks; the tile offsets stay 32-bit. (A 2-D tensor of
-    # 64-bit pointers kept live across the loop costs two registers per element and spilled.)
+    # 64-bit pointers live across the loop costs two registers per element and spills.)
     k_offs = offs_n0[None, :] * stride_ks + offs_d[:, None]
     # stride_vd is 1 (specialised away) except for fp8, whose v is stored keys-contiguous: the
     # fp8 matrix instructions want PV's reduction dim (keys) contiguous in shared memory.

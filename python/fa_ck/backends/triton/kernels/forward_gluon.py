@@ -1,53 +1,50 @@
 """FlashAttention forward for Hopper (sm90) in Gluon: warp-specialised, and the softmax of key
 block j runs while the tensor cores multiply P_{j-1} V_{j-1}.
 
-Plain Triton compiles our forward (forward.py) to QK^T wgmma | wait | softmax | PV wgmma | wait:
-nothing overlaps the softmax, and no source-level reordering changed that. Gluon states the
-schedule itself (FlashAttention-3's intra-warpgroup overlap), per key block j:
+Plain Triton compiles forward.py to QK^T wgmma | wait | softmax | PV wgmma | wait: nothing
+overlaps the softmax. Gluon states the schedule itself (FlashAttention-3's intra-warpgroup
+overlap), per key block j:
 
     issue S_j = Q K_j^T (async) | issue O += P_{j-1} V_{j-1} (async) | wait for S_j only
     softmax(S_j) -> P_j, alpha_j    (while the PV multiply runs)
     wait for the PV multiply | O *= alpha_j
 
-One program owns 128 queries of one head: two consumer warpgroups of 64 rows each (their own
-partitions, so neither waits on the other) and one producer warp that streams K and V through
-NUM_BUF-deep rings of shared memory by TMA (that warp and the order of the tiles:
-forward_gluon_loads.py). "full" barriers tell the consumers a tile has landed; "empty" barriers
-(both consumers arrive) tell the producer the multiply that read a buffer has completed. A first
-version issued the TMA loads from the consumers: the CTA-wide barrier before each load was its
-largest stall (bench/results/h200-20261130-gluon, call 3). P stays in registers as wgmma's A
-operand.
+The grid is persistent: each program takes work units (pairs of a head's query tiles,
+forward_gluon_loads.unit_tile) in turn. A tile is 128 queries of one head: two consumer
+warpgroups of 64 rows each (their own partitions, so neither waits on the other), or 192 with
+three, and one producer warp that streams K and V through NUM_BUF-deep rings of shared memory by
+TMA (forward_gluon_loads.py), so that no consumer stalls on a CTA-wide barrier before a load.
+"full" barriers tell the consumers a tile has landed; "empty" barriers (every consumer arrives)
+tell the producer the multiply that read a buffer has completed. P stays in registers as
+wgmma's A operand.
 
 Masks: a block that straddles a mask edge or the sequence's end takes the masked softmax, chosen
 per block at run time. Where the host knows which blocks those are, the kernel compiles only
-what runs: EVEN_N (keys in whole blocks, no window) has no masked softmax, DIAG_FIRST (causal
-calls in whole blocks) streams each tile's diagonal block first, so only a tile's first block
-is masked. The loop is sensitive to code beside it: removing the unused softmax gained 1.5-7 %,
-adding an unexecuted tail lost 3 % (bench/results/README.md, 2026-12-02 fifth and sixth parts).
+what runs, as code beside the loop slows it (docs/performance.md, Kernel choices): EVEN_N (keys
+in whole blocks, no window) has no masked softmax, DIAG_FIRST (causal calls in whole blocks)
+streams each tile's diagonal block first, so only a warpgroup's first block is masked.
 
-Serves the plain calls (fp16/bf16, head dim up to 256 (64-key blocks past 128), causal and sliding windows, varlen,
-GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same out and lse.
+Serves the plain calls (fp16/bf16, head dim up to 256 (64-key blocks past 128), causal and
+sliding windows, varlen, GQA); softcap, ALiBi and dropout stay with forward.py. Writes the same
+out and lse.
 
-FP8 (e4m3fn; by default on sm90 at head dims 33-128 whose fp8 rows TMA can address, see
-configs.switches): the scheme of forward.py (per-(batch, head) descales folded into the score
-scale, P in [0, P_SCALE] rounded to fp8, out times v's descale), P_SCALE folded into the
-exponential (the row sum carries it too, so out needs no division by it). fp8 wgmma reads both
-operands K-major, so v arrives keys-contiguous and streams as (head_dim, keys) tiles
-(V_KEYS_MAJOR). P_REGS: P stays in registers as the PV multiply's A operand (see
-_keys_for_registers); else it is staged through shared memory. Q_CONVERT: q arrives 16-bit and
-each consumer rounds its rows to e4m3 itself (_convert_q), as the quantisation launch would have;
-Q16_EARLY (by default but on long d64 full calls: decisions.fwd_q16_early_wins): then it
-releases Q's 16-bit tile at once, so the next tile's Q, and the K and V loads the producer
-issues after it, no longer wait for this tile's last QK^T.
-LATE_SUM (by default for fp8 of 16-bit inputs): a block's row sums are added in the next block
-(see _attend). F16_SCORES (fa_ck's own quantisation, q and k to QK_MAX 16; by default where
-taken): S in f16 and the loop's softmax on f16 pairs, EXP2_POLY: 1 in 2 or 4 of its exponentials
-on the FMA pipe (softmax_f16.py); a tile whose scale could carry a score past f16 takes the wide
-step, chosen per tile at run time, or every tile does (F16_WIDE: the one-fma loop not compiled).
+FP8 (e4m3fn at head dims 33-128 whose fp8 rows TMA can address; config.py decides): the scheme
+of forward.py (per-(batch, head) descales folded into the score scale, P in [0, P_SCALE] rounded
+to fp8, out times v's descale), P_SCALE folded into the exponential (the row sum carries it too,
+so out needs no division by it). fp8 wgmma reads both operands K-major, so v arrives
+keys-contiguous and streams as (head_dim, keys) tiles (V_KEYS_MAJOR). P stays in registers as
+the PV multiply's A operand, v's keys stored in the order that makes this work
+(_keys_for_registers). Q_CONVERT: q arrives 16-bit and each consumer rounds its rows to e4m3
+itself (_convert_q), as the quantisation launch would have; Q16_EARLY: then it releases Q's
+16-bit tile at once, so the next tile's Q, and the K and V loads the producer issues after it,
+do not wait for this tile's last QK^T. LATE_SUM: a block's row sums are added in the next
+block (see _attend). F16_SCORES (fa_ck's own quantisation, q and k to QK_MAX 16): S in f16 and
+the loop's softmax on f16 pairs, 1 in EXP2_POLY of its exponentials on the FMA pipe
+(softmax_f16.py); a tile whose scale could carry a score past f16 takes the wide step, chosen
+per tile at run time, or every tile does (F16_WIDE: the one-fma loop not compiled).
 
-The PV wait: ptxas places it right after the row max, above the exponentials, though the PTX has
-it after them. Forced below them (the wait in the join block of a branch on the row sums) the
-forward ran 2-4 % slower, fp8 and bf16 (bench/results/h200-20261203-late-wait call 1).
+ptxas places the PV wait right after the row max, above the exponentials, though the PTX has it
+after them.
 """
 import math
 
@@ -78,7 +75,7 @@ def _softmax(qk, m_i, l_i, offs_m, offs_n, seqlen_q, seqlen_k, scale_log2, windo
              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, MASKED: gl.constexpr, RAW_MAX: gl.constexpr,
              P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr = True):
     """One online-softmax step: (p, alpha, new row max, new row sum); RAW_MAX, P_LOG2: see
-    common.softmax_step (RAW_MAX where host._raw_max allows; p and the row sum come out times
+    common.softmax_step (RAW_MAX where CallSpec.raw_max allows; p and the row sum come out times
     2^P_LOG2). ROW_SUM False: the row sum is only rescaled (l_i * alpha); the caller adds p's."""
     s, _ = gl_scores(qk, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, 1.0 if RAW_MAX else scale_log2,
                    0.0, 0.0, 0.0, window_left, window_right, False, False, MASK_LEFT, MASK_RIGHT, MASKED)
@@ -199,7 +196,7 @@ def _p_operand(p, dtype: gl.constexpr, layout: gl.constexpr):
 
 @gluon.jit
 def _row_sum(p, row: gl.constexpr):
-    """P's row sums: f16 P (F16_SCORES) folded in pairs (softmax_f16._row_sum_f16), else Triton's sum."""
+    """P's row sums: f16 P (F16_SCORES) folded in pairs (softmax_f16.row_sum_f16), else Triton's sum."""
     if p.dtype == gl.float16:
         total = row_sum_f16(p, row)
     else:
@@ -247,11 +244,11 @@ def _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty, m
     _consumer has, once Q was rounded). Q_REGS: QK^T takes
     Q's rows from registers, read from shared memory once, not from shared memory per block (whose
     bandwidth every wgmma operand shares). LATE_SUM: P_j's row sum is added to l_i in the next
-    block, once its PV multiply is issued, not beside its exponentials, where ptxas put each sum's
-    FADD two exponentials after the MUFU.EX2 it reads, so the warp waited on the MUFU's latency at
+    block, once its PV multiply is issued, not beside its exponentials, where ptxas puts each sum's
+    FADD two exponentials after the MUFU.EX2 it reads, so the warp waits on the MUFU's latency at
     every one. P then crosses the loop in fp32 and
     becomes the multiply's operand there (_p_operand). F16_SCORES: S comes out of QK^T in f16 and
-    every block but the first takes softmax_f16._f16_step (the first takes _step in f32, its P then
+    every block but the first takes softmax_f16.f16_step (the first takes _step in f32, its P then
     f16), P stays f16 across the loop; EXP2_POLY, F16_WIDE: see there."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
@@ -392,7 +389,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, o_smem, shared, row0: gl.conste
                     else:
                         q_descale = gl.load(QD + b64 * stride_qdb + h)
                     tile_scale_log2 = scale_log2 * q_descale * gl.load(KD + b64 * stride_kdb + hk)
-                    if RAW_MAX:     # scale_log2 > 0 (host._raw_max)
+                    if RAW_MAX:     # scale_log2 > 0 (CallSpec.raw_max)
                         if not Q_CONVERT:     # a caller's descales, of any sign: a negative product
                             # is taken as (-q).k times its magnitude (the producer negates the rows)
                             tile_scale_log2 = gl.abs(tile_scale_log2)
@@ -492,35 +489,33 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
                      F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
                      F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
-    """A 1-D grid over work units (see unit_tile): one program per unit, or PERSISTENT: fewer programs
-    (one per SM), each taking every num_programs-th unit, its rings and barriers carried from one
-    tile to the next. BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three;
-    16-bit head dims up to 64, where a warpgroup's S, O and P fit the 160 registers that leaves
-    each, as FlashAttention-3 tiles d64; not with PINGPONG). num_warps = 4: the first consumer
-    warpgroup; the others and the producer warp are workers. FP8: q, k, v in e4m3fn, v
-    keys-contiguous (stride_vs 1, rows of stride_vd), descales QD (B, Hq), KD and VD (B, Hkv);
-    SMEM_V is v's tile layout ((BLOCK_D, BLOCK_N) tiles for fp8), SMEM_P that of P's (64, BLOCK_N)
-    staging tile (fp8 without P_REGS). P_REGS (fp8): P stays in registers, v's keys stored in
-    quantize.key_position's order, each row of keys zero-padded to a multiple of 16 and described
-    to that length. HOST_DESC: Q, K, V are host-made TMA descriptors (see producer), their strides
-    unused. TMA_STORE: out is also written through O_DESC, (64, O_COLS) tiles of (batch, heads,
-    rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where shared memory holds no more:
-    configs.fwd_gluon_out_cols). RAW_MAX: see _softmax (host._raw_max: scale_log2 a normal positive
-    float32; FP8: the folded scale's magnitude, kept >= 2^-126, a negative one negating q's rows:
-    forward_gluon_loads._copy_q_signed). EVEN_N: seqlen_k
-    is a multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
-    DIAG_FIRST (causal, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile; 128 keys per
-    block, or 64 without PINGPONG; fp8 only where asked: decisions.fwd_whole_blocks): each tile's blocks stream last
-    to first. A warpgroup releases unread the leading block it cannot see (64-key blocks), then
-    its first block read, the diagonal's, is the only masked one (FlashAttention-3's order), so
-    the loop compiles no masked softmax. Q_CONVERT (FP8, 128 queries): Q is q's 16-bit tensor, QD
-    its amax bits (quantize.amax_kernel's, int32 (B, Hq)); each consumer rounds its rows into a
-    (128, BLOCK_D) e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's, to
-    QK_MAX (the format's max, or 16 under F16_SCORES, as quantize_kernel wrote k). F16_SCORES (with
-    Q_CONVERT, P_REGS, LATE_SUM, RAW_MAX, no masked block past a warpgroup's first): S in f16, the
-    loop's softmax on f16 pairs; EXP2_POLY (0, 2 or 4): 1 in that many exponentials by a quadratic
-    on the FMA pipe (softmax_f16.py); F16_WIDE: every tile takes the wide f16 step (else those
-    softmax_f16._f16_scores_fit refuses). Q16_EARLY (Q_CONVERT): Q's 16-bit tile released once
+    """A persistent 1-D grid over work units (unit_tile): each program takes every num_programs-th
+    unit, its rings and barriers carried from one tile to the next. BLOCK_M: 128 queries per tile
+    (two consumer warpgroups of 64), or 192 (three; 16-bit head dims up to 64, where a
+    warpgroup's S, O and P fit the 160 registers that leaves each, as FlashAttention-3 tiles d64).
+    num_warps = 4: the first consumer warpgroup; the others and the producer warp are workers.
+    FP8: q, k, v in e4m3fn, descales QD (B, Hq), KD and VD (B, Hkv); v keys-contiguous (stride_vs
+    1, rows of stride_vd) in quantize.key_position's order, each row of keys zero-padded to a
+    multiple of 16 and described to that length, so that P stays in registers; SMEM_V is v's tile
+    layout ((BLOCK_D, BLOCK_N) tiles for fp8). HOST_DESC: Q, K, V are host-made TMA descriptors
+    (see producer), their strides unused. TMA_STORE: out is also written through O_DESC, (64,
+    O_COLS) tiles of (batch, heads, rows, head_dim) (SMEM_O; O_COLS BLOCK_D, or half of it where
+    shared memory holds no more: sizes.fwd_out_cols). RAW_MAX: see _softmax (CallSpec.raw_max:
+    scale_log2 a positive normal float32; FP8: the folded scale's magnitude, kept >= 2^-126, a
+    negative one negating q's rows: forward_gluon_loads._copy_q_signed). EVEN_N: seqlen_k is a
+    multiple of BLOCK_N (not varlen): without a window no block needs the mask (_step).
+    DIAG_FIRST (causal, EVEN_N, seqlen_q a multiple of 128, 128 queries per tile, 64 or 128 keys
+    per block: config.fwd_whole_blocks): each tile's blocks stream last to first. A warpgroup
+    releases unread the leading block it cannot see (64-key blocks), then its first block read,
+    the diagonal's, is the only masked one (FlashAttention-3's order), so the loop compiles no
+    masked softmax. Q_CONVERT (FP8, 128 queries): Q is q's 16-bit tensor, QD its amax bits
+    (quantize.amax_kernel's, int32 (B, Hq)); each consumer rounds its rows into a (128, BLOCK_D)
+    e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's, to QK_MAX (the
+    format's max, or 16 under F16_SCORES, as quantize_kernel wrote k). F16_SCORES (with
+    Q_CONVERT, LATE_SUM, RAW_MAX, no masked block past a warpgroup's first): S in f16, the loop's
+    softmax on f16 pairs; EXP2_POLY: 1 in that many exponentials by a quadratic on the FMA pipe
+    (softmax_f16.py; config.py sets 4); F16_WIDE: every tile takes the wide f16 step (else those
+    softmax_f16.f16_scores_fit refuses). Q16_EARLY (Q_CONVERT): Q's 16-bit tile released once
     both consumers have rounded it, not after their last QK^T (_consumer)."""
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF

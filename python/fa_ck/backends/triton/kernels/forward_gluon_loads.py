@@ -101,9 +101,9 @@ def _copy_q_signed(desc, m0, q_full, q_landed, q_empty, n_q, n_neg, q_smem, nega
     """_copy_q for a caller's fp8 q with RAW_MAX: where the tile's descales multiply to a negative
     scale (negative), the consumers take the scale's magnitude, so the rows must arrive negated.
     Then the TMA lands on q_landed, this warp flips the rows' signs and arrives on q_full; else Q
-    lands on q_full as _copy_q's. Done here, not in the consumers: their code beside the loop
-    made ptxas schedule the loop 4-6 % slower on full calls (h200-20261203-fp8-inputs call 3).
-    Returns the negated tiles counted (q_landed's phase)."""
+    lands on q_full as _copy_q's. Done here, not in the consumers: code beside their loop makes
+    ptxas schedule the loop worse (docs/performance.md, Kernel choices). Returns the negated tiles
+    counted (q_landed's phase)."""
     if negative:
         mbarrier.wait(q_empty.index(0), (n_q - 1) & 1, pred=n_q > 0)
         copy_tile(desc, m0, 0, q_landed, q_smem, b, h, FOUR_D)

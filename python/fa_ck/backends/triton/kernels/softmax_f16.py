@@ -1,23 +1,19 @@
-"""The Gluon fp8 forward's softmax on f16 scores (F16_SCORES, the default where
-decisions.fwd_f16_scores takes it, with EXP2_POLY 4): QK^T of e4m3 q and k
-summed into an f16 accumulator, then two scores per instruction, f16 pairs in one register: the
-row max by packed halves (HMNMX2 / VHMNMX), the exponent's argument one fma.rn.f16x2, the
-exponentials ex2.approx.f16x2 (two MUFU.EX2.F16 each) or, for 1 in EXP2_POLY of the columns, a
-quadratic on the FMA pipe (_exp2_poly), P in f16, rounded to e4m3 a pair per conversion. The
-statistics (row max, row sum, alpha) stay f32.
+"""The Gluon fp8 forward's softmax on f16 scores (F16_SCORES, with EXP2_POLY 4, where config.py
+takes them): QK^T of e4m3 q and k summed into an f16 accumulator, then two scores per
+instruction, f16 pairs in one register: the row max by packed halves (HMNMX2 / VHMNMX), the
+exponent's argument one fma.rn.f16x2, the exponentials ex2.approx.f16x2 (two MUFU.EX2.F16 each)
+or, for 1 in EXP2_POLY of the columns, a quadratic on the FMA pipe (_exp2_poly), P in f16,
+rounded to e4m3 a pair per conversion. The statistics (row max, row sum, alpha) stay f32.
 
-Why: the fp8 loop waits on its exponentials (MUFU: 16 per cycle per SM, 64 per thread and 128-key
-block) and on each warpgroup's chain of latencies. Packed halves alone cut the loop's instructions
-13 % and gained only on causal calls; a quarter of the exponentials moved to the FMA pipe took
-+6 to +10 % at d128 (bench/results/h200-20261204-emu call 1). With S in f16 a thread's scores take
-half the registers, so full calls take 256-key blocks (decisions.fwd_fp8_wide_blocks): 15 % fewer
-loop instructions per key, d128 S16k full 1.55 -> 1.67x cuDNN's bf16 kernel
-(h200-20261204-default call 3).
+Why: the fp8 loop waits on its exponentials (MUFU: 16 per cycle per SM, 64 per thread and
+128-key block) and on each warpgroup's chain of latencies. Packed halves cut the loop's
+instructions, the FMA pipe takes a share of the exponentials off the MUFU, and S in f16 takes
+half the registers, so full calls take 256-key blocks (docs/performance.md, Kernel choices).
 
 Triton would not do this by itself: an f16 accumulator's scores go back to f32 one by one for
 Triton's max, exp2 and sum, so each packed step is inline asm on tensors whose consecutive
 elements (a thread's adjacent keys) share a register. q and k are quantised to 16, not 448, so no
-sum of 128 products passes f16's 65504 (quantize.quantize's qk_max). Heads whose scale could carry a
+sum of 128 products passes f16's 65504 (fp8.quantize's qk_max). Heads whose scale could carry a
 scaled score past f16 (f16_scores_fit) take f16_step's wide form, one instruction more per pair;
 256-key blocks past d64 take it on every tile (F16_WIDE).
 """
@@ -113,13 +109,9 @@ def f16_scores_fit(scale_log2, QK_MAX: gl.constexpr, head_dim):
     holds while q's amax x k's amax <= ~2000 (logits of N(0, 1) inputs: amaxes ~4.5); other heads
     take the wide step (f16_step's F16_WIDE). It guards the range, not the precision: the one-fma
     step rounds P_LOG2 - max x scale to f16, so each block's weights after the first (the first
-    takes the f32 _step) move by up to ~|max x scale| x 2^-11 in log2 units. A numpy emulation
-    (bench/results/h200-20261204-default/f16_offset_emulation.py, no fp8 rounding): 0.14 % of the
-    output at N(0, 1) heads, 0.5 % with an outlier channel of 20 in q and k (row maxes ~40 log2
-    units), 1.4 % with one of 40 (~160); the wide step 0.06-0.1 % throughout. On the H200 the two
-    steps came out alike (bench/results/h200-20261204-wide call 4: outlier channels 20 / 40, 37 / 68 %
-    against float64 either way, as the emulation of the quantisation: e4m3's error dwarfs it).
-    256-key blocks past d64 compile the wide step alone (F16_WIDE, decisions.fwd_f16_wide_only)."""
+    takes the f32 _step) move by up to ~|max x scale| x 2^-11 in log2 units, which e4m3's own
+    rounding dwarfs (docs/performance.md, Kernel choices). 256-key blocks past d64 compile the
+    wide step alone (F16_WIDE, config.py)."""
     return scale_log2 * (QK_MAX * QK_MAX * head_dim) <= F16_SCORE_LIMIT
 
 

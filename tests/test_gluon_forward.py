@@ -469,14 +469,14 @@ def test_f16_scores_only_where_the_loop_has_no_mask():
     def cfg(**kw):
         return forward_config(spec(fp8=True, asked=dict(asked, **kw.pop("more", {})), **kw))
     on = cfg()
-    assert on.f16_scores and on.qk_max == config.F16_SCORES_QK_MAX and on.exp2_poly == 4 and on.q_convert
+    assert on.f16_scores and on.qk_max == config.F16_SCORES_QK_MAX and on.q_convert
     assert cfg(window_right=0).f16_scores and cfg(window_right=0).diag_first
     for kw in (dict(fp8_inputs=True, dtype=F8), dict(q_tma_ok=False), dict(more={"late_sum": False}),
                dict(scale_positive=False, scale_log2_normal=False), dict(scale_log2_normal=False),
                dict(sq=4000, window_right=0), dict(window_left=256, window_right=256), dict(sk=4000),
                dict(varlen=True)):
         off = cfg(**kw)
-        assert off.gluon and not off.f16_scores and not off.f16_wide and (off.qk_max, off.exp2_poly) == (0.0, 0), kw
+        assert off.gluon and not off.f16_scores and not off.f16_wide and off.qk_max == 0.0, kw
     plain = forward_config(spec(asked=asked))
     assert not plain.f16_scores and not plain.f16_wide and not plain.q16_early and not plain.q_convert
     assert not cfg(sk=4000, more={"f16_wide": True}).f16_wide            # launched only with f16 scores
@@ -815,7 +815,7 @@ def test_gluon_fp8_f16_scores(monkeypatch, shape, causal):
     block_n, last_first, f16 = _blocks_as_launched(launches, sq, sk, causal)
     taken = sk % 128 == 0 and (not causal or sq % 128 == 0)
     (_, c), = launches
-    assert f16 == taken and c["EXP2_POLY"] == (4 if taken else 0)
+    assert f16 == taken and c["F16_SCORES"] == taken
     assert c["QK_MAX"] == (config.F16_SCORES_QK_MAX if taken else 448.0)
     ref, _ = reference.attention(q.double(), k.double(), v.double(), causal=causal, dtype=torch.float64)
     assert_close("out vs float64", out, ref, FWD_BOUND)

@@ -111,7 +111,6 @@ class FwdConfig:
     q_convert: bool = False                  # Gluon fp8: the kernel rounds 16-bit q itself
     p_regs: bool = False                     # Gluon fp8: P stays in registers (v's keys reordered)
     qk_max: float = 0.0                      # fp8: q's and k's quantised max (0: the format's)
-    exp2_poly: int = 0                       # f16 scores: 1 exponential in this many by a polynomial
     even_n: bool = False                     # Gluon: the keys fill whole blocks
     diag_first: bool = False                 # Gluon: causal tiles stream their diagonal block first
     o_cols: int = 0                          # Gluon TMA store: columns of out staged per store
@@ -431,7 +430,7 @@ def _forward(spec: CallSpec, k: dict, asked: dict) -> FwdConfig:
     return FwdConfig(**{**k, "late_sum": late_sum, "f16_scores": f16_scores, "f16_wide": f16_wide and f16_scores,
                         "q16_early": q16_early and q_convert, "host_desc": host_desc, "tma_store": tma_store,
                         "tma": False}, raw_max=spec.raw_max, q_convert=q_convert, p_regs=fp8,
-                     qk_max=F16_SCORES_QK_MAX if f16_scores else 0.0, exp2_poly=4 if f16_scores else 0,
+                     qk_max=F16_SCORES_QK_MAX if f16_scores else 0.0,
                      even_n=even_n, diag_first=diag_first,
                      o_cols=sizes.fwd_out_cols(spec.head_dim, bm, bn, k["num_stages"], elem, q_convert, spec.out_bytes),
                      programs=max(1, programs))

@@ -93,7 +93,7 @@ def forward(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg: FwdCo
         TMA_STORE=cfg.tma_store, O_COLS=cfg.o_cols, SMEM_O=smem_layout((64, cfg.o_cols), out.dtype),
         RAW_MAX=cfg.raw_max, BLOCK_M=bm, EVEN_N=cfg.even_n, DIAG_FIRST=cfg.diag_first,
         Q_CONVERT=cfg.q_convert, SMEM_Q8=smem_layout((q_rows, bd), k.dtype), LATE_SUM=cfg.late_sum,
-        F16_SCORES=cfg.f16_scores, EXP2_POLY=cfg.exp2_poly, QK_MAX=cfg.qk_max or p_scale, F16_WIDE=cfg.f16_wide,
+        F16_SCORES=cfg.f16_scores, QK_MAX=cfg.qk_max or p_scale, F16_WIDE=cfg.f16_wide,
         Q16_EARLY=cfg.q16_early, num_warps=cfg.num_warps))
 
 

@@ -39,7 +39,7 @@ itself (_convert_q), as the quantisation launch would have; Q16_EARLY: then it r
 16-bit tile at once, so the next tile's Q, and the K and V loads the producer issues after it,
 do not wait for this tile's last QK^T. LATE_SUM: a block's row sums are added in the next
 block (see _attend). F16_SCORES (fa_ck's own quantisation, q and k to QK_MAX 16): S in f16 and
-the loop's softmax on f16 pairs, 1 in EXP2_POLY of its exponentials on the FMA pipe
+the loop's softmax on f16 pairs, a quarter of its exponentials on the FMA pipe
 (softmax_f16.py); a tile whose scale could carry a score past f16 takes the wide step, chosen
 per tile at run time, or every tile does (F16_WIDE: the one-fma loop not compiled).
 
@@ -236,8 +236,7 @@ def _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty, m
             it, seqlen_q, seqlen_k, scale_log2, window_left, window_right,
             MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, P_SCALE: gl.constexpr, FP8: gl.constexpr,
             RAW_MAX: gl.constexpr, EVEN_N: gl.constexpr, DIAG_FIRST: gl.constexpr, Q_REGS: gl.constexpr,
-            LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr = 0,
-            F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
+            LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr, F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """One warpgroup's 64 queries from m0 against n_blocks key blocks (n_blocks > 0) from ring
     position `it`: (acc, row max (of the raw scores with RAW_MAX, else in log2 units), row sum,
     rows laid out as acc's). Arrives on q_empty once its last QK^T is done (not with Q16_EARLY:
@@ -249,7 +248,7 @@ def _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty, m
     every one. P then crosses the loop in fp32 and
     becomes the multiply's operand there (_p_operand). F16_SCORES: S comes out of QK^T in f16 and
     every block but the first takes softmax_f16.f16_step (the first takes _step in f32, its P then
-    f16), P stays f16 across the loop; EXP2_POLY, F16_WIDE: see there."""
+    f16), P stays f16 across the loop; F16_WIDE: see there."""
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -309,7 +308,7 @@ def _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty, m
         qk = warpgroup_mma_wait(1, deps=[qk])           # S_j done; the PV multiply may still run
         mbarrier.arrive(k_empty.index(buf), count=1)
         if F16_SCORES:
-            p_next, alpha, m_i, l_i = f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, EXP2_POLY, F16_WIDE)
+            p_next, alpha, m_i, l_i = f16_step(qk, m_i, l_i, scale_log2, P_LOG2, not LATE_SUM, F16_WIDE)
         else:
             p_next, alpha, m_i, l_i = _step(qk, m_i, l_i, block_key(lo, j, n_blocks, BLOCK_N, DIAG_FIRST), full_lo,
                                             full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
@@ -342,7 +341,7 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, o_smem, shared, row0: gl.conste
               TMA_STORE: gl.constexpr, RAW_MAX: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr,
               DIAG_FIRST: gl.constexpr,
               Q_CONVERT: gl.constexpr, LATE_SUM: gl.constexpr, F16_SCORES: gl.constexpr = False,
-              EXP2_POLY: gl.constexpr = 0, QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
+              QK_MAX: gl.constexpr = 448.0, F16_WIDE: gl.constexpr = False,
               Q16_EARLY: gl.constexpr = False):
     """One warpgroup: rows [row0, row0 + 64) of each tile's BLOCK_M queries, then their out and lse;
     it tells the producer (q_empty) once its last QK^T of a tile is done, so the next Q loads
@@ -423,13 +422,13 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, o_smem, shared, row0: gl.conste
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                                 m0, lo, full_lo, full_hi, n_mine, first, sq, sk, tile_scale_log2,
                                                 window_left, window_right, MASK_LEFT, MASK_RIGHT, P_SCALE, FP8,
-                                                RAW_MAX, EVEN_N, DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY,
+                                                RAW_MAX, EVEN_N, DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES,
                                                 True, Q16_EARLY)
                     else:
                         acc, m_i, l_i = _attend(q_smem, k_smem, v_smem, q_empty, k_full, v_full, k_empty, v_empty,
                                                 m0, lo, full_lo, full_hi, n_mine, first, sq, sk, tile_scale_log2,
                                                 window_left, window_right, MASK_LEFT, MASK_RIGHT, P_SCALE, FP8,
-                                                RAW_MAX, EVEN_N, DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES, EXP2_POLY,
+                                                RAW_MAX, EVEN_N, DIAG_FIRST, Q_REGS, LATE_SUM, F16_SCORES,
                                                 False, Q16_EARLY)
                     if not DIAG_FIRST:
                         _release(k_full, v_full, k_empty, v_empty, it + n_mine, n_blocks - n_mine)
@@ -487,7 +486,7 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      SMEM_O: gl.constexpr, RAW_MAX: gl.constexpr, BLOCK_M: gl.constexpr, EVEN_N: gl.constexpr,
                      DIAG_FIRST: gl.constexpr,
                      Q_CONVERT: gl.constexpr, SMEM_Q8: gl.constexpr, LATE_SUM: gl.constexpr,
-                     F16_SCORES: gl.constexpr, EXP2_POLY: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
+                     F16_SCORES: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
                      F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """A persistent 1-D grid over work units (unit_tile): each program takes every num_programs-th
     unit, its rings and barriers carried from one tile to the next. BLOCK_M: 128 queries per tile
@@ -513,8 +512,8 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     e4m3fn tile of layout SMEM_Q8 (_convert_q), bit for bit quantize_kernel's, to QK_MAX (the
     format's max, or 16 under F16_SCORES, as quantize_kernel wrote k). F16_SCORES (with
     Q_CONVERT, LATE_SUM, RAW_MAX, no masked block past a warpgroup's first): S in f16, the loop's
-    softmax on f16 pairs; EXP2_POLY: 1 in that many exponentials by a quadratic on the FMA pipe
-    (softmax_f16.py; config.py sets 4); F16_WIDE: every tile takes the wide f16 step (else those
+    softmax on f16 pairs, a quarter of the exponentials by a quadratic on the FMA pipe
+    (softmax_f16.py); F16_WIDE: every tile takes the wide f16 step (else those
     softmax_f16.f16_scores_fit refuses). Q16_EARLY (Q_CONVERT): Q's 16-bit tile released once
     both consumers have rounded it, not after their last QK^T (_consumer)."""
     HALF: gl.constexpr = 64
@@ -524,8 +523,6 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      "DIAG_FIRST: causal, whole key blocks, 128 queries")
     gl.static_assert(not Q_CONVERT or (FP8 and BLOCK_M == 128), "Q_CONVERT: fp8, 128 queries")
     gl.static_assert(not F16_SCORES or (Q_CONVERT and QK_MAX == 16.0), "F16_SCORES: Q_CONVERT, q and k to 16")
-    gl.static_assert(EXP2_POLY == 0 or (F16_SCORES and (EXP2_POLY == 2 or EXP2_POLY == 4)),
-                     "EXP2_POLY: 2 or 4, with F16_SCORES")
     gl.static_assert(not F16_WIDE or F16_SCORES, "F16_WIDE: with F16_SCORES")
     gl.static_assert(not Q16_EARLY or Q_CONVERT, "Q16_EARLY: with Q_CONVERT")
     if HOST_DESC:       # (the multiplies' type: K's, Q's too but under Q_CONVERT)
@@ -595,10 +592,10 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
         gl.warp_specialize([
             (_consumer, (q_smem0, q16_smem0, q_full.index(0), q_empty.index(0), o_smem0, shared, 0, VARLEN,
                          MASK_LEFT, MASK_RIGHT, P_SCALE, FP8, TMA_STORE, RAW_MAX, BLOCK_M, EVEN_N, DIAG_FIRST,
-                         Q_CONVERT, LATE_SUM, F16_SCORES, EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
+                         Q_CONVERT, LATE_SUM, F16_SCORES, QK_MAX, F16_WIDE, Q16_EARLY)),
             (_consumer, (q_smem1, q16_smem1, q_full.index(0), q_empty.index(0), o_smem1, shared, HALF, VARLEN,
                          MASK_LEFT, MASK_RIGHT, P_SCALE, FP8, TMA_STORE, RAW_MAX, BLOCK_M, EVEN_N, DIAG_FIRST,
-                         Q_CONVERT, LATE_SUM, F16_SCORES, EXP2_POLY, QK_MAX, F16_WIDE, Q16_EARLY)),
+                         Q_CONVERT, LATE_SUM, F16_SCORES, QK_MAX, F16_WIDE, Q16_EARLY)),
             (producer, (loads, SMEM_Q, SMEM_KV, SMEM_V, VARLEN, MASK_LEFT, MASK_RIGHT, FP8, HOST_DESC, BLOCK_M,
                         DIAG_FIRST, NEG_Q)),
         ], [4, 1], [240, 24])

@@ -1,8 +1,8 @@
-"""The Gluon fp8 forward's softmax on f16 scores (F16_SCORES, with EXP2_POLY 4, where config.py
+"""The Gluon fp8 forward's softmax on f16 scores (F16_SCORES, where config.py
 takes them): QK^T of e4m3 q and k summed into an f16 accumulator, then two scores per
 instruction, f16 pairs in one register: the row max by packed halves (HMNMX2 / VHMNMX), the
 exponent's argument one fma.rn.f16x2, the exponentials ex2.approx.f16x2 (two MUFU.EX2.F16 each)
-or, for 1 in EXP2_POLY of the columns, a quadratic on the FMA pipe (_exp2_poly), P in f16,
+or, for a quarter of the columns, a quadratic on the FMA pipe (_exp2_poly), P in f16,
 rounded to e4m3 a pair per conversion. The statistics (row max, row sum, alpha) stay f32.
 
 Why: the fp8 loop waits on its exponentials (MUFU: 16 per cycle per SM, 64 per thread and
@@ -116,8 +116,7 @@ def f16_scores_fit(scale_log2, QK_MAX: gl.constexpr, head_dim):
 
 
 @gluon.jit
-def f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, EXP2_POLY: gl.constexpr,
-              F16_WIDE: gl.constexpr = False):
+def f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constexpr, F16_WIDE: gl.constexpr = False):
     """_softmax's step (RAW_MAX, no mask) on f16 scores (F16_SCORES), two scores per instruction: the
     row max, the exponent's argument (one f16x2 fma), the exponentials (ex2.approx.f16x2), P in
     f16; the statistics stay f32. F16_WIDE (a tile f16_scores_fit refused): the argument is
@@ -134,17 +133,11 @@ def f16_step(qk, m_i, l_i, scale_log2, P_LOG2: gl.constexpr, ROW_SUM: gl.constex
     else:
         neg = (P_LOG2 - m_scaled).to(gl.float16)
         scale = gl.full_like(m_i, scale_log2).to(gl.float16)
-    if EXP2_POLY == 0:
-        p = _exp2_mufu(qk, scale, neg)
-    else:       # 1 / EXP2_POLY of the columns on the FMA pipe (_exp2_poly), the rest on the MUFU
-        a, b = _halves(qk)
-        if EXP2_POLY == 2:
-            p = _join(_exp2_poly(a, scale, neg), _exp2_mufu(b, scale, neg))
-        else:
-            a1, a2 = _halves(a)
-            left = gl.convert_layout(_join(_exp2_poly(a1, scale, neg), _exp2_mufu(a2, scale, neg)), a.type.layout)
-            p = _join(left, _exp2_mufu(b, scale, neg))
-        p = gl.convert_layout(p, qk.type.layout)      # (the same registers: no data moves)
+    # a quarter of the columns on the FMA pipe (_exp2_poly), the rest on the MUFU
+    a, b = _halves(qk)
+    a1, a2 = _halves(a)
+    left = gl.convert_layout(_join(_exp2_poly(a1, scale, neg), _exp2_mufu(a2, scale, neg)), a.type.layout)
+    p = gl.convert_layout(_join(left, _exp2_mufu(b, scale, neg)), qk.type.layout)   # (the same registers)
     alpha = gl.exp2(m_i * scale_log2 - m_scaled)
     l_i = l_i * alpha
     if ROW_SUM:

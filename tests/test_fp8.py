@@ -21,13 +21,13 @@ import torch
 import fa_ck
 from fa_ck import reference
 from fa_ck.backends import triton as tb
-from fa_ck.backends.triton import configs
-from fa_ck.backends.triton import quantize as tq
-from fa_ck.backends.triton.plans import _nbytes
+from fa_ck.backends.triton import config, device, forward_host
+from fa_ck.backends.triton import fp8 as tq
+from fa_ck.backends.triton.fast_path.slots import nbytes
 from attn_check import GRAD_TOL, assert_close, count_calls, rel_err, tol
 from conftest import DEVICE
 
-F8 = configs.fp8_dtype(torch.device(DEVICE))
+F8 = device.fp8_dtype(torch.device(DEVICE))
 FWD_BOUND = 7e-2            # fp8 vs the float64 reference (see above; measured 4.2 - 5.2 %)
 GRAD_BOUND = 6e-2           # gradients of the fp8 forward's out (see test_gradients)
 # the kernel vs its torch emulation: fp32 accumulation, then the output dtype's rounding. On a GPU
@@ -52,7 +52,7 @@ else:
 
 # The Gluon fp8 forward with F16_SCORES (its default on whole key blocks) against the emulation of
 # its quantisation (q and k to 16): f16 scores, f16 P and the polynomial's 0.24 % move some P
-# across an e4m3 rounding edge (bench/results/h200-20261204-emu call 2)
+# across an e4m3 rounding edge
 F16_EMU_BOUND = 1.5e-2
 # ... and how far its P may lie from the emulation's before rounding to e4m3 (emulate's near_edge):
 # the exponent's argument rounded to f16 (2^-8 log2 units at 8.8), ex2.approx.f16, the polynomial's
@@ -64,12 +64,19 @@ F16_NEAR_EDGE = 5e-3
 def quantize_as_launched(q, k, v, launches):
     """((q8, qd), (k8, kd), (v8, vd)) as the recorded Gluon launches (attn_check.record_launches)
     read them, and whether they summed their scores in f16: q and k quantised to
-    configs.F16_SCORES_QK_MAX where they did, else to the format's max."""
+    config.F16_SCORES_QK_MAX where they did, else to the format's max."""
     f16 = {bool(c["F16_SCORES"]) for _, c in launches}
     assert len(f16) == 1, f"the launches disagree on F16_SCORES: {launches}"
     f16 = f16.pop()
-    qk_max = configs.F16_SCORES_QK_MAX if f16 else 0.0
+    qk_max = config.F16_SCORES_QK_MAX if f16 else 0.0
     return (*(tb.quantize_fp8(t, F8, target_max=qk_max) for t in (q, k)), tb.quantize_fp8(v, F8)), f16
+
+
+def fwd_block_n(where, head_dim, seqlen_q, seqlen_k):
+    """Keys per block of forward.py's fp8 kernel on this device (P is rounded per key block)."""
+    spec = config.CallSpec(arch=device.arch(torch.device(where)), dtype=torch.bfloat16, head_dim=head_dim, batch=1,
+                           seqlen_q=seqlen_q, seqlen_k=seqlen_k, heads_q=1, heads_kv=1, fp8=True)
+    return config.forward_config(spec).block_n
 
 
 def rand(*shape, dtype=torch.float32, requires_grad=False):
@@ -91,7 +98,7 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     hidden, so each row meets its diagonal's block first). s_f16: the raw scores q8 . k8 summed
     into f16 32 products at a time, as the Gluon kernel's F16_SCORES sums them (q and k
     quantised to 16)."""
-    device = q8.device                                    # computed on the CPU, returned on q8's device
+    where = q8.device                                     # computed on the CPU, returned on q8's device
     q8, k8, v8, qd, kd, vd = (t.cpu() for t in (q8, k8, v8, qd, kd, vd))
     alibi_slopes = None if alibi_slopes is None else alibi_slopes.cpu()
     b, sq, hq, d = q8.shape
@@ -100,7 +107,7 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     pmax = torch.finfo(v8.dtype).max
     # P is rounded relative to the running max of each key block: use the kernel's block size
-    block_n = block_n or configs.for_fp8(configs.default("fwd", configs.arch(device), d, v8.dtype))["BLOCK_N"]
+    block_n = block_n or fwd_block_n(where, d, sq, sk)
     qf = q8.double().transpose(1, 2)                                            # (B, Hq, Sq, D)
     kf = k8.double().transpose(1, 2).repeat_interleave(g, 1)
     vf = v8.double().transpose(1, 2).repeat_interleave(g, 1)
@@ -142,7 +149,7 @@ def emulate(q8, k8, v8, qd, kd, vd, *, scale=None, causal=False, window=(-1, -1)
     out = torch.where(empty, 0.0, acc / torch.where(empty, 1.0, l)) * v_descale
     slack = torch.where(empty, 0.0, slack / torch.where(empty, 1.0, l)) * v_descale
     lse = torch.where(empty, float("-inf"), m + torch.log(torch.where(empty, 1.0, l)))[..., 0]
-    return out.transpose(1, 2).to(device), lse.to(device), slack.transpose(1, 2).to(device)
+    return out.transpose(1, 2).to(where), lse.to(where), slack.transpose(1, 2).to(where)
 
 
 def _ref_kw(kw):
@@ -153,19 +160,19 @@ def _ref_kw(kw):
 # ------------------------------------------------------------------ formats and quantisation
 
 def test_native_format_per_device():
-    assert configs.fp8_dtype(torch.device(DEVICE)) == torch.float8_e4m3fn     # interpreter: OCP
-    assert configs.fp8_dtype("hip:gfx942") == torch.float8_e4m3fnuz             # MI300X: fnuz
-    assert configs.fp8_dtype("hip:gfx950") == torch.float8_e4m3fn
-    assert configs.fp8_dtype("cuda:sm90") == torch.float8_e4m3fn
-    assert configs.fp8_dtype("cuda:sm89") == torch.float8_e4m3fn
-    assert configs.fp8_dtype("cuda:sm80") is None
-    assert configs.fp8_dtype("hip:gfx90a") is None
+    assert device.fp8_dtype(torch.device(DEVICE)) == torch.float8_e4m3fn     # interpreter: OCP
+    assert device.fp8_dtype("hip:gfx942") == torch.float8_e4m3fnuz             # MI300X: fnuz
+    assert device.fp8_dtype("hip:gfx950") == torch.float8_e4m3fn
+    assert device.fp8_dtype("cuda:sm90") == torch.float8_e4m3fn
+    assert device.fp8_dtype("cuda:sm89") == torch.float8_e4m3fn
+    assert device.fp8_dtype("cuda:sm80") is None
+    assert device.fp8_dtype("hip:gfx90a") is None
 
 
 def _skip_unless_writable(fmt):
     # the interpreter path writes any format (fp32 values rounded to its grid); on a GPU Triton
     # stores only the formats its target has (NVIDIA: no fnuz)
-    if DEVICE != "cpu" and fmt != configs.fp8_dtype(torch.device(DEVICE)):
+    if DEVICE != "cpu" and fmt != device.fp8_dtype(torch.device(DEVICE)):
         pytest.skip(f"{fmt} is not this GPU's fp8 format")
 
 
@@ -213,7 +220,7 @@ def test_quantize_q_k_v_in_one_launch_is_per_tensor_torch_arithmetic(b, sq, sk, 
     lengths, slots of k and v from 16-byte boundaries) gives each tensor what quantising it
     alone in torch gives, bit for bit, v keys-contiguous; with qk_max (F16_SCORES) q and k scaled
     to it, v to the format's max."""
-    fmt = configs.fp8_dtype(torch.device(DEVICE))
+    fmt = device.fp8_dtype(torch.device(DEVICE))
     fmax = torch.finfo(fmt).max
     q = rand(b, sq, hq, 24, dtype=torch.bfloat16) * 10
     k, v = rand(b, sk, hkv, 24, dtype=torch.bfloat16) * 300, rand(b, sk, hkv, 24, dtype=torch.bfloat16) * 1e-3
@@ -234,7 +241,7 @@ def test_fp8_buffers_are_parts_of_one_workspace(b, sq, sk, hq, hkv):
     the views of the descales and amax bits inside theirs), with the shapes, strides and dtypes
     of their own allocations (empty_bshd's); q8 only with room made for it.
     quantize zeroes the amax bits itself: from a poisoned workspace, torch's arithmetic still."""
-    fmt = configs.fp8_dtype(torch.device(DEVICE))
+    fmt = device.fp8_dtype(torch.device(DEVICE))
     q, k, v = rand(b, sq, hq, 24, dtype=torch.bfloat16), rand(b, sk, hkv, 24, dtype=torch.bfloat16), \
         rand(b, sk, hkv, 24, dtype=torch.bfloat16)
     without = tq.fp8_buffers(q, k, v, with_q8=False)
@@ -245,7 +252,7 @@ def test_fp8_buffers_are_parts_of_one_workspace(b, sq, sk, hq, hkv):
 
     def span(t):                                      # [first byte, past the last) from the workspace's start
         start = t.storage_offset() * t.element_size()   # (an empty tensor's data_ptr() is 0)
-        return start, start + _nbytes(t)
+        return start, start + nbytes(t)
     q8, k8, v8, amax, descale, qd, kd, vd, q_amax = buffers[:9]
     whole = [q8, k8, tq.padded_keys(v8), amax, descale]
     assert all(t.untyped_storage().data_ptr() == work.untyped_storage().data_ptr() for t in buffers[:9])
@@ -294,10 +301,10 @@ def test_quantize_without_q_copy():
 
 @pytest.mark.parametrize("sk", [70, 33, 16, 1])
 def test_quantize_v_in_the_gluon_forwards_key_order(sk):
-    """For the Gluon fp8 forward's P in registers (P_REGS) v's keys are stored in
-    quantize.key_position's order, zeros past the last key to a multiple of 16 (q, k, the scales
-    as without), and that order is the inverse of the one the kernel gives P's keys
-    (forward_gluon._keys_for_registers: reshape, swap, reshape)."""
+    """For the Gluon fp8 forward's P in registers (FwdConfig.p_regs) v's keys are stored in
+    kernels.quantize.key_position's order, zeros past the last key to a multiple of 16 (q, k,
+    the scales as without), and that order is the inverse of the one the kernel gives P's keys
+    (kernels.forward_gluon._keys_for_registers: reshape, swap, reshape)."""
     b, hq, hkv, d = 2, 4, 2, 24
     q = rand(b, 5, hq, d, dtype=torch.bfloat16)
     k, v = rand(b, sk, hkv, d, dtype=torch.bfloat16), rand(b, sk, hkv, d, dtype=torch.bfloat16)
@@ -317,7 +324,7 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
     assert (got[:, padding].view(torch.uint8) == 0).all()
     # P's column c after the kernel's reshuffle (its own code, run on a torch tensor of key
     # indices) holds key sigma(c); key_position(sigma(c)) == c, at every key block it takes
-    forward_gluon = pytest.importorskip("fa_ck.backends.triton.forward_gluon")
+    forward_gluon = pytest.importorskip("fa_ck.backends.triton.kernels.forward_gluon")
     plain_k, permuted_k = plain[1].view(torch.uint8), permuted[1].view(torch.uint8)
     assert torch.equal(plain_k, permuted_k)
     for block_n in (32, 64, 128):
@@ -329,7 +336,7 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
 @pytest.mark.parametrize("layout", ["bshd", "keys-contiguous"])
 def test_callers_fp8_v_copied_in_the_gluon_forwards_key_order(monkeypatch, sk, layout):
     """A caller's fp8 v, as it comes or keys-contiguous, copied for the Gluon forward's P in
-    registers (quantize.keys_for_registers): keys-contiguous, key s at key_position(s), zeros past
+    registers (fp8.keys_for_registers): keys-contiguous, key s at key_position(s), zeros past
     the last key to a multiple of 16 (the new buffer poisoned first), every byte of v as it was
     (NaN bytes too: the copy moves bytes, it does not round)."""
     b, hkv, d = 2, 3, 24
@@ -351,7 +358,7 @@ def test_callers_fp8_v_copied_in_the_gluon_forwards_key_order(monkeypatch, sk, l
 
 
 def _key_position(s: int) -> int:
-    """quantize.key_position in Python (a Triton function needs a kernel to run)."""
+    """kernels.quantize.key_position in Python (a Triton function needs a kernel to run)."""
     return (s & ~15) | ((s & 6) << 1) | ((s & 8) >> 2) | (s & 1)
 
 
@@ -415,8 +422,8 @@ def test_forward_sharp_softmax_matches_its_emulation(logit_std, causal):
     row averages 0.4-0.7: the error against float64 grows with the spread (9-13 % on the H200,
     README's FP8 accuracy), as q's and k's rounding moves each score in proportion to its size.
     That growth is the scheme's: the kernel stays as close to the float64 emulation of its
-    roundings as on N(0, 1) inputs (on the H200 0.3-0.55 %, bench/results/h200-20261204-lazy
-    call 2), so a wrong scale or a lost bit of the scores still fails here."""
+    roundings as on N(0, 1) inputs (0.3-0.55 % on the H200), so a wrong scale or a lost bit of
+    the scores still fails here."""
     b, sq, sk, hq, hkv, d = 2, 100, 300, 4, 2, 64
     q = (rand(b, sq, hq, d) * logit_std).to(torch.bfloat16)
     k, v = (rand(b, sk, hkv, d, dtype=torch.bfloat16) for _ in range(2))
@@ -436,17 +443,17 @@ def test_a_repeated_call_replays_the_slow_path_bit_for_bit(monkeypatch):
     interpreter every call takes the slow path (its quantising ends in a torch copy, not a
     launch). Either way a second call of the same signature on other tensors gives exactly what
     the slow path gives for them: the quantised copies and scales are the call's own."""
-    slow = count_calls(monkeypatch, tb, "_launch_forward")
+    slow = count_calls(monkeypatch, forward_host, "call_spec")   # (once per slow path)
     q, k, v = (rand(2, 40, 4, 64, dtype=torch.bfloat16) for _ in range(3))
     call = lambda q, k, v: fa_ck.flash_attn_fp8_func(q, k, v, causal=True, return_lse=True, backend="triton")  # noqa: E731
     first = call(q, k, v)                                  # (slow: may record the plan)
     q2, k2, v2 = (rand(2, 40, 4, 64, dtype=torch.bfloat16) for _ in range(3))
     n = len(slow)
     again = call(q2, k2, v2)
-    assert len(slow) == n + (1 if configs.INTERPRET else 0)          # replayed on a GPU
+    assert len(slow) == n + (1 if device.INTERPRET else 0)          # replayed on a GPU
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", "{}")        # (another plan key: the slow path, as reference)
     fresh = call(q2, k2, v2)
-    assert len(slow) == n + (2 if configs.INTERPRET else 1)
+    assert len(slow) == n + (2 if device.INTERPRET else 1)
     assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
     assert not torch.equal(again[0], first[0])
     ref, _ = reference.attention(q2.double(), k2.double(), v2.double(), causal=True, dtype=torch.float64)
@@ -459,7 +466,7 @@ def test_a_repeated_call_of_fp8_inputs_replays_bit_for_bit(monkeypatch, given):
     those not given (the descales and the copy of v into the kernel's key order are the call's
     own); under the interpreter every call is slow. Either way a second call on other tensors gives
     exactly what the slow path gives for them."""
-    slow = count_calls(monkeypatch, tb, "_launch_forward")
+    slow = count_calls(monkeypatch, forward_host, "call_spec")   # (once per slow path)
 
     def inputs():
         q, k, v = (rand(2, 40, 4, 64, dtype=torch.bfloat16) for _ in range(3))
@@ -473,10 +480,10 @@ def test_a_repeated_call_of_fp8_inputs_replays_bit_for_bit(monkeypatch, given):
     second = inputs()
     n = len(slow)
     again = call(*second)
-    assert len(slow) == n + (1 if configs.INTERPRET else 0)          # replayed on a GPU
+    assert len(slow) == n + (1 if device.INTERPRET else 0)          # replayed on a GPU
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", "{}")        # (another plan key: the slow path, as reference)
     fresh = call(*second)
-    assert len(slow) == n + (2 if configs.INTERPRET else 1)
+    assert len(slow) == n + (2 if device.INTERPRET else 1)
     assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
     assert not torch.equal(again[0], first[0])
     q8, k8, v8, qd, kd, vd = second
@@ -537,8 +544,7 @@ def test_q_descale_per_head_of_k_and_v():
 
 def test_fp8_keys_contiguous_v_is_not_copied(monkeypatch):
     """fp8 v stored keys-contiguous (as the kernels read it) reaches the kernel as it is; other
-    layouts are copied once, into keys-contiguous memory (on the H200 a keys-contiguous v went
-    through two copies, 370 us at B16 S1024 H16 d128: h200-20261130-ninth call 2)."""
+    layouts are copied once, into keys-contiguous memory."""
     q, k, v = rand(2, 40, 4, 32), rand(2, 56, 2, 32), rand(2, 56, 2, 32)
     (q8, qd), (k8, kd) = (tb.quantize_fp8(t, F8) for t in (q, k))
     v8, vd = tb.quantize_fp8(v, F8, keys_contiguous=True)
@@ -665,14 +671,14 @@ def test_triton_refuses_fp8_varlen():
 # a tiny kernel that applies fp8_round to a vector (module level: the interpreter needs a file)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from fa_ck.backends.triton.common import fp8_round as _fp8_round  # noqa: E402
+from fa_ck.backends.triton.kernels.common import fp8_round  # noqa: E402
 
 
 @triton.jit
 def _round_kernel(X, Y, n, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
     x = tl.load(X + o, mask=o < n, other=0.0)
-    tl.store(Y + o, _fp8_round(x, -6), mask=o < n)
+    tl.store(Y + o, fp8_round(x, -6), mask=o < n)
 
 
 def test_custom_op_opcheck_fp8():

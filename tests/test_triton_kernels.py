@@ -1,7 +1,9 @@
 """The Triton FA2 kernels against the float64 reference: forward, lse and all three gradients.
 
 On the CPU they run in the interpreter over many small shapes; with a GPU the same file also
-runs larger shapes (marked gpu)."""
+runs larger shapes (marked gpu). Around them: the NaN canaries, what TMA can address, the
+backward's temporaries, and the configs that guard against faults (checked for every head dim)."""
+import dataclasses
 import importlib
 import json
 import os
@@ -9,9 +11,21 @@ import os
 import pytest
 import torch
 
-from attn_check import check
-from fa_ck.backends.triton import configs
+import fa_ck
+import fake_sm90
+from attn_check import check, check_varlen, record_launches
 from conftest import DEVICE, GPU
+from fa_ck.params import AttnParams
+
+tb = importlib.import_module("fa_ck.backends.triton")          # (fa_ck.backends is the function)
+buffers = importlib.import_module("fa_ck.backends.triton.buffers")
+config = importlib.import_module("fa_ck.backends.triton.config")
+device = importlib.import_module("fa_ck.backends.triton.device")
+fast_path = importlib.import_module("fa_ck.backends.triton.fast_path")
+keyed = importlib.import_module("fa_ck.backends.triton.fast_path.keyed")
+backward_host = importlib.import_module("fa_ck.backends.triton.backward_host")
+forward_kernels = importlib.import_module("fa_ck.backends.triton.kernels.forward")
+backward_kernels = importlib.import_module("fa_ck.backends.triton.kernels.backward")
 
 SEQS = [1, 7, 16, 33, 64, 100, 130]
 DIMS = [16, 32, 40, 64, 80]
@@ -72,55 +86,156 @@ def test_gpu_unequal(sq, sk):
     check(2, sq, sk, 8, 2, 128, dtype=torch.bfloat16, causal=True, device=DEVICE)
 
 
+# ------------------------------------------------------------------ NaN canaries
+
 def test_poison_mode_catches_writes_past_an_output():
     """The NaN canaries around outputs (FA_CK_POISON=1, set by conftest) are checked: a write one
     element past the end is reported."""
-    from fa_ck.backends.triton import _check_canaries, _empty, _poisoning
-    assert _poisoning()
-    out = _empty((4, 8), torch.float32, DEVICE, _poisoning())
+    assert buffers.poisoning()
+    out = buffers.empty((4, 8), torch.float32, DEVICE, buffers.poisoning())
+    assert torch.isnan(out).all() and buffers.has_canaries()
     out.fill_(1.0)
-    _check_canaries("clean")                                     # inside the buffer: fine
-    out = _empty((4, 8), torch.float32, DEVICE, _poisoning())
+    buffers.check_canaries("clean")                              # inside the buffer: fine
+    assert not buffers.has_canaries()
+    out = buffers.empty((4, 8), torch.float32, DEVICE, buffers.poisoning())
     out.view(-1)[:32].fill_(1.0)
     out.view(-1).as_strided((1,), (1,), out.storage_offset() + 32).fill_(2.0)   # one past the end
     with pytest.raises(RuntimeError, match="outside its output buffer"):
-        _check_canaries("dirty")
+        buffers.check_canaries("dirty")
+    before = buffers.empty((4, 8), torch.float32, DEVICE, buffers.poisoning())
+    before.view(-1).as_strided((1,), (1,), before.storage_offset() - 1).fill_(2.0)   # one before the start
+    with pytest.raises(RuntimeError, match="outside its output buffer"):
+        buffers.check_canaries("dirty")
 
 
-@pytest.mark.parametrize("d", [16, 40, 64])
-def test_fp32_forward_never_takes_three_stages_on_nvidia(d):
-    # forward.py in fp32 with 3 stages faulted (misaligned address) on the H200 under Triton 3.6
-    # (d40, causal, GQA 4): the default and every autotune candidate take at most 2, 16-bit calls
-    # keep their 3
-    for arch in ("cuda:sm90", "cuda:sm80"):
-        cfgs = [configs.default("fwd", arch, d, torch.float32)] + configs.candidates("fwd", arch, d, torch.float32)
-        assert all(c["num_stages"] <= 2 for c in cfgs) and len(cfgs) > 3
-    assert configs.default("fwd", "cuda:sm90", d, torch.bfloat16)["num_stages"] == 3
+# ------------------------------------------------------------------ configs that guard correctness
+
+def _spec(arch, head_dim, dtype, **kw):
+    """An NVIDIA call that forward.py and backward.py serve (no Gluon kernel)."""
+    return config.CallSpec(arch=arch, dtype=dtype, head_dim=head_dim, batch=2, seqlen_q=1024, seqlen_k=1024,
+                           heads_q=8, heads_kv=2, window_right=0, **kw)
 
 
-@pytest.mark.parametrize("d", [32, 64, 96, 128])
-def test_dq_never_uses_the_configuration_that_breaks_on_hopper(d):
+def _tiles(cfg) -> dict:
+    return {name: getattr(cfg, name) for name in config.TILES}
+
+
+@pytest.mark.parametrize("arch", ["cuda:sm90", "cuda:sm80"])
+@pytest.mark.parametrize("tma_ok", [False, True])
+def test_fp32_forward_never_takes_three_stages_on_nvidia(arch, tma_ok):
+    # forward.py in fp32 with 3 stages faulted (misaligned address) under Triton 3.6 up to d64 (d40,
+    # causal, GQA 4): neither the default nor an autotune candidate takes more than 2, at any head dim
+    for d in range(1, 65):
+        spec = _spec(arch, d, torch.float32, tma_ok=tma_ok)
+        cfg = config.forward_config(spec)
+        assert not cfg.gluon and config.default_tiles("fwd", spec, False, cfg.tma)["num_stages"] <= 2
+        tiles = [_tiles(cfg)] + config.candidates("fwd", spec, cfg)
+        assert all(c["num_stages"] <= config.FWD_FP32_STAGES_MAX <= 2 for c in tiles), d
+        assert len(tiles) > 3                                      # still something to search
+
+
+@pytest.mark.parametrize("arch", ["cuda:sm90", "cuda:sm80"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_dq_never_uses_the_configuration_that_breaks_on_hopper(arch, dtype):
     # bwd_dq with 128-row tiles and 3+ stages faulted (varlen and dense) and silently returned a
-    # wrong dq (dense) on the H200 under Triton 3.6, and 128x64 tiles faulted on varlen: neither
-    # the default nor an autotune candidate may be one of them
-    for dtype in (torch.float16, torch.bfloat16):
-        cfgs = [configs.default("bwd_dq", "cuda:sm90", d, dtype)] + configs.candidates("bwd_dq", "cuda:sm90", d, dtype)
-        assert all(c["BLOCK_M"] < 128 or (c["num_stages"] <= 2 and c["BLOCK_N"] <= 32) for c in cfgs)
-        assert len(cfgs) > 3                                   # still something to search
+    # wrong dq (dense) under Triton 3.6, and 128x64 tiles faulted on varlen: neither the default
+    # nor an autotune candidate may be one of them, at any head dim
+    for d in range(1, 257):
+        for varlen in (False, True):
+            spec = _spec(arch, d, dtype, varlen=varlen, deterministic=True)
+            dq = config.backward_config(spec).dq
+            assert not dq.gluon
+            tiles = [config.default_tiles("bwd_dq", spec, False), _tiles(dq)] + config.candidates("bwd_dq", spec, dq)
+            assert all(c["block_m"] < 128 or (c["num_stages"] <= 2 and c["block_n"] <= 32) for c in tiles), d
+            assert not any(config.dq_breaks_on_nvidia(c) for c in tiles)
+            assert len(tiles) > 3                                  # still something to search
 
 
-# ------------------------------------------------------------------ algorithm switches
-# TMA loads in the forward (on by default on sm90+), the one-pass backward with atomic dq (off
-# by default); FA_CK_TRITON_CONFIG turns either on or off, deterministic=True turns the one
-# pass off.
+@pytest.mark.parametrize("override", [{"fwd": {"gluon": False, "tma": True, "num_stages": 2}},
+                                      {"fwd": {"gluon": False, "tma": True, "num_stages": 1}}])
+def test_tma_with_fewer_than_the_minimum_stages_is_refused_before_any_launch(monkeypatch, override):
+    # Triton 3.6's ptxas crashes on the TMA forward with 2 stages: a ValueError naming the fix
+    # instead (config.TMA_MIN_STAGES), raised before anything launches (the sm90 path faked)
+    log = fake_sm90.install(monkeypatch)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
+    q, k, v = fake_sm90.inputs(d=128)
+    p = AttnParams(scale=0.1)
+    with pytest.raises(ValueError, match=f"tma with num_stages {override['fwd']['num_stages']}"):
+        tb.forward(q, k, v, p)
+    assert fake_sm90.kernel_names(log) == []
+    enough = {"fwd": dict(override["fwd"], num_stages=config.TMA_MIN_STAGES)}
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(enough))
+    tb.forward(q, k, v, p)
+    (_, _, c), = fake_sm90.launched(log, "fwd_kernel")
+    assert c["TMA"] and c["num_stages"] == config.TMA_MIN_STAGES
+    # and autotune never times a TMA forward with fewer
+    spec = _spec("cuda:sm90", 128, torch.bfloat16, tma_ok=True)
+    cfg = config.forward_config(spec)
+    assert cfg.tma and all(c["num_stages"] >= config.TMA_MIN_STAGES for c in config.candidates("fwd", spec, cfg))
 
-TMA_ALL = {"fwd": {"TMA": True}, "bwd_dkdv": {"TMA": True}}      # dq has no TMA path
-TMA_ONE_PASS = {"fwd": {"TMA": True}, "bwd_dkdv": {"TMA": True, "ONE_PASS": True}}
+
+# ------------------------------------------------------------------ FA_CK_TRITON_CONFIG
+
+@pytest.mark.parametrize("text,match", [
+    ("{", "not JSON"),
+    ('{"fwd": 3}', "map kernel names"),
+    ('{"bwd": {}}', "unknown kernel 'bwd'"),
+    ('{"fwd": {"one_pass": true}}', r"unknown keys \['one_pass'\]"),
+    ('{"bwd_dkdv": {"tma": true}}', r"unknown keys \['tma'\]"),           # (dK/dV has no TMA loads)
+    ('{"bwd_dq": {"tma_store": true}}', r"unknown keys \['tma_store'\]"),   # (derived, not a knob)
+    ('{"fwd": {"raw_max": false}}', r"unknown keys \['raw_max'\]"),
+    ('{"fwd": {"block_n": "64"}}', "block_n must be an integer"),
+    ('{"fwd": {"block_n": true}}', "block_n must be an integer"),
+    ('{"bwd_dq": {"gluon": 0}}', "gluon must be true or false"),
+])
+def test_config_override_is_validated(monkeypatch, text, match):
+    with pytest.raises(ValueError, match=match):
+        config.overrides(text)
+    # ... and a call reading it is refused the same way (the interpreter's own path)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", text)
+    q = torch.randn(1, 16, 2, 16, device=DEVICE)
+    with pytest.raises(ValueError, match=match):
+        fa_ck.flash_attn_func(q, q, q, backend="triton")
+
+
+def test_config_override_accepts_known_names_in_any_case():
+    assert config.overrides('{"bwd_dq": {"BLOCK_N": 64}}') == {"bwd_dq": {"block_n": 64}}
+    assert config.overrides("") == {} and config.overrides("{}") == {}
+
+
+@pytest.mark.parametrize("kernel", sorted(config.KERNELS))
+def test_every_knob_of_every_kernel_can_be_overridden(kernel):
+    """Each knob of a kernel's config can be set through FA_CK_TRITON_CONFIG (as bench/kernels.py
+    --variant does to measure it): tiles to an integer, switches either way."""
+    names = config.knobs(config.KERNELS[kernel])
+    assert names and set(config.TILES) <= set(names)
+    for name in names:
+        for value in ((64, 128) if name in config.TILES else (True, False)):
+            assert config.overrides(json.dumps({kernel: {name: value}})) == {kernel: {name: value}}
+            assert config.overrides(json.dumps({kernel: {name.upper(): value}})) == {kernel: {name: value}}
+
+
+# ------------------------------------------------------------------ forward.py's TMA loads
+# TMA loads in forward.py (on by default on sm90+ where Gluon does not serve); FA_CK_TRITON_CONFIG
+# turns them on or off. The interpreter runs them too (where tma_ok: the tensors are addressable).
+
+TMA_ON = {"fwd": {"gluon": False, "tma": True}}
+TRITON_ONLY = {"fwd": {"gluon": False, "tma": False}, "bwd_dkdv": {"gluon": False}, "bwd_dq": {"gluon": False}}
+# (fp32 on the CPU: exact; bf16 on a GPU, where fp32 up to d64 cannot take TMA's stages)
+TMA_DTYPE = torch.bfloat16 if GPU else torch.float32
 PATHS = [pytest.param({}, id="defaults"),
-         pytest.param(TMA_ALL, id="tma-two-pass"),
-         pytest.param(TMA_ONE_PASS, id="tma-one-pass"),
-         pytest.param({k: {"TMA": False} for k in TMA_ALL} | {"bwd_dkdv": {"TMA": False, "ONE_PASS": True}},
-                      id="plain-one-pass")]
+         pytest.param(TMA_ON, id="fwd-tma"),
+         pytest.param(TRITON_ONLY, id="triton-only", marks=pytest.mark.skipif(not GPU, reason="the defaults here"))]
+
+
+def _tma_launches(monkeypatch) -> list:
+    return record_launches(monkeypatch, fast_path, forward_kernels.fwd_kernel)
+
+
+def _skip_tma_with_fp32_stages(override, dtype, d):
+    # fp32 up to d64 takes at most 2 stages and TMA at least 3: refused on NVIDIA (see above)
+    if GPU and override.get("fwd", {}).get("tma") and dtype == torch.float32 and d <= 64:
+        pytest.skip("TMA and fp32 up to d64: no stage count serves both on NVIDIA")
 
 
 @pytest.mark.parametrize("override", PATHS)
@@ -129,299 +244,179 @@ PATHS = [pytest.param({}, id="defaults"),
                                                          (torch.bfloat16, 100, 70, 32, 4, True),
                                                          (torch.float16, 33, 64, 80, 1, True)])
 def test_algorithm_paths(monkeypatch, override, dtype, sq, sk, d, group, causal):
-    import json
+    _skip_tma_with_fp32_stages(override, dtype, d)
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
+    launches = _tma_launches(monkeypatch)
     check(2, sq, sk, 2 * group, 2, d, dtype=dtype, causal=causal, device=DEVICE)
+    if override == TMA_ON:                   # (the switch reached the kernel, not only its config)
+        assert launches and all(c["TMA"] for _, c in launches)
 
 
-@pytest.mark.parametrize("override,deterministic", [(TMA_ONE_PASS, False), (TMA_ONE_PASS, True), (TMA_ALL, False)],
-                         ids=["tma-one-pass", "tma-deterministic", "tma-two-pass"])
-def test_tma_and_one_pass_with_features(monkeypatch, override, deterministic):
-    # windows, ALiBi and softcap mask and reshape scores and dS: the TMA tiles (zero-filled past
-    # the sequence) and the atomic dq must see the same values as the plain paths
-    import json
+@pytest.mark.parametrize("override", [pytest.param(TMA_ON, id="fwd-tma"), pytest.param({}, id="defaults")])
+def test_tma_with_features(monkeypatch, override):
+    # windows, ALiBi and softcap mask and reshape scores: the TMA tiles (zero-filled past the
+    # sequence) must see the same values as the plain loads
     monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
+    launches = _tma_launches(monkeypatch)
     slopes = torch.rand(4, device=DEVICE) * 0.3
-    check(2, 70, 90, 4, 4, 32, causal=True, window_size=(20, 5), alibi_slopes=slopes, softcap=10.0,
-          deterministic=deterministic, device=DEVICE)   # no GQA: dk/dv takes TMA only then
+    check(2, 70, 90, 4, 4, 32, dtype=TMA_DTYPE, causal=True, window_size=(20, 5), alibi_slopes=slopes, softcap=10.0,
+          device=DEVICE)
+    assert launches and all(c["TMA"] == (override == TMA_ON) for _, c in launches)
 
 
-@pytest.mark.parametrize("override", [TMA_ALL, TMA_ONE_PASS], ids=["tma-two-pass", "tma-one-pass"])
-def test_tma_varlen(monkeypatch, override):
+def test_tma_varlen(monkeypatch):
     # descriptors are built per sequence: each sequence's own length bounds its tiles
-    import json
-    from attn_check import check_varlen
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(override))
-    check_varlen([33, 0, 70, 5], [40, 17, 70, 1], 2, 2, 64, causal=True, device=DEVICE)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(TMA_ON))
+    launches = _tma_launches(monkeypatch)
+    check_varlen([33, 0, 70, 5], [40, 17, 70, 1], 2, 2, 64, dtype=TMA_DTYPE, causal=True, device=DEVICE)
+    assert launches and all(c["TMA"] and c["VARLEN"] for _, c in launches)
 
 
+@pytest.mark.parametrize("d,tma", [(40, True), (111, False)])
+def test_tma_falls_back_for_unaligned_rows(monkeypatch, d, tma):
+    # rows of d=111 (444 bytes in fp32, 222 in bf16) are no multiple of 16 bytes: plain loads, same answer
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(TMA_ON))
+    launches = _tma_launches(monkeypatch)
+    check(1, 37, 45, 2, 1, d, dtype=TMA_DTYPE, causal=True, device=DEVICE)
+    assert launches and all(c["TMA"] is tma for _, c in launches)
+
+
+def test_tma_only_where_descriptors_can_address_the_tensors():
+    x = torch.randn(2, 48, 4, 64, dtype=torch.bfloat16)
+    tma_ok = buffers.tma_ok
+    assert tma_ok(x, x) and tma_ok(x.transpose(1, 2).contiguous().transpose(1, 2))   # BSHD or BHSD storage
+    odd = torch.randn(2, 48, 4, 111, dtype=torch.bfloat16)       # rows of 222 bytes
+    assert not tma_ok(odd)
+    assert not tma_ok(torch.randn(1, 16, 2, 256, dtype=torch.bfloat16))   # d256: ptxas crashed (Triton 3.6)
+    assert tma_ok(torch.randn(1, 16, 2, 256, dtype=torch.bfloat16), max_head_dim=256)
+    shifted = torch.randn(2 * 48 * 4 * 64 + 1, dtype=torch.bfloat16)[1:].view(2, 48, 4, 64)   # 2-byte offset
+    assert not tma_ok(x, shifted)
+    keys_inner = x.permute(0, 3, 2, 1).contiguous().permute(0, 3, 2, 1)    # stored (B, D, H, S), as fp8's v
+    assert not tma_ok(x, keys_inner)
+    assert tma_ok(x, keys_inner, keys_contiguous=keys_inner)
+
+
+# ------------------------------------------------------------------ the backward's temporaries
+
+def _launches_of(monkeypatch, name: str, clone: bool = True) -> list:
+    """Every launch of the kernel called `name` (the slow path's and a replay's: both go through
+    keyed.launch) as {parameter: argument}; clone: its tensors copied once it ran."""
+    seen = []
+    real = keyed.launch
+
+    def launch(kernel, grid, args, constexprs, compiled=None):
+        result = real(kernel, grid, args, constexprs, compiled)
+        if kernel.fn.__name__ == name:
+            seen.append({n: a.clone() if clone and torch.is_tensor(a) else a for n, a in zip(kernel.arg_names, args)})
+        return result
+    monkeypatch.setattr(keyed, "launch", launch)
+    return seen
+
+
+def test_backward_temporaries_start_16_byte_aligned_whatever_their_length(monkeypatch):
+    """delta and lse / scale share one allocation, each from a 16-byte boundary (the plan key takes
+    them as aligned): here batch x heads x seqlen = 45 floats, not a multiple of 4; the slow path,
+    then its replay, both right."""
+    slow = []
+    real = backward_host.call_spec
+    monkeypatch.setattr(backward_host, "call_spec", lambda *a, **kw: slow.append(1) or real(*a, **kw))
+    seen = _launches_of(monkeypatch, "bwd_preprocess", clone=False)
+    for _ in range(2):
+        check(1, 15, 15, 3, 3, 32, causal=True, device=DEVICE)
+    assert len(slow) == 1 and len(seen) == 2                 # the second backward replayed
+    for named in seen:
+        delta, lse_s = named["DELTA"], named["LSE_S"]
+        assert delta.numel() == lse_s.numel() == 45
+        assert delta.untyped_storage().data_ptr() == lse_s.untyped_storage().data_ptr()
+        assert delta.data_ptr() % 16 == 0 and lse_s.data_ptr() % 16 == 0
+
+
+def _one_pass_backward(monkeypatch, varlen: bool):
+    """The fake sm90's backward (Gluon dK/dV kernel, one pass) of one call, twice -> the launch log."""
+    log = fake_sm90.install(monkeypatch)
+    b, s, hq, hkv, d = 2, 45, 4, 4, 64
+    p = AttnParams(scale=0.125, causal=True, window_right=0)
+    if varlen:
+        lens = [33, 0, 21]
+        cu = torch.tensor([0, 33, 33, 54], dtype=torch.int32)
+        p = dataclasses.replace(p, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens), max_seqlen_k=max(lens))
+        q, k, v = (torch.randn(54, h, d, dtype=torch.bfloat16) for h in (hq, hkv, hkv))
+        out, lse = torch.randn_like(q), torch.randn(hq, 54)
+    else:
+        q, k, v = fake_sm90.inputs(b=b, sq=s, sk=s, hq=hq, hkv=hkv, d=d)
+        out, lse = torch.randn_like(q), torch.randn(b, hq, s)
+    for _ in range(2):
+        tb.backward(torch.randn_like(out), q, k, v, out, lse, p)
+    return log, q
+
+
+@pytest.mark.skipif(not device.INTERPRET, reason="runs the logged launches in the interpreter")
 @pytest.mark.parametrize("varlen", [False, True], ids=["batched", "varlen"])
 def test_one_pass_buffer_is_zeroed_by_bwd_preprocess(monkeypatch, varlen):
-    """ONE_PASS's fp32 dQ buffer comes uninitialised (here: NaN) wherever bwd_preprocess zeroes
-    it (ZERO_DQ: every call but varlen, whose buffer is made zeros), and so do the 4 elements past
-    its end (the Gluon dK/dV kernel's unit counter); twice: the slow path, then its replay (a
-    batched call's, whose buffer is carved from the backward's temporaries, NaN under poison)."""
-    from attn_check import check_varlen
-    tb = importlib.import_module("fa_ck.backends.triton")
-    real, made = tb._dq_accumulator, []
-    real_empty, temps = tb._empty, []
+    """The one pass's fp32 dQ buffer (the Gluon dK/dV kernel adds dQ into it) and the 4 elements
+    past its end (the dynamic schedule's unit counter) start as zeros: bwd_preprocess zeroes them
+    (ZERO_DQ) in every call but varlen's, whose buffer is made zeros (bwd_preprocess does not
+    cover rows outside every sequence). Twice: the slow path, then a batched call's replay, whose
+    buffer is carved from the backward's temporaries, 16-byte aligned. Each logged launch of
+    bwd_preprocess is run in the interpreter on a buffer poisoned with NaN."""
+    log, q = _one_pass_backward(monkeypatch, varlen)
+    preps = fake_sm90.launched(log, "bwd_preprocess")
+    dkdv = [e for e in log if e != "set_allocator" and e[0].fn.__name__ == "bwd_dkdv_gluon_kernel"]
+    assert len(preps) == len(dkdv) == 2 and all(c["ONE_PASS"] for *_, c in dkdv)
+    assert len(log.slow) == (2 if varlen else 1)               # (varlen calls are never replayed)
+    kernel = backward_kernels.bwd_preprocess
+    for call, ((grid, args, c), (dkdv_kernel, _, dargs, _)) in enumerate(zip(preps, dkdv)):
+        acc = dict(zip(dkdv_kernel.arg_names, dargs))["DQ_BUF"]
+        counter = torch.as_strided(acc, (4,), (1,), acc.storage_offset() + acc.numel())
+        assert acc.shape == q.shape and acc.dtype == torch.float32 and acc.data_ptr() % 16 == 0
+        assert c["ZERO_DQ"] is not varlen
+        if varlen:                            # made zeros, counter included
+            assert not acc.any() and not counter.any()
+            continue
+        named = dict(zip(kernel.arg_names, args))
+        assert named["DQ_ACC"] is acc and named["n_acc"] == acc.numel()
+        shared = named["DELTA"].untyped_storage().data_ptr() == acc.untyped_storage().data_ptr()
+        assert shared is (call == 1)          # the replay's: a part of the temporaries
+        acc.fill_(float("nan"))
+        counter.fill_(float("nan"))
+        kernel[grid](*args, **c)
+        assert not acc.any() and not counter.any()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU or torch.cuda.get_device_capability() != (9, 0), reason="needs an sm90 GPU")
+@pytest.mark.parametrize("varlen", [False, True], ids=["batched", "varlen"])
+def test_one_pass_on_a_nan_buffer_computes_the_reference(monkeypatch, varlen):
+    """On the GPU: the one pass's dQ buffer handed over full of NaN (its counter too) wherever
+    bwd_preprocess is to zero it; the slow path and then its replay (whose buffer is a part of the
+    poisoned temporaries) still give the reference's gradients."""
+    real = backward_host.dq_accumulator
 
     def nan_buffer(q, zeros=True):
         acc = real(q, zeros)
         if not zeros:
-            flat = acc.view(-1)
-            torch.as_strided(flat, (flat.numel() + 4,), (1,)).fill_(float("nan"))
-        made.append((acc, zeros))
+            torch.as_strided(acc.view(-1), (acc.numel() + 4,), (1,)).fill_(float("nan"))
         return acc
-
-    def empty(shape, dtype, device, poison):
-        buf = real_empty(shape, dtype, device, poison)
-        if len(shape) == 1 and dtype == torch.float32:
-            assert poison and torch.isnan(buf).all()
-            temps.append(buf)
-        return buf
-    monkeypatch.setattr(tb, "_dq_accumulator", nan_buffer)
-    monkeypatch.setattr(tb, "_empty", empty)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"ONE_PASS": True}}))
+    monkeypatch.setattr(backward_host, "dq_accumulator", nan_buffer)
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"one_pass": True}}))
     for _ in range(2):
         if varlen:
-            check_varlen([33, 0, 21], [40, 17, 9], 2, 2, 32, causal=True, device=DEVICE)
+            check_varlen([33, 0, 21], [40, 17, 9], 2, 2, 64, dtype=torch.bfloat16, causal=True, device=DEVICE)
         else:
-            check(2, 45, 37, 4, 2, 32, causal=True, device=DEVICE)
-    assert len(made) == (2 if varlen else 1) and all(zeros == varlen for _, zeros in made)
-    counters = [torch.as_strided(acc.view(-1), (4,), (1,), acc.numel()) for acc, _ in made]
-    if not varlen:                            # the replay's buffer: the last q.numel() + 4 of its temporaries
-        assert len(temps) == 2 and temps[1].numel() == temps[0].numel() + 2 * 45 * 4 * 32 + 4
-        counters.append(temps[1][-4:])
-    for counter in counters:
-        assert torch.equal(counter, torch.zeros(4, device=counter.device))
-
-
-def test_backward_temporaries_start_16_byte_aligned_whatever_their_length(monkeypatch):
-    """delta, lse / scale and a one-pass replay's fp32 dQ buffer share one allocation, each part
-    from a 16-byte boundary (the plan key takes them as aligned): here batch x heads x seqlen =
-    45 floats, not a multiple of 4; the slow path, then its replay, both right."""
-    plans = importlib.import_module("fa_ck.backends.triton.plans")
-    tb = importlib.import_module("fa_ck.backends.triton")
-    seen = []
-    real_slow, real_replay = tb._launch_backward, plans._Plan.replay
-
-    def slow(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, *rest):
-        seen.append(("slow", delta, lse_s))
-        return real_slow(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, *rest)
-
-    def replay(self, slots, *a, **kw):
-        if len(slots) == 12:                  # a backward's: ..., delta, lse / scale, dQ buffer
-            seen.append(("replay", *slots[9:12]))
-        return real_replay(self, slots, *a, **kw)
-    monkeypatch.setattr(tb, "_launch_backward", slow)
-    monkeypatch.setattr(plans._Plan, "replay", replay)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"bwd_dkdv": {"ONE_PASS": True}}))
-    for _ in range(2):
-        check(1, 15, 15, 3, 3, 32, causal=True, device=DEVICE)
-    assert [kind for kind, *_ in seen] == ["slow", "replay"]
-    for kind, *parts in seen:
-        assert parts[0].numel() == 45 and all(t.data_ptr() % 16 == 0 for t in parts), kind
-    assert seen[1][3].shape == (1, 15, 3, 32)
-
-
-def test_tma_only_where_descriptors_can_address_the_tensors():
-    from fa_ck.backends.triton.host import _tma_ok
-    x = torch.randn(2, 48, 4, 64, dtype=torch.bfloat16)
-    assert _tma_ok(x, x) and _tma_ok(x.transpose(1, 2).contiguous().transpose(1, 2))   # BSHD or BHSD storage
-    odd = torch.randn(2, 48, 4, 111, dtype=torch.bfloat16)       # rows of 222 bytes
-    assert not _tma_ok(odd)
-    assert not _tma_ok(torch.randn(1, 16, 2, 256, dtype=torch.bfloat16))   # d256: ptxas crashed (Triton 3.6)
-    shifted = torch.randn(2 * 48 * 4 * 64 + 1, dtype=torch.bfloat16)[1:].view(2, 48, 4, 64)   # 2-byte offset
-    assert not _tma_ok(x, shifted)
-    keys_inner = x.permute(0, 3, 2, 1).contiguous().permute(0, 3, 2, 1)    # stored (B, D, H, S), as fp8's v
-    assert not _tma_ok(x, keys_inner)
-    assert _tma_ok(x, keys_inner, keys_contiguous=keys_inner)
-
-
-@pytest.mark.parametrize("d", [40, 111])
-def test_tma_falls_back_for_unaligned_rows(monkeypatch, d):
-    # d=111 in fp32: 444-byte rows, not a multiple of 16: plain loads, same answer
-    import json
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps(TMA_ALL))
-    check(1, 37, 45, 2, 1, d, causal=True, device=DEVICE)
-
-
-def test_config_override_is_validated(monkeypatch):
-    for text, match in [("{", "not JSON"), ('{"fwd": 3}', "map kernel names"), ('{"bwd": {}}', "unknown kernel"),
-                        ('{"fwd": {"ONE_PASS": true}}', "unknown keys")]:
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", text)
-        with pytest.raises(ValueError, match=match):
-            configs.overrides("fwd")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"TMA": true}}')
-    with pytest.raises(ValueError, match="unknown keys"):     # dq has no TMA path
-        configs.overrides("bwd_dq")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", '{"bwd_dq": {"BLOCK_N": 64}}')
-    assert configs.overrides("bwd_dq") == {"BLOCK_N": 64} and configs.overrides("fwd") == {}
-
-
-@pytest.mark.parametrize("arch", ["cuda:sm90", "cuda:sm80", "hip:gfx942", "interpreter"])
-@pytest.mark.parametrize("kernel", sorted(configs.OVERRIDABLE))
-@pytest.mark.parametrize("fp8", [False, True])
-def test_every_default_switch_can_be_overridden(monkeypatch, arch, kernel, fp8):
-    """Each switch configs.switches sets by default can be set through FA_CK_TRITON_CONFIG (as
-    bench/kernels.py --variant does to measure it), to the opposite of its default."""
-    import json
-    for name, value in configs.switches(kernel, arch, 128, fp8).items():
-        monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({kernel: {name: not value}}))
-        assert configs.overrides(kernel) == {name: not value}
-
-
-@pytest.mark.parametrize("override,match", [('{"fwd": {"num_stages": 2}}', "on by default"),
-                                            ('{"bwd_dkdv": {"TMA": true, "num_stages": 2}}', "TMA \\(on for")])
-def test_tma_with_two_stages_is_refused_before_any_launch(monkeypatch, override, match):
-    # Triton 3.6's ptxas crashes on our TMA kernels with 2 stages: a ValueError naming the fix
-    # instead (configs.TMA_MIN_STAGES); the sm90 choice is made without a GPU
-    from fa_ck.backends import triton as tb
-    from fa_ck.params import AttnParams
-    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", override)
-    q = torch.empty(1, 256, 2, 128, dtype=torch.bfloat16)
-    p = AttnParams(scale=0.1)
-    kernel = "fwd" if "fwd" in override else "bwd_dkdv"
-    with pytest.raises(ValueError, match=match):
-        tb._config(kernel, q, 128, p, 256, 256, tma_possible=True)
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", override.replace('"num_stages": 2', '"num_stages": 3'))
-    assert tb._config(kernel, q, 128, p, 256, 256, tma_possible=True)["TMA"]
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", "")
-    assert all(c["num_stages"] >= configs.TMA_MIN_STAGES for c in configs.candidates(kernel, "cuda:sm90", 128, q.dtype, tma=True))
-
-
-def test_tma_defaults_follow_the_h200_measurements():
-    sw = lambda k, d, fp8=False: configs.switches(k, "cuda:sm90", d, fp8)["TMA"]  # noqa: E731
-    assert sw("fwd", 128) and sw("fwd", 96)
-    assert not any([sw("fwd", 64), sw("bwd_dkdv", 128), sw("fwd", 256), sw("fwd", 128, fp8=True)])
-    assert "TMA" not in configs.switches("bwd_dq", "cuda:sm90", 128, False)
-    assert not configs.switches("fwd", "hip:gfx942", 128, False)["TMA"] and not configs.switches("fwd", "cuda:sm80", 128, False)["TMA"]
-    assert configs.switches("bwd_dkdv", "cuda:sm90", 128, False)["ONE_PASS"] is False
-    # the wider tiles come only with TMA (without it they spill)
-    assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16, tma=True)["BLOCK_N"] == 128
-    assert configs.default("fwd", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 64
-    assert configs.default("bwd_dkdv", "cuda:sm90", 128, torch.bfloat16)["BLOCK_M"] == 32
-    assert configs.default("bwd_dq", "cuda:sm90", 128, torch.bfloat16)["BLOCK_N"] == 32
-
-
-def _sm90_offline_compile(*args, timeout, **env_extra):
-    """tools/sm90_offline_compile.py with these arguments, in a process of its own (the tool swaps
-    Triton's driver), the installed Triton, no interpreter."""
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "python"), env.get("PYTHONPATH", "")])
-    env.update(env_extra)
-    return subprocess.run([sys.executable, str(root / "tools" / "sm90_offline_compile.py"), *args],
-                          capture_output=True, text=True, env=env, timeout=timeout)
-
-
-def test_sm90_d256_takes_the_gluon_kernels_both_ways():
-    # past d128 the Gluon forward (64-key blocks) and the Gluon backward in two passes: dK / dV
-    # split by columns (64-key units), dQ with 32-key blocks; GQA too (a unit steps through its q
-    # heads), varlen GQA's dK / dV from backward.py
-    gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR
-    res = _sm90_offline_compile("--d", "256", "--causal", timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    for kernel in ("fwd_gluon_kernel BLOCK_N=64 BLOCK_D=256", "bwd_dkdv_gluon_kernel BLOCK_M=64 BLOCK_D=256",
-                   "bwd_dq_gluon_kernel BLOCK_N=32 BLOCK_D=256"):
-        assert f"OK       {kernel}" in res.stdout or gluon_missing
-    assert "ONE_PASS=True" not in res.stdout and "dq_from_acc" not in res.stdout
-    res = _sm90_offline_compile("--d", "192", "--hq", "4", "--hkv", "2", timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert ("OK       bwd_dkdv_gluon_kernel" in res.stdout and "GROUP=2" in res.stdout) or gluon_missing
-    assert "OK       bwd_dq_gluon_kernel BLOCK_N=32 BLOCK_D=256" in res.stdout or gluon_missing
-    res = _sm90_offline_compile("--d", "192", "--hq", "4", "--hkv", "2", "--lens", "[[5, 300], [7, 200]]", timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "OK       bwd_dkdv_kernel" in res.stdout and "bwd_dkdv_gluon_kernel" not in res.stdout
-
-
-def test_sm90_compiles_the_edge_shapes():
-    # ptxas crashed on bwd_dq for sm90 when seqlen_k == 1 was specialised into the kernel (d16,
-    # causal, GQA: H200 sweep); every kernel of tools/sm90_offline_compile.py's SCAN (lengths
-    # of 1, empty and one-token varlen sequences, d16-256, features; the Gluon forward and dQ up to
-    # d256, the Gluon dK/dV on the plain GQA shapes) is compiled here on the CPU
-    res = _sm90_offline_compile("--scan", timeout=900)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "24 shapes, 0 with a kernel that did not compile" in res.stdout
-    dq, gluon_dq = res.stdout.count("OK       bwd_dq_kernel"), res.stdout.count("OK       bwd_dq_gluon_kernel")
-    # every shape has its dQ from a dQ kernel or from the Gluon dK/dV kernel's one pass
-    lines = res.stdout.splitlines()
-    gluon_dkdv = [ln for ln in lines if ln.strip().startswith("OK       bwd_dkdv_gluon_kernel")]
-    one_pass = sum("ONE_PASS=True" in ln for ln in gluon_dkdv)
-    assert dq + gluon_dq + one_pass >= 24
-    gluon_missing = importlib.import_module("fa_ck.backends.triton.launch_gluon")._GLUON_ERROR   # a Triton without Gluon
-    assert (res.stdout.count("OK       fwd_gluon_kernel") >= 2 and gluon_dq >= 2) or gluon_missing
-    assert any("GROUP=4" in ln for ln in gluon_dkdv) or gluon_missing      # the first shape: 8 q heads, 2 kv
-
-
-RAW_MAX_CASES = {"default": {}, "window": dict(window_size=(9, 3)), "softcap": dict(softcap=5.0),
-                 "alibi": dict(alibi_slopes=[0.5, 0.25, 0.125, 0.0625]), "negative-scale": dict(softmax_scale=-0.2),
-                 "zero-scale": dict(softmax_scale=0.0), "tiny-scale": dict(softmax_scale=1e-300), "asked-off": {}}
-
-
-@pytest.mark.parametrize("case", sorted(RAW_MAX_CASES))
-def test_raw_row_max_where_it_is_exact(monkeypatch, case):
-    """forward.py takes the row max of the raw scores (RAW_MAX, on by default) where the score is
-    the raw one times a positive scale: not with softcap or ALiBi, nor for a negative scale or one
-    that is 0 in float32 (-inf times it would be NaN), nor when asked not to; every case against
-    the float64 reference."""
-    from attn_check import record_launches
-    tb = importlib.import_module("fa_ck.backends.triton")
-    plans = importlib.import_module("fa_ck.backends.triton.plans")
-    fwd = {"GLUON": False, **({"RAW_MAX": False} if case == "asked-off" else {})}
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": fwd}))
-    launches = record_launches(monkeypatch, plans, tb.fwd_kernel)
-    feat = dict(RAW_MAX_CASES[case])
-    if "alibi_slopes" in feat:
-        feat["alibi_slopes"] = torch.tensor(feat["alibi_slopes"], device=DEVICE)
-    check(2, 37, 70, 4, 2, 32, causal=True, device=DEVICE, **feat)
-    assert launches and all(c["RAW_MAX"] == (case in ("default", "window")) for _, c in launches)
-
-
-def test_raw_row_max_for_fp8_with_any_descales():
-    """fp8 kernels fold the descales into the scale: a raw max with fa_ck's own (positive) and with
-    a caller's (of any sign, or 0: the Gluon kernel keeps the product positive by negating q,
-    forward_gluon_loads._copy_q_signed; forward.py's fp8 kernel never takes it, its launcher's choice)."""
-    from fa_ck.params import AttnParams
-    tb = importlib.import_module("fa_ck.backends.triton")
-    host = importlib.import_module("fa_ck.backends.triton.host")
-
-    def raw_max(cfg, p):
-        return host._raw_max(cfg, p, tb._scalars(p)["scale_log2"])
-    assert raw_max({}, AttnParams(scale=0.125)) and not raw_max({"RAW_MAX": False}, AttnParams(scale=0.125))
-    assert raw_max({}, AttnParams(scale=0.125, fp8=True))          # fa_ck quantises: its descales
-    assert raw_max({}, AttnParams(scale=0.125, fp8=True, q_descale=-torch.ones(1, 1)))   # a caller's
-    assert not raw_max({}, AttnParams(scale=-0.125, fp8=True, q_descale=-torch.ones(1, 1)))   # the scale's sign
-    assert not raw_max({}, AttnParams(scale=1e-39)) and raw_max({}, AttnParams(scale=1e-37))
+            check(2, 45, 37, 4, 2, 64, dtype=torch.bfloat16, causal=True, device=DEVICE)
 
 
 def test_bwd_preprocess_writes_delta_and_lse_over_scale(monkeypatch):
     """bwd_preprocess: delta = rowsum(out * dO) and lse / scale, +inf for a query that saw no key
-    (here the first rows: causal with more queries than keys), for the Gluon dK/dV kernel's
-    LSE_PREP."""
-    import fa_ck
-    tb = importlib.import_module("fa_ck.backends.triton")
-    plans = importlib.import_module("fa_ck.backends.triton.plans")
-    seen = []
-    real = plans.launch
-
-    def recording(kernel, grid, args, constexprs):
-        result = real(kernel, grid, args, constexprs)
-        if kernel is tb.bwd_preprocess:
-            seen.append([a.clone() if torch.is_tensor(a) else a for a in args[:5]])
-        return result
-    monkeypatch.setattr(plans, "launch", recording)
+    (here the first rows: causal with more queries than keys), for the Gluon dK/dV kernel."""
+    seen = _launches_of(monkeypatch, "bwd_preprocess")
     q = torch.randn(2, 40, 2, 32, device=DEVICE, requires_grad=True)
     k, v = (torch.randn(2, 30, 2, 32, device=DEVICE, requires_grad=True) for _ in range(2))
-    out, lse, _ = fa_ck.flash_attn_func(q, k, v, causal=True, softmax_scale=0.3, return_attn_probs=True)
-    do = torch.randn_like(out)
-    out.backward(do)
-    (o, dout, delta, lse_in, lse_s), = seen
+    out, lse, _ = fa_ck.flash_attn_func(q, k, v, causal=True, softmax_scale=0.3, return_attn_probs=True,
+                                        backend="triton")
+    out.backward(torch.randn_like(out))
+    named, = seen
+    o, dout, delta, lse_in, lse_s = (named[n] for n in ("O", "DO", "DELTA", "LSE", "LSE_S"))
     assert torch.isinf(lse[:, :, :10]).all() and torch.isfinite(lse[:, :, 10:]).all()
     assert torch.equal(lse_in, lse.detach())
     want = torch.where(lse_in == float("-inf"), float("inf"), lse_in / 0.3)
@@ -430,29 +425,97 @@ def test_bwd_preprocess_writes_delta_and_lse_over_scale(monkeypatch):
     torch.testing.assert_close(delta, (o.float() * dout.float()).sum(-1).transpose(1, 2), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("head_dim,causal,seqlen,fp8_inputs,asked,expected", [
-    (128, False, 4096, False, None, True), (128, True, 4096, False, None, True), (128, True, 4000, False, None, False),
-    (64, True, 4000, False, None, True), (64, False, 4096, False, None, True), (128, True, 4000, False, True, True),
-    (128, False, 4096, False, False, False), (128, False, 4096, True, None, True), (128, True, 4000, True, None, False)])
-def test_late_sum_is_decided_per_call(monkeypatch, head_dim, causal, seqlen, fp8_inputs, asked, expected):
-    """LATE_SUM (the Gluon forward adds P's row sums a block late) is on for fp8 with P in
-    registers (fa_ck's own of 16-bit inputs, and a caller's fp8, whose v fa_ck copies into the
-    kernel's order) but where decisions.fwd_late_sum_wins says not (masked calls past d64 whose loop
-    branches on the mask: S 4000 is no whole number of tiles, so the diagonal's block cannot
-    stream first), off for 16-bit calls (not measured there), as asked through FA_CK_TRITON_CONFIG; the sm90 choice is made without a GPU, and remembered per
-    sequence length's remainder (the two lengths one after the other)."""
-    import json
-    from fa_ck.backends import triton as tb
-    from fa_ck.params import AttnParams
-    monkeypatch.setattr(configs, "arch", lambda device: "cuda:sm90")
-    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"LATE_SUM": asked}}) if asked is not None else "")
-    q = torch.empty(1, seqlen, 2, head_dim, dtype=torch.float8_e4m3fn if fp8_inputs else torch.bfloat16)
-    p = AttnParams(scale=0.1, causal=causal, window_right=0 if causal else -1, fp8=True)
-    other = 4096 if seqlen == 4000 else 4000           # the other length first, into the remembered configs
-    tb._config("fwd", q, head_dim, p, other, other, tma_possible=True, gluon_possible=True, fp8_inputs=fp8_inputs)
-    cfg = tb._config("fwd", q, head_dim, p, seqlen, seqlen, tma_possible=True, gluon_possible=True,
-                     fp8_inputs=fp8_inputs)
-    assert cfg["GLUON"] and cfg["LATE_SUM"] is expected
-    plain = tb._config("fwd", q.to(torch.bfloat16), head_dim, AttnParams(scale=0.1, causal=causal,
-                       window_right=0 if causal else -1), seqlen, seqlen, tma_possible=True, gluon_possible=True)
-    assert plain["LATE_SUM"] is (asked if asked is not None else False)
+# ------------------------------------------------------------------ the raw row max
+
+RAW_MAX_CASES = {"default": {}, "window": dict(window_size=(9, 3)), "softcap": dict(softcap=5.0),
+                 "alibi": dict(alibi_slopes=[0.5, 0.25, 0.125, 0.0625]), "negative-scale": dict(softmax_scale=-0.2),
+                 "zero-scale": dict(softmax_scale=0.0), "tiny-scale": dict(softmax_scale=1e-300)}
+
+
+@pytest.mark.parametrize("case", sorted(RAW_MAX_CASES))
+def test_raw_row_max_where_it_is_exact(monkeypatch, case):
+    """forward.py takes the row max of the raw scores (RAW_MAX) only where the score is the raw
+    one times a positive scale: not with softcap or ALiBi, nor for a negative scale or one that
+    is 0 in float32 (-inf times it would be NaN); every case against the float64 reference."""
+    monkeypatch.setenv("FA_CK_TRITON_CONFIG", json.dumps({"fwd": {"gluon": False}}))
+    launches = record_launches(monkeypatch, fast_path, forward_kernels.fwd_kernel)
+    feat = dict(RAW_MAX_CASES[case])
+    if "alibi_slopes" in feat:
+        feat["alibi_slopes"] = torch.tensor(feat["alibi_slopes"], device=DEVICE)
+    check(2, 37, 70, 4, 2, 32, causal=True, device=DEVICE, **feat)
+    assert launches and all(c["RAW_MAX"] == (case in ("default", "window")) for _, c in launches)
+
+
+@pytest.mark.parametrize("scale,softcap,alibi,exact", [
+    (0.125, False, False, True), (1e-37, False, False, True), (1e-39, False, False, False),
+    (-0.125, False, False, False), (0.0, False, False, False), (0.125, True, False, False), (0.125, False, True, False)])
+def test_raw_row_max_for_fp8(scale, softcap, alibi, exact):
+    """fp8 kernels fold the descales into the scale: the Gluon kernel takes the raw max wherever the
+    16-bit one would (the descales are no part of the spec: it keeps their product positive by
+    negating q); forward.py's fp8 kernel never takes it."""
+    log2_normal = scale / 0.6931471805599453 >= 2.0 ** -126
+    spec = config.CallSpec(arch="cuda:sm90", dtype=torch.bfloat16, head_dim=128, batch=2, seqlen_q=1024,
+                           seqlen_k=1024, heads_q=8, heads_kv=8, softcap=softcap, alibi=alibi, fp8=True,
+                           scale_positive=scale > 0, scale_log2_normal=log2_normal, tma_ok=True, q_tma_ok=True,
+                           gluon_ok=not (softcap or alibi), host_desc_ok=True)
+    assert spec.raw_max is exact
+    fwd = config.forward_config(spec)
+    assert fwd.raw_max is (exact and fwd.gluon)
+    plain = config.forward_config(dataclasses.replace(spec, gluon_ok=False))
+    assert not plain.gluon and not plain.raw_max
+    assert config.forward_config(dataclasses.replace(spec, fp8=False, gluon_ok=False)).raw_max is exact
+
+
+# ------------------------------------------------------------------ sm90 compiles (no GPU)
+
+def _sm90_offline_compile(*args, timeout, **env_extra):
+    """tools/sm90_offline_compile.py with these arguments, in a process of its own (the tool swaps
+    Triton's driver), the installed Triton, no interpreter."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FA_CK_TRITON_CONFIG")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "python"), env.get("PYTHONPATH", "")])
+    env.update(env_extra)
+    return subprocess.run([sys.executable, str(root / "tools" / "sm90_offline_compile.py"), *args],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _gluon_missing() -> str:
+    return importlib.import_module("fa_ck.backends.triton.gluon_launch").GLUON_ERROR   # (a Triton without Gluon)
+
+
+def test_sm90_d256_compiles_the_gluon_kernels_both_ways():
+    # past d128 the Gluon forward and the Gluon backward in two passes (dK / dV, then dQ), asked for;
+    # GQA too (a unit steps through its q heads); varlen GQA's dK / dV from backward.py
+    gluon = json.dumps({"fwd": {"gluon": True}, "bwd_dkdv": {"gluon": True}, "bwd_dq": {"gluon": True}})
+    res = _sm90_offline_compile("--d", "256", "--causal", timeout=600, FA_CK_TRITON_CONFIG=gluon)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    for kernel in ("fwd_gluon_kernel", "bwd_dkdv_gluon_kernel", "bwd_dq_gluon_kernel"):
+        assert f"OK       {kernel} " in res.stdout or _gluon_missing()
+    res = _sm90_offline_compile("--d", "192", "--hq", "4", "--hkv", "2", timeout=600, FA_CK_TRITON_CONFIG=gluon)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert ("OK       bwd_dkdv_gluon_kernel" in res.stdout and "GROUP=2" in res.stdout) or _gluon_missing()
+    assert "OK       bwd_dq_gluon_kernel" in res.stdout or _gluon_missing()
+    res = _sm90_offline_compile("--d", "192", "--hq", "4", "--hkv", "2", "--lens", "[[5, 300], [7, 200]]", timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "OK       bwd_dkdv_kernel" in res.stdout and "bwd_dkdv_gluon_kernel" not in res.stdout
+
+
+def test_sm90_compiles_the_edge_shapes():
+    # ptxas crashed on bwd_dq for sm90 when seqlen_k == 1 was specialised into the kernel (d16,
+    # causal, GQA); every kernel of tools/sm90_offline_compile.py's SCAN (lengths of 1, empty and
+    # one-token varlen sequences, d16-256, features; the Gluon forward and dQ up to d256, the Gluon
+    # dK/dV on the plain GQA shapes) is compiled here on the CPU
+    res = _sm90_offline_compile("--scan", timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "24 shapes, 0 with a kernel that did not compile" in res.stdout
+    lines = res.stdout.splitlines()
+    dq, gluon_dq = res.stdout.count("OK       bwd_dq_kernel"), res.stdout.count("OK       bwd_dq_gluon_kernel")
+    # every shape has its dQ from a dQ kernel or from the Gluon dK/dV kernel's one pass
+    gluon_dkdv = [ln for ln in lines if ln.strip().startswith("OK       bwd_dkdv_gluon_kernel")]
+    one_pass = sum("ONE_PASS=True" in ln for ln in gluon_dkdv)
+    assert dq + gluon_dq + one_pass >= 24
+    assert (res.stdout.count("OK       fwd_gluon_kernel") >= 2 and gluon_dq >= 2) or _gluon_missing()
+    assert any("GROUP=4" in ln for ln in gluon_dkdv) or _gluon_missing()      # the first shape: 8 q heads, 2 kv

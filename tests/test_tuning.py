@@ -290,8 +290,6 @@ def _warnings_of(fn):
     return result, [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError,
-                   reason="issue 59: a cache file that is not UTF-8 raises out of tuning._read_entries")
 def test_a_cache_file_that_is_not_utf8_is_ignored_and_searched_again(tuning, monkeypatch):
     monkeypatch.setenv("FA_CK_AUTOTUNE", "1")
     tuning.cache_file().parent.mkdir(parents=True)
@@ -302,8 +300,6 @@ def test_a_cache_file_that_is_not_utf8_is_ignored_and_searched_again(tuning, mon
     assert _entries(tuning)[_key(tuning).as_str()]["config"] == CANDIDATES[1]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 59: a cached config that is not among the candidates is returned as is")
 def test_a_cached_config_not_among_the_candidates_is_ignored_and_searched_again(tuning, monkeypatch):
     monkeypatch.setenv("FA_CK_AUTOTUNE", "1")
     tuning.cache_file().parent.mkdir(parents=True)

@@ -129,8 +129,11 @@ def pick(key: TuneKey, candidates: list[Config], bench: Callable[[Config], float
 
     cached = _read_entries(path).get(key_str)
     if isinstance(cached, dict) and isinstance(cached.get("config"), dict):
-        _memo[memo_key] = cached["config"]
-        return dict(cached["config"])
+        if cached["config"] in candidates:
+            _memo[memo_key] = cached["config"]
+            return dict(cached["config"])
+        warnings.warn(f"fa_ck autotune: ignoring the cached config {cached['config']} for {key_str}, which is not "
+                      f"among this call's candidates; searching again", RuntimeWarning, stacklevel=2)
 
     best, timings, failures = _search(candidates, bench)
     if best is None:
@@ -170,7 +173,7 @@ def _read_entries(path: Path) -> dict:
         text = path.read_text()
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         warnings.warn(f"fa_ck autotune: cannot read {path} ({e}); searching again", RuntimeWarning)
         return {}
     try:

@@ -124,6 +124,8 @@ def test_an_override_reaches_the_config(kernel, knob, value, where):
     ("fwd", {"block_n": 16}, dict(fp8=True, head_dim=64), "32 or more keys"),
     ("fwd", {"f16_wide": True, "f16_scores": False}, dict(fp8=True), "f16_wide is a step of f16_scores"),
     ("fwd", {"gluon": False, "num_stages": 2}, dict(head_dim=128), "tma with num_stages 2"),
+    ("fwd", {"tma": True, "num_stages": 3}, dict(gluon_ok=False, dtype=torch.float32, head_dim=40),
+     "fault in the fp32 forward"),
     ("bwd_dkdv", {"block_n": 64}, dict(), "the Gluon kernel has block_n 128"),
     ("bwd_dkdv", {"block_m": 32}, dict(), "one pass takes 64 or more queries"),
     ("bwd_dkdv", {"block_m": 32}, dict(head_dim=256), "64 or 128 queries per step"),

@@ -385,6 +385,9 @@ def _forward(spec: CallSpec, k: dict, asked: dict) -> FwdConfig:
     bm, bn = k["block_m"], k["block_n"]
     q_convert = fp8 and gluon and not spec.fp8_inputs and spec.q_tma_ok
     if not gluon:
+        if k["tma"] and spec.dtype == torch.float32 and d <= 64 and spec.sm:
+            raise _bad("fwd", f"tma takes {TMA_MIN_STAGES}+ stages, which fault in the fp32 forward up to head dim 64 "
+                              f"under Triton 3.6 (head dim {spec.head_dim}); use \"tma\": false")
         if k["tma"] and k["num_stages"] < TMA_MIN_STAGES and spec.arch != "interpreter":
             raise _bad("fwd", f"tma with num_stages {k['num_stages']} crashes Triton 3.6's ptxas; use "
                               f"{TMA_MIN_STAGES}+ stages or \"tma\": false")

@@ -304,7 +304,7 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
     """For the Gluon fp8 forward's P in registers (FwdConfig.p_regs) v's keys are stored in
     kernels.quantize.key_position's order, zeros past the last key to a multiple of 16 (q, k,
     the scales as without), and that order is the inverse of the one the kernel gives P's keys
-    (kernels.forward_gluon._keys_for_registers: reshape, swap, reshape)."""
+    (kernels.forward_gluon.p_key_order: reshape, swap, reshape)."""
     b, hq, hkv, d = 2, 4, 2, 24
     q = rand(b, 5, hq, d, dtype=torch.bfloat16)
     k, v = rand(b, sk, hkv, d, dtype=torch.bfloat16), rand(b, sk, hkv, d, dtype=torch.bfloat16)
@@ -328,7 +328,7 @@ def test_quantize_v_in_the_gluon_forwards_key_order(sk):
     plain_k, permuted_k = plain[1].view(torch.uint8), permuted[1].view(torch.uint8)
     assert torch.equal(plain_k, permuted_k)
     for block_n in (32, 64, 128):
-        sigma = forward_gluon._keys_for_registers.fn(torch.arange(block_n)[None, :])[0]
+        sigma = forward_gluon.p_key_order.fn(torch.arange(block_n)[None, :])[0]
         assert [_key_position(s) for s in sigma.tolist()] == list(range(block_n))
 
 

@@ -34,7 +34,7 @@ to fp8, out times v's descale), P_SCALE folded into the exponential (the row sum
 so out needs no division by it). fp8 wgmma reads both operands K-major, so v arrives
 keys-contiguous and streams as (head_dim, keys) tiles (V_KEYS_MAJOR). P stays in registers as
 the PV multiply's A operand, v's keys stored in the order that makes this work
-(_keys_for_registers). Q_CONVERT: q arrives 16-bit and each consumer rounds its rows to e4m3
+(p_key_order). Q_CONVERT: q arrives 16-bit and each consumer rounds its rows to e4m3
 itself (_convert_q), as the quantisation launch would have; Q16_EARLY: then it releases Q's
 16-bit tile at once, so the next tile's Q, and the K and V loads the producer issues after it,
 do not wait for this tile's last QK^T. LATE_SUM: a block's row sums are added in the next
@@ -171,7 +171,7 @@ def _pv(p, v_tile, acc, FP8: gl.constexpr):
 
 
 @gluon.jit
-def _keys_for_registers(p):
+def p_key_order(p):
     """P's keys reordered within each group of 16, bits (b3, c1, c0, b0) of a key's index to (c1, c0,
     b3, b0): the QK^T accumulator gives a thread keys 2c, 2c+1, 8+2c, 9+2c of a group, an fp8 A
     operand wants 4c..4c+3. After this reshuffle of indices, which moves no data, the
@@ -185,10 +185,10 @@ def _keys_for_registers(p):
 @gluon.jit
 def _p_operand(p, dtype: gl.constexpr, layout: gl.constexpr):
     """P as the PV multiply's A operand, in registers: 16-bit, or for fp8 (already in [0, P_SCALE])
-    still in fp32 with its keys reordered (_keys_for_registers), _pv rounding it to fp8 just before
+    still in fp32 with its keys reordered (p_key_order), _pv rounding it to fp8 just before
     its multiply (a loop-carried fp8 tensor Triton splits into bytes and rebuilds)."""
     if dtype.primitive_bitwidth == 8:
-        operand = gl.convert_layout(_keys_for_registers(p), layout)
+        operand = gl.convert_layout(p_key_order(p), layout)
     else:
         operand = gl.convert_layout(p.to(dtype), layout)
     return operand

@@ -35,7 +35,7 @@ def which_tensor(j, b, heads_q, heads_kv, start_k, start_v):
 @triton.jit
 def key_position(s):
     """Where key s of a row of v lies for the Gluon fp8 forward's P in registers: within each group
-    of 16 keys, bits 1-2 of s move to bits 2-3 and bit 3 to bit 1 (forward_gluon._keys_for_registers
+    of 16 keys, bits 1-2 of s move to bits 2-3 and bit 3 to bit 1 (forward_gluon.p_key_order
     reorders P's keys the same way)."""
     return (s & ~15) | ((s & 6) << 1) | ((s & 8) >> 2) | (s & 1)
 

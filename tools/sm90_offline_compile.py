@@ -118,15 +118,16 @@ def main(argv=None) -> int:
         return scan()
 
     triton_driver.set_active(_Sm90())
+    os.environ["FA_CK_FAST_PATH"] = "0"            # every launch through kernel[grid](...): JITFunction.run
     import fa_ck
     import importlib
     tb = importlib.import_module("fa_ck.backends.triton")   # (fa_ck.backends is the function)
-    configs = tb.configs
-    configs.arch = lambda device: "cuda:sm90"      # the sm90 choices (tiles, TMA) for CPU tensors
+    device = importlib.import_module("fa_ck.backends.triton.device")
+    device.INTERPRET = False
+    device.arch = lambda dev: "cuda:sm90"          # the sm90 configs (tiles, TMA, Gluon) for CPU tensors
+    device.sm_count = lambda dev: 132              # an H100/H200's SMs: the persistent kernels' programs
     tb.available = lambda: (True, "")
     tb.unsupported = lambda q, k, v, p: None       # CPU tensors are fine: nothing launches
-    gluon = importlib.import_module("fa_ck.backends.triton.launch_gluon")
-    gluon._sm_count = lambda device: 132           # an H100/H200's SMs: the persistent forward's programs
     log: list = []
     compile_only(log, args.show_specialization)
 

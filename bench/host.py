@@ -3,10 +3,9 @@
     python bench/host.py                 # on a GPU: the table below, then the breakdown
     python bench/host.py --stubbed       # anywhere: fa_ck's own Python path, launches stubbed
 
-Short calls are bound by the host, not the GPU (bench/results/h200-20261201-fifteenth, calls
-4-8: at B32 S512 H16 d128 causal fa_ck's fwd+bwd enqueued in ~0.72 ms against 0.6 ms of kernels;
-cuDNN's in ~0.2 ms). Per shape and call kind (forward without autograd, fwd+bwd, fp8 forward
-where the device has fp8; cuDNN's forward and fwd+bwd), back to back:
+Short calls can be bound by the host, not the GPU (docs/performance.md, "Host time per call").
+Per shape and call kind (forward without autograd, fwd+bwd, fp8 forward where the device has fp8;
+cuDNN's forward and fwd+bwd), back to back:
 
 - host: wall time to enqueue N calls, divided by N (before the synchronise);
 - GPU: CUDA events around the same N calls, divided by N;
@@ -17,7 +16,7 @@ Then, at the smallest shape, perf_counter wrappers over fa_ck's host path and Tr
 tensors with every launch stubbed out (as tests/test_host_path.py fakes it): fa_ck's own Python
 (plan keys, replays, allocations) without Triton's launcher or the CUDA driver.
 
-Writes results.md and results.json under --out (default bench/results/host-<gpu>-<date>/).
+Writes results.md and results.json under --out (default ./fa_ck-results/host-<gpu or cpu>-<date>/).
 """
 from __future__ import annotations
 
@@ -33,6 +32,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))     # run as a script: `bench` importable as a package
+from bench.out_dir import default_out_dir  # noqa: E402
+
 SHAPES = [(1, 128, 2, 2, 64, True), (32, 512, 16, 16, 128, True), (32, 512, 32, 32, 64, True),
           (64, 1024, 12, 12, 64, True), (4, 4096, 16, 16, 128, True)]   # (B, S, Hq, Hkv, D, causal)
 # the host path's pieces, outermost first: (module, class or None, function, label)
@@ -184,7 +187,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stubbed", action="store_true", help="fa_ck's Python path alone, launches stubbed (any machine)")
     ap.add_argument("--n", type=int, default=200, help="calls per measurement")
-    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output directory (default ./fa_ck-results/host-<gpu or cpu>-<date>/)")
     args = ap.parse_args(argv)
     import torch
     on_gpu = torch.cuda.is_available() and not args.stubbed
@@ -210,8 +214,7 @@ def main(argv=None) -> int:
     pieces = {name: breakdown(calls[name], args.n) for name in ("fa_ck fwd", "fa_ck fwd+bwd")}
     print(pieces)
     gpu_name = torch.cuda.get_device_name() if on_gpu else "cpu-stubbed"
-    out = args.out or REPO / "bench" / "results" / (
-        f"host-{gpu_name.split()[-1].lower()}-{datetime.date.today():%Y%m%d}")
+    out = args.out or default_out_dir("host", gpu_name if on_gpu else "cpu")
     out.mkdir(parents=True, exist_ok=True)
     env = dict(command="python bench/host.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                device=gpu_name, torch=torch.__version__, date=datetime.datetime.now().isoformat(timespec="seconds"))

@@ -55,6 +55,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))     # run as a script: `bench` importable as a package
+from bench.out_dir import default_out_dir  # noqa: E402
 
 GPU_BACKENDS = ["fa_ck-triton", "fa_ck-triton-autotune", "fa_ck-fp8", "sdpa-cudnn", "sdpa-flash",
                 "sdpa-efficient", "sdpa-default", "flex", "naive"]
@@ -773,11 +776,6 @@ def collect_env(argv, device) -> dict:
     return env
 
 
-def _gpu_slug(name: str) -> str:
-    s = re.sub(r"^(nvidia|amd)\s+", "", name.strip(), flags=re.I).lower()
-    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
-
-
 # ----------------------------------------------------------------------------- main
 
 def _variant(text: str) -> tuple[str, str]:
@@ -822,7 +820,8 @@ def parse_args(argv):
     ap.add_argument("--group", type=int, default=1,
                     help="q heads per kv head (GQA) for every shape but nanoGPT's; default 1")
     ap.add_argument("--quick", action="store_true", help="bf16, d64 and d128, S 1k/4k/16k, nanoGPT shape")
-    ap.add_argument("--out", type=Path, default=None, help="default bench/results/kernels-<gpu>-<date>/")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output directory (default ./fa_ck-results/kernels-<gpu or cpu>-<date>/)")
     ap.add_argument("--time-budget", type=float, default=480.0,
                     help="seconds; stop starting new measurements after this, still write results (default 480)")
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
@@ -885,8 +884,7 @@ def _sweep(args, argv) -> int:
     env["autograd_threads"] = args.autograd_threads
     if os.environ.get("FA_CK_TRITON_CONFIG", "").strip():
         print("note: FA_CK_TRITON_CONFIG is set but cleared for the fa_ck backends; use --variant to measure it")
-    out_dir = args.out or REPO / "bench" / "results" / \
-        f"kernels-{_gpu_slug(env['gpu'])}-{datetime.datetime.now().strftime('%Y%m%d-%H%M')}"
+    out_dir = args.out or default_out_dir("kernels", env["gpu"])
     out_dir.mkdir(parents=True, exist_ok=True)
 
     backends, unavailable = make_backends(names, explicit=args.backends is not None, variants=args.variants)

@@ -466,7 +466,7 @@ def test_measure_gqa_catches_a_wrong_kv_gradient(K):
     assert row["rel_err"] < 1e-2 and row["rel_err_dv"] < 2e-2 and row["rel_err_dk"] > 0.2
 
 
-def test_gqa_points_stay_out_of_the_issue_targets(K):
+def test_gqa_points_stay_out_of_the_targets(K):
     rows = [dict(point="gqa bf16 d128 S4096 causal B4xH16/4kv", tag="gqa", dtype="bf16", D=128, S=4096, mode="fwd",
                  backend="fa_ck-triton", ratio_cudnn=0.5)]
     assert all("not measured" in line for line in K.target_lines(rows))

@@ -169,8 +169,8 @@ def test_naive_and_sdpa_train_to_the_same_loss(tmp_path):
 
 
 def test_each_variant_is_held_to_its_own_bar_against_sdpa():
-    # exact attention within 0.02 of sdpa's val loss, fp8 within 0.05 (issue 7's bar), in the
-    # result and in the report's table
+    # exact attention within 0.02 of sdpa's val loss, fp8 within 0.05, in the result and in the
+    # report's table
     def run(loss):
         return {"status": "ok", "steps_done": 4, "val_loss": [(2, loss + 0.5), (4, loss)], "train_loss": [(4, loss)]}
     results = {"sdpa": run(2.0), "triton": run(2.03), "triton-fp8": run(2.03), "flex": run(1.99)}

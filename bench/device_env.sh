@@ -1,5 +1,5 @@
-# Sourced by bench/h200.sh and the bench/results device-call scripts (from the repo root): the
-# environment every call needs and a record of the machine and versions in $OUT/env.txt.
+# Sourced by bench/h200.sh (from the repo root): the environment a GPU run needs, and a record of
+# the machine and versions in $OUT/env.txt.
 #   source bench/device_env.sh
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/fa_ck_out}; mkdir -p "$OUT"

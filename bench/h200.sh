@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# One device call on the lent H200. Everything lands in $OUT (at most 8 files come back).
+# One step of GPU work on an NVIDIA GPU machine (written for an H200), sized to finish within 10
+# minutes. Everything lands in $OUT (default /tmp/fa_ck_out).
 #   bash bench/h200.sh gpu-tests     GPU-only shapes, one process per test (~6 min)
 #   bash bench/h200.sh small-tests   every test not marked gpu (the CPU suite) on the GPU, 12 workers (~3 min)
 #   bash bench/h200.sh parallel-gpu-tests   every other GPU test (Gluon kernels, host path, ...), 12 workers (~4 min)
 #   bash bench/h200.sh sweep [SECONDS]   bench/random_sweep.py, 12 workers per GPU, budget SECONDS (default 480)
 #   bash bench/h200.sh kernels [args for bench/kernels.py]   the sweep against SDPA cuDNN / flash
-# (`tests` is gpu-tests then small-tests: more than one 10-minute call holds.)
+# (`tests` is gpu-tests then small-tests: longer than one 10-minute step.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|parallel-gpu-tests|tests|sweep [seconds]|kernels [kernels.py args]}
@@ -26,22 +27,21 @@ if [[ $what == gpu-tests || $what == tests ]]; then
   done
 fi
 if [[ $what == small-tests || $what == tests ]]; then
-  # every test not marked gpu (the CPU suite's shapes, the bench and harness tests) in parallel:
-  # ~150 s on the H200 (h200-20261204-current call 8, the first run of all of them there; the
-  # earlier list of six kernel files left the rest CPU-only)
+  # every test not marked gpu (the CPU suite's shapes, the bench and harness tests) in parallel,
+  # ~150 s on an H200
   timeout 420 python3 -m pytest tests -v -rf -n 12 -m "not gpu and not bigmem" -p no:cacheprovider \
       > "$OUT/pytest.log" 2>&1          # -v: a run cut short still names its failures
   echo "small-shape tests rc=$?"; tail -4 "$OUT/pytest.log"
 fi
 if [[ $what == parallel-gpu-tests ]]; then
-  # the GPU tests that fit 12 at a time (bigmem ones, float64 references of long sequences, ran
-  # out of memory that way: h200-20261130-tenth call 4); gpu-tests runs those one at a time
+  # the GPU tests that fit 12 at a time (bigmem ones, float64 references of long sequences, run
+  # out of memory that way); gpu-tests runs those one at a time
   timeout 420 python3 -m pytest tests -m "gpu and not bigmem" -q -rf -n 12 -p no:cacheprovider > "$OUT/pytest_parallel.log" 2>&1
   echo "parallel GPU tests rc=$?"; grep -E "FAILED|Error|passed|failed" "$OUT/pytest_parallel.log" | tail -12
 fi
 if [[ $what == sweep ]]; then
-  # 12 processes share each GPU (compiles dominate a case); ~750 cases took 14 workers 5 minutes.
-  # The budget stops new cases only: leave the 10-minute call room for the last ones and startup.
+  # 12 processes share each GPU (compiles dominate a case); 14 workers run ~750 cases in 5 minutes.
+  # The budget stops new cases only: leave the 10-minute step room for the last ones and startup.
   budget=${1:-480}
   # torch's count, as random_sweep.py spreads workers over (it honours CUDA_VISIBLE_DEVICES)
   gpus=$(python3 -c "import torch; print(max(torch.cuda.device_count(), 1))" 2>/dev/null || echo 1)

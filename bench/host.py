@@ -4,8 +4,9 @@
     python bench/host.py --fast-path both    # each fa_ck call with its fast path on and off, side by side
     python bench/host.py --stubbed           # anywhere: fa_ck's own Python path, launches stubbed
 
-Short calls are bound by the host, not the GPU. Per shape and call kind (forward without autograd,
-fwd+bwd, fp8 forward where the device has fp8; cuDNN's forward and fwd+bwd), back to back:
+Short calls can be bound by the host, not the GPU (docs/performance.md, "Host time per call").
+Per shape and call kind (forward without autograd, fwd+bwd, fp8 forward where the device has fp8;
+cuDNN's forward and fwd+bwd), back to back:
 
 - host: wall time to enqueue N calls, divided by N (before the synchronise);
 - GPU: CUDA events around the same N calls, divided by N;
@@ -20,7 +21,7 @@ Then, at the smallest shape, perf_counter wrappers over fa_ck's host path and Tr
 runs the sm90 path on CPU tensors with every launch stubbed out (as tests/fake_sm90.py fakes it):
 fa_ck's own Python (plan keys, replays, allocations) without Triton's launcher or the CUDA driver.
 
-Writes results.md and results.json under --out (default ./fa_ck-results/host-<gpu>-<date>/).
+Writes results.md and results.json under --out (default ./fa_ck-results/host-<gpu or cpu>-<date>/).
 """
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))     # run as a script: `bench` importable as a package
+from bench.out_dir import default_out_dir  # noqa: E402
+
 SHAPES = [(1, 128, 2, 2, 64, True), (32, 512, 16, 16, 128, True), (32, 512, 32, 32, 64, True),
           (64, 1024, 12, 12, 64, True), (4, 4096, 16, 16, 128, True)]   # (B, S, Hq, Hkv, D, causal)
 # the host path's pieces, outermost first: (module, class or None, function, label)
@@ -256,7 +261,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=200, help="calls per measurement")
     ap.add_argument("--fast-path", choices=sorted(FAST_PATH), default="on",
                     help="FA_CK_FAST_PATH for fa_ck's calls: on, off, or both side by side")
-    ap.add_argument("--out", type=Path, default=None, help="default ./fa_ck-results/host-<gpu>-<date>/")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output directory (default ./fa_ck-results/host-<gpu or cpu>-<date>/)")
     args = ap.parse_args(argv)
     import torch
     on_gpu = torch.cuda.is_available() and not args.stubbed
@@ -278,7 +284,7 @@ def main(argv=None) -> int:
                            for name in ("fa_ck fwd", "fa_ck fwd+bwd")})
     print(pieces)
     gpu_name = torch.cuda.get_device_name() if on_gpu else "cpu-stubbed"
-    out = args.out or Path("fa_ck-results") / f"host-{gpu_name.split()[-1].lower()}-{datetime.date.today():%Y%m%d}"
+    out = args.out or default_out_dir("host", gpu_name if on_gpu else "cpu")
     out.mkdir(parents=True, exist_ok=True)
     env = dict(command="python bench/host.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                device=gpu_name, torch=torch.__version__, fast_path=args.fast_path,

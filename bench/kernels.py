@@ -1,6 +1,6 @@
 """Attention operator sweep: every backend present, in one run, against SDPA's cuDNN.
 
-    python bench/kernels.py                        # full sweep, ~8 min budget on an H200
+    python bench/kernels.py                        # full sweep, 8 min budget
     python bench/kernels.py --quick                # bf16, d64/d128, three seq lens, nanoGPT shape
     python bench/kernels.py --hdim 128 --dtype bf16 --mode fwd --backends fa_ck-triton sdpa-cudnn
     python bench/kernels.py --quick --backends fa_ck-triton fa_ck-triton-det sdpa-cudnn \
@@ -12,7 +12,7 @@ Shapes follow flash-attn's benchmark: batch*seq = 16k tokens, hidden = heads*hea
 order of importance (bf16 d128 first) until --time-budget is spent; results are written
 after every point, so a run cut short still leaves its JSON and markdown.
 
-Every backend over the whole sweep was ~14 min of measuring on an H200 with one timing per
+Every backend over the whole sweep takes ~14 min of measuring on an H200 with one timing per
 point (FlexAttention compiles once per shape); the default 3 rounds add two more timings
 each, so the default budget covers fewer points (bf16 d128 first): split the rest across
 commands, e.g. `--dtype fp16 --out DIR/fp16`, or pass `--rounds 1`. A first run
@@ -20,22 +20,27 @@ with fa_ck-triton-autotune also pays its searches (cached on disk for later runs
 time shows in each row's first_call_s).
 
 Each point times every backend `--rounds` times (default 3), interleaved, and keeps the median
-(`ms_rounds` in the JSON has them all): single timings swung up to 2x run to run on the H200.
+(`ms_rounds` in the JSON has them all): a single timing can be off by up to 2x at short points.
 
 `--variant NAME=JSON` adds a backend fa_ck-triton-NAME: fa_ck-triton (autotune off) with
 FA_CK_TRITON_CONFIG=JSON, {kernel: {key: value}} merged over the chosen config of the kernels
 fwd, bwd_dkdv and bwd_dq; a NAME starting with "fp8" runs the fp8 path (as fa_ck-fp8) and is
-left out of issue 6's bf16 targets (switches only fp8 calls take, P_REGS, Q_CONVERT and
+left out of the bf16 targets (switches only fp8 calls take, P_REGS, Q_CONVERT and
 FP8_DIAG_FIRST, need that prefix). fa_ck-triton-det is fa_ck-triton with deterministic=True (only on
 request: it changes the backward alone, so its forward is skipped). The other fa_ck backends
 run with FA_CK_TRITON_CONFIG cleared, so an exported value never shifts the baseline. fwd+bwd
 rows also carry the relative errors of dq, dk and dv against the same float64 slice.
 
 `--group N` makes every shape but nanoGPT's GQA: N q heads per kv head (H q heads, H / N kv
-heads; points tagged gqa, outside issue 6's targets). fa_ck takes the kv heads as they are; the
+heads; points tagged gqa, outside the targets). fa_ck takes the kv heads as they are; the
 other backends get k and v expanded to every q head outside the timed region (cuDNN's SDPA has
 no GQA of its own), their dk / dv errors taken after summing each group's copies.
 
+Targets (the "Targets" lines of results.md and stdout), for the best of fa_ck's bf16 Triton
+backends per point: d128 S >= 4k forward >= 1.05x cuDNN, fwd+bwd >= 1.0x; nanoGPT's fwd+bwd
+in <= 0.95x cuDNN's time; every point >= 0.9x.
+
+Writes results.json, results.md and plots to --out (default ./fa_ck-results/kernels-<gpu>-<date>/).
 Without a CUDA GPU it runs a tiny CPU smoke sweep that checks the pipeline, not speed.
 """
 from __future__ import annotations
@@ -55,6 +60,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))     # run as a script: `bench` importable as a package
+from bench.out_dir import default_out_dir  # noqa: E402
 
 GPU_BACKENDS = ["fa_ck-triton", "fa_ck-triton-autotune", "fa_ck-fp8", "sdpa-cudnn", "sdpa-flash",
                 "sdpa-efficient", "sdpa-default", "flex", "naive"]
@@ -148,7 +156,7 @@ def is_ours(name: str) -> bool:
 
 def is_fp8(name: str) -> bool:
     """fa_ck-fp8 and the --variant backends whose NAME starts with "fp8": not candidates for
-    issue 6's targets, which are bf16 attention."""
+    the targets, which are bf16 attention."""
     return name == "fa_ck-fp8" or name.startswith(VARIANT_PREFIX + "fp8")
 
 
@@ -238,7 +246,7 @@ class Flex(Backend):
     """FlexAttention compiled once (dynamic=False: one specialised kernel per shape, as a
     user would get). Each new shape recompiles, so dynamo's recompile limit (8 by
     default) is raised well past the sweep's size; a hit limit raises instead of falling
-    back to the unfused path, which the earlier measurement reported as kernel speed."""
+    back to the unfused path, whose time would pass for the kernel's."""
     name = "flex"
 
     def __init__(self, fp16_too: bool = False):
@@ -493,8 +501,7 @@ def _set_time(row: dict, shape: Shape, mode: str) -> None:
 def more_rounds(again: list, shape: Shape, rounds: int, timer, out_of_time) -> None:
     """Time every measured (row, backend, fn) of a point rounds - 1 more times, all backends once
     per round: a drift of the GPU (clocks, a neighbour) then hits every backend alike instead of
-    the one timed during it. On the H200 single timings of the same kernel swung up to 2x between
-    runs at S1024 (bench/results/h200-20261130-gluon, calls 4-7); alternating rounds held."""
+    the one timed during it."""
     for _ in range(rounds - 1):
         for row, backend, fn in again:
             if out_of_time():
@@ -573,7 +580,7 @@ def markdown_table(rows: list[dict], mode: str, value=_cell) -> str:
 
 
 def target_lines(rows: list[dict]) -> list[str]:
-    """Issue 6's targets, for the best of our bf16 Triton backends (autotune off or on,
+    """The targets (module docstring), for the best of fa_ck's bf16 Triton backends (autotune off or on,
     deterministic, --variant ones but fp8) per point; each line names the backend of its worst point."""
     best = {}
     for r in rows:
@@ -638,7 +645,7 @@ def write_markdown(path: Path, rows: list[dict], env: dict) -> None:
     if env.get("variants"):
         parts += ["Variants (FA_CK_TRITON_CONFIG over fa_ck-triton): "
                   + ", ".join(f"{VARIANT_PREFIX}{n} = `{cfg}`" for n, cfg in env["variants"].items()), ""]
-    parts += ["## Targets (issue 6)", "", *target_lines(rows), ""]
+    parts += ["## Targets", "", *target_lines(rows), ""]
     mem = lambda r: "" if r is None or r.get("peak_gb") is None else f"{r['peak_gb']:.2f}"  # noqa: E731
     err = lambda r: "" if r is None or r.get("rel_err") is None else f"{r['rel_err']:.1e}"  # noqa: E731
     for mode, title in (("fwd", "Forward"), ("fwdbwd", "Forward + backward")):
@@ -773,11 +780,6 @@ def collect_env(argv, device) -> dict:
     return env
 
 
-def _gpu_slug(name: str) -> str:
-    s = re.sub(r"^(nvidia|amd)\s+", "", name.strip(), flags=re.I).lower()
-    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
-
-
 # ----------------------------------------------------------------------------- main
 
 def _variant(text: str) -> tuple[str, str]:
@@ -795,7 +797,7 @@ def _variant(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"variant {name!r}: JSON must be an object {{kernel: {{key: value}}}}, "
                                          f"got {cfg!r}")
     # switches that only fp8 calls have: under a name without the prefix they would run on bf16 calls,
-    # which drop them (h200-20261203-timeline call 4 measured bf16 that way, meaning fp8)
+    # which ignore them, and the variant would time bf16 under an fp8 switch's name
     only_fp8 = sorted(set(table.get("fwd", {})) & FP8_ONLY_SWITCHES)
     if only_fp8 and not name.startswith("fp8"):
         raise argparse.ArgumentTypeError(f"variant {name!r}: {', '.join(only_fp8)} only acts on fp8 calls; name the "
@@ -822,15 +824,16 @@ def parse_args(argv):
     ap.add_argument("--group", type=int, default=1,
                     help="q heads per kv head (GQA) for every shape but nanoGPT's; default 1")
     ap.add_argument("--quick", action="store_true", help="bf16, d64 and d128, S 1k/4k/16k, nanoGPT shape")
-    ap.add_argument("--out", type=Path, default=None, help="default bench/results/kernels-<gpu>-<date>/")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output directory (default ./fa_ck-results/kernels-<gpu or cpu>-<date>/)")
     ap.add_argument("--time-budget", type=float, default=480.0,
                     help="seconds; stop starting new measurements after this, still write results (default 480)")
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=int, default=100, help="do_bench rep, ms")
     ap.add_argument("--autograd-threads", choices=["on", "off"], default="on",
                     help="off: torch.autograd.set_multithreading_enabled(False) for the whole sweep, every "
-                         "backend's backward on the calling thread (the README's advice for short single-GPU "
-                         "steps; bench/results/h200-20261202-direct call 3)")
+                         "backend's backward on the calling thread (advised for short single-GPU steps: "
+                         "docs/performance.md, Host time per call)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="time every backend this many times per point, interleaved, and keep the median "
                          "(default 3; 1 = a single timing each)")
@@ -885,8 +888,7 @@ def _sweep(args, argv) -> int:
     env["autograd_threads"] = args.autograd_threads
     if os.environ.get("FA_CK_TRITON_CONFIG", "").strip():
         print("note: FA_CK_TRITON_CONFIG is set but cleared for the fa_ck backends; use --variant to measure it")
-    out_dir = args.out or REPO / "bench" / "results" / \
-        f"kernels-{_gpu_slug(env['gpu'])}-{datetime.datetime.now().strftime('%Y%m%d-%H%M')}"
+    out_dir = args.out or default_out_dir("kernels", env["gpu"])
     out_dir.mkdir(parents=True, exist_ok=True)
 
     backends, unavailable = make_backends(names, explicit=args.backends is not None, variants=args.variants)

@@ -1,17 +1,17 @@
 #!/usr/bin/env python
 """nanoGPT trained once per attention variant: loss, speed, memory, one report.
 
-    python bench/nanogpt.py                          # every variant available here, the study's defaults
+    python bench/nanogpt.py                          # every variant available here, the GPU defaults
     python bench/nanogpt.py --attn sdpa,triton --steps 200 --time-budget 480
     torchrun --nproc_per_node 2 bench/nanogpt.py     # data-parallel (nccl on GPUs, gloo on the CPU)
 
-The study behind fa_ck: GPT-2 124M, batch 64, block 1024, 1000 steps, with each attention
+On a GPU by default: GPT-2 124M, batch 64, block 1024, 1000 steps, with each attention
 variant (--attn all): naive, sdpa, flex, triton, triton-autotune, triton-fp8, ck, te. Every
 variant starts from the same weights and sees the same batches in the same order; only
 the attention function differs. A variant that cannot run here is skipped with its
 reason, one that breaks is recorded as failed with its reason, and the others go on.
 
-Output (--out, default bench/results/nanogpt-<device>-<date>/), rewritten after every
+Output (--out, default ./fa_ck-results/nanogpt-<device>-<date>/), rewritten after every
 variant so a run cut short still leaves its report:
     results.json      everything: command, device, versions, per-variant curves and figures
     results.md        one table, plus skipped/failed variants and why
@@ -48,6 +48,7 @@ if __package__ in (None, ""):
 
 from bench.data import BatchSampler, load_tokens  # noqa: E402
 from bench.model import GPT, PRESETS, config_dict, config_from_preset, naive_causal_attention  # noqa: E402
+from bench.out_dir import default_out_dir  # noqa: E402
 
 # Run order: sdpa first, as the reference the others are compared with; naive last,
 # because it is the likeliest to run out of memory.
@@ -72,8 +73,8 @@ PRESET_LR = {"tiny": 1e-3, "gpt2": 6e-4, "gpt2-medium": 3e-4, "gpt2-large": 2.5e
 CPU_DEFAULTS = dict(preset="tiny", batch=8, block=128, steps=30, eval_every=None, eval_iters=2)
 GPU_DEFAULTS = dict(preset="gpt2", batch=64, block=None, steps=1000, eval_every=None, eval_iters=10)
 
-# How far a variant's final val loss may sit from sdpa's: exact attention within 0.02 (issue 5's
-# bar for triton), fp8 within 0.05 (issue 7's: e4m3 rounds q, k, P and v, ~5 % of each output)
+# How far a variant's final val loss may sit from sdpa's: exact attention within 0.02, fp8 within
+# 0.05 (e4m3 rounds q, k, P and v, ~5 % of each output)
 SANITY_TOLERANCE = 0.02
 TOLERANCE_BY_VARIANT = {"triton-fp8": 0.05}
 
@@ -709,7 +710,8 @@ def parse_args(argv, on_gpu):
     parser.add_argument("--eval-iters", type=int, default=None, help="validation batches per evaluation")
     parser.add_argument("--data", default=None,
                         help="nanoGPT data dir (train.bin/val.bin) or a text file; default: Python's stdlib sources")
-    parser.add_argument("--out", default=None, help="output directory (default bench/results/nanogpt-<device>-<date>)")
+    parser.add_argument("--out", default=None,
+                        help="output directory (default ./fa_ck-results/nanogpt-<device>-<date>)")
     parser.add_argument("--lr", type=float, default=None, help="peak learning rate (default per preset)")
     parser.add_argument("--min-lr", type=float, default=None, help="final learning rate (default lr / 10)")
     parser.add_argument("--warmup-steps", type=int, default=None, help="linear warmup steps (default steps / 10)")
@@ -760,15 +762,6 @@ def parse_args(argv, on_gpu):
     return args
 
 
-def default_out_dir(device_info):
-    name = device_info["name"] if device_info["type"] == "cuda" else "cpu"
-    slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
-    for prefix in ("nvidia-", "amd-instinct-", "amd-"):
-        slug = slug.removeprefix(prefix)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return os.path.join(REPO_ROOT, "bench", "results", f"nanogpt-{slug or 'gpu'}-{stamp}")
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     rank, local_rank, world_size, device = setup_distributed()
@@ -805,7 +798,7 @@ def main(argv=None):
     def mfu(tokens_per_s):
         return init_model.estimate_mfu(tokens_per_s, args.block, peak)
 
-    out_dir = args.out or default_out_dir(device_info)
+    out_dir = args.out or str(default_out_dir("nanogpt", device_info["name"] if on_gpu else "cpu"))
     command = shlex.join(getattr(sys, "orig_argv", [sys.executable] + sys.argv))
     if world_size > 1:
         command += f"  # each of {world_size} processes started by torchrun"
@@ -841,7 +834,7 @@ def main(argv=None):
             error = None
         except Skip as skip:
             error = ("skipped", str(skip))
-        except (TypeError, NotImplementedError) as e:  # e.g. fp8=True before the fp8 variant exists
+        except (TypeError, NotImplementedError) as e:  # e.g. an fa_ck without the fp8 argument
             error = ("skipped", f"not supported here: {describe_error(e)}")
         except Exception as e:
             error = ("failed", f"probe failed: {describe_error(e)}")

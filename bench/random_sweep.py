@@ -2,12 +2,13 @@
 ALiBi, softcap, dropout, varlen, dtypes, deterministic backward or not) against the float64
 reference, forward and gradients.
 
-    python bench/random_sweep.py --workers 8 --time-budget 300 --out bench/results/random-sweep-<gpu>-<date>
+    python bench/random_sweep.py --workers 8 --time-budget 300 [--out DIR]
     python bench/random_sweep.py --replay DIR/results.json [--case 1-9 12-58] [--repeat 3]
 
 With several GPUs, worker w runs on GPU w % count (--workers 24 on two GPUs: 12 each).
 
-Writes results.json (every case with its relative errors) and summary.md (counts, worst cases).
+Writes results.json (every case with its relative errors) and summary.md (counts, worst cases) to
+--out (default ./fa_ck-results/random_sweep-<gpu>-<date>/).
 Exit status 1 when any case fails its bound. Needs a GPU (on the CPU use the pytest suite).
 """
 from __future__ import annotations
@@ -25,7 +26,9 @@ os.environ.setdefault("FA_CK_POISON", "1")   # NaN-filled outputs and canaries, 
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # run as a script: `bench` importable
 import fa_ck  # noqa: E402
+from bench.out_dir import default_out_dir  # noqa: E402
 from attn_check import check, check_varlen  # noqa: E402  (the same comparison the unit tests use)
 
 
@@ -184,7 +187,7 @@ def main() -> int:
                     help="processes (seeds seed..seed+workers-1), worker w on GPU w %% GPU count; "
                          "compiles run in parallel")
     ap.add_argument("--time-budget", type=float, default=480, help="seconds; stop starting cases after this")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="output directory (default ./fa_ck-results/random_sweep-<gpu>-<date>/)")
     ap.add_argument("--replay", type=Path, default=None, metavar="RESULTS_JSON",
                     help="check the failed cases of a results.json again (or those of --case), on fresh inputs")
     ap.add_argument("--case", nargs="+", default=None, help="with --replay: these case ids")
@@ -198,7 +201,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("random_sweep needs a GPU; on the CPU run `python -m pytest tests/test_properties.py`")
         return 2
-    out = Path(args.out or f"bench/results/random-sweep-{time.strftime('%Y%m%d')}")
+    out = Path(args.out or default_out_dir("random_sweep", torch.cuda.get_device_name()))
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     n_gpu = torch.cuda.device_count()

@@ -1,6 +1,6 @@
 """The fp8 forward's standing against cuDNN's bf16 forward, variant by variant, on a CUDA GPU.
 
-    python bench/standing.py --out OUT.jsonl [--rounds 2] [--variant NAME=JSON ...] [--points d128-S4k-full ...]
+    python bench/standing.py [--out OUT.jsonl] [--rounds 2] [--variant NAME=JSON ...] [--points d128-S4k-full ...]
     python bench/standing.py --summarize OUT.jsonl          # the markdown table of its medians
 
 Each variant is fa_ck's fp8 forward of bf16 inputs (flash_attn_fp8_func) with FA_CK_TRITON_CONFIG=JSON
@@ -9,8 +9,8 @@ torch.profiler (the largest kernel of CALLS calls: the attention kernel; its sha
 calls by CUDA events (quantisation included); rounds interleaved, the order of the runs rotated
 each round; round 0 also takes each run's relative error against float64 (per head, on the GPU).
 Ratios are taken within a round (x cuDNN's kernel, x cuDNN's call), then the median over rounds.
-The device-call folders of bench/results run it (their callN.sh); before 2026-12-05 each folder
-carried its own copy (standing_*.py).
+Rows go to --out (default ./fa_ck-results/standing-<gpu>-<date>/results.jsonl), the table beside
+them as results.md.
 """
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ import json
 import os
 import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # run as a script: `bench` importable
+from bench.out_dir import default_out_dir  # noqa: E402
 
 CALLS = 20
 # name: (batch, seq, heads, causal, head dim); flash-attn's 16k tokens per call at S4k, one call at S16k
@@ -170,7 +174,8 @@ def summarize(path: str) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="JSONL to append rows to")
+    ap.add_argument("--out", help="JSONL to append rows to (default ./fa_ck-results/standing-<gpu>-<date>/"
+                                  "results.jsonl)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                     help='e.g. f32=\'{"fwd": {"F16_SCORES": false}}\'; "default" (no config) always runs first')
@@ -180,8 +185,12 @@ def main(argv=None):
     if args.summarize:
         print(summarize(args.summarize))
         return
+    import torch
+    if not torch.cuda.is_available():
+        ap.error("standing.py times CUDA kernels (torch.profiler, CUDA events) and needs a CUDA GPU")
     if not args.out:
-        ap.error("--out is required to run")
+        args.out = str(default_out_dir("standing", torch.cuda.get_device_name()) / "results.jsonl")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     variants = {"default": ""}
     for item in args.variant:
         name, sep, text = item.partition("=")
@@ -190,7 +199,10 @@ def main(argv=None):
         json.loads(text)                     # (fails here, not in the middle of the run)
         variants[name] = text
     run(args.rounds, args.out, variants, args.points)
-    print(summarize(args.out))
+    table = summarize(args.out)
+    Path(args.out).with_suffix(".md").write_text(table + "\n")
+    print(table)
+    print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')}")
 
 
 if __name__ == "__main__":

@@ -148,9 +148,19 @@ def test_writers(K, tmp_path):
     assert "1.10x" in summary and "err" in summary and len(summary.splitlines()) == 1 + 5
 
 
-def test_gpu_slug(K):
-    assert K._gpu_slug("NVIDIA H200") == "h200"
-    assert K._gpu_slug("AMD Instinct MI300X") == "instinct-mi300x"
+def test_device_slug(K):
+    from bench.out_dir import device_slug
+    assert device_slug("NVIDIA H200") == "h200"
+    assert device_slug("AMD Instinct MI300X") == "mi300x"
+    assert device_slug("cpu") == "cpu"
+
+
+def test_default_output_is_under_the_working_directory(K, cpu_run, tmp_path, monkeypatch):
+    """Without --out a run writes to ./fa_ck-results/kernels-<device>-<date>/, never into the checkout."""
+    monkeypatch.chdir(tmp_path)
+    assert K.main(["--backends", "sdpa-default", "--time-budget", "0"]) == 0
+    (out,) = (tmp_path / "fa_ck-results").iterdir()
+    assert out.name.startswith("kernels-cpu-") and (out / "results.json").exists() and (out / "results.md").exists()
 
 
 class FakeFaCk:
@@ -456,7 +466,7 @@ def test_measure_gqa_catches_a_wrong_kv_gradient(K):
     assert row["rel_err"] < 1e-2 and row["rel_err_dv"] < 2e-2 and row["rel_err_dk"] > 0.2
 
 
-def test_gqa_points_stay_out_of_the_issue_targets(K):
+def test_gqa_points_stay_out_of_the_targets(K):
     rows = [dict(point="gqa bf16 d128 S4096 causal B4xH16/4kv", tag="gqa", dtype="bf16", D=128, S=4096, mode="fwd",
                  backend="fa_ck-triton", ratio_cudnn=0.5)]
     assert all("not measured" in line for line in K.target_lines(rows))

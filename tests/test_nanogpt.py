@@ -38,7 +38,7 @@ def run_main(tmp_path, *extra):
 def harness_on_the_cpu(monkeypatch):
     """main() in this process trains on the CPU, GPU or not: these tests check the harness (the same
     data, losses, reports, skips) with fp32's exact sums; on a GPU main() would take bf16 and TF32,
-    whose losses differ between attention kernels by ~2e-4. The GPU runs are bench/results' records."""
+    whose losses differ between attention kernels by ~2e-4 (the GPU runs: docs/performance.md)."""
     monkeypatch.setattr(nanogpt, "setup_distributed", lambda: (0, 0, 1, torch.device("cpu")))
 
 
@@ -169,8 +169,8 @@ def test_naive_and_sdpa_train_to_the_same_loss(tmp_path):
 
 
 def test_each_variant_is_held_to_its_own_bar_against_sdpa():
-    # exact attention within 0.02 of sdpa's val loss, fp8 within 0.05 (issue 7's bar), in the
-    # result and in the report's table
+    # exact attention within 0.02 of sdpa's val loss, fp8 within 0.05, in the result and in the
+    # report's table
     def run(loss):
         return {"status": "ok", "steps_done": 4, "val_loss": [(2, loss + 0.5), (4, loss)], "train_loss": [(4, loss)]}
     results = {"sdpa": run(2.0), "triton": run(2.03), "triton-fp8": run(2.03), "flex": run(1.99)}
@@ -265,6 +265,14 @@ def test_fa_ck_import_error_skips_its_variants(tmp_path, monkeypatch):
         assert report["variants"][name]["status"] == "skipped"
         assert "fa_ck is half written" in report["variants"][name]["reason"]
     assert report["variants"]["sdpa"]["status"] == "ok"
+
+
+def test_default_output_is_under_the_working_directory(tmp_path, monkeypatch):
+    """Without --out the report goes to ./fa_ck-results/nanogpt-<device>-<date>/, never into the checkout."""
+    monkeypatch.chdir(tmp_path)
+    nanogpt.main(FAST + ["--attn", "sdpa"])
+    (out,) = (tmp_path / "fa_ck-results").iterdir()
+    assert out.name.startswith("nanogpt-cpu-") and (out / "results.json").exists() and (out / "results.md").exists()
 
 
 def test_unknown_variant_is_an_error():

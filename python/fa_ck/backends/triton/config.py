@@ -33,7 +33,6 @@ DQ_STAGES_MAX = 2              # NVIDIA dQ (forward.py's twin) faulted on 128-ro
 FWD_FP32_STAGES_MAX = 2        # NVIDIA fp32 forward up to d64 faulted with 3 stages (GQA, causal)
 F16_SCORES_QK_MAX = 16.0       # q, k quantised to this max: a score of 128 products stays under f16's 65504
 THREE_WG_TILE_COST = 1.5 / 1.06   # a 192-query tile's time in 128-query tiles (measured at d64)
-_FP32_TINY = 2.0 ** -126
 
 
 @dataclass(frozen=True)

@@ -238,12 +238,10 @@ def pick_config(kernel: str, spec, default, options: list, run: Callable, setup:
     config.py derived from autotune's candidate tiles) by timing run(cfg), cached on disk under the
     call's key; `default` when autotune is off or none ran. setup: called once before the first
     timing (what the kernel reads from an earlier launch)."""
-    import dataclasses
+    from fa_ck.backends.triton.config import TILES as tiles, knobs   # (here: this module imports no torch)
 
-    tiles = ("block_m", "block_n", "num_warps", "num_stages")
     own = {name: getattr(default, name) for name in tiles}
-    switches = {f.name: getattr(default, f.name) for f in dataclasses.fields(default)
-                if f.metadata.get("knob") and f.name not in tiles}
+    switches = {name: getattr(default, name) for name in knobs(type(default)) if name not in tiles}
     features = [name for name, on in (("alibi", spec.alibi), ("softcap", spec.softcap), ("dropout", spec.dropout),
                                       ("varlen", spec.varlen), ("window", spec.window_left >= 0),
                                       ("deterministic", spec.deterministic), ("fp8", spec.fp8),

@@ -15,6 +15,10 @@ forward_host = importlib.import_module("fa_ck.backends.triton.forward_host")
 backward_host = importlib.import_module("fa_ck.backends.triton.backward_host")
 
 
+# a call's facts where every Gluon kernel can take its tensors (config.CallSpec's)
+GLUON_FACTS = dict(tma_ok=True, q_tma_ok=True, gluon_ok=True, host_desc_ok=True, dkdv_tma_ok=True, dq_tma_ok=True)
+
+
 class LaunchLog(list):
     slow: list          # the slow paths that ran ("forward", "backward")
 

@@ -23,14 +23,6 @@ device = importlib.import_module("fa_ck.backends.triton.device")
 gluon_launch = importlib.import_module("fa_ck.backends.triton.gluon_launch")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_plans():
-    """No plan recorded by another test serves one here, nor one recorded here another test."""
-    fast_path.clear()
-    yield
-    fast_path.clear()
-
-
 class FakeCompiled:
     function, packed_metadata = "function", "packed"
 

@@ -30,15 +30,7 @@ SM90 = GPU and torch.cuda.get_device_capability() == (9, 0)
 DEVICE = "cuda" if GPU else "cpu"
 F8 = torch.float8_e4m3fn
 no_gluon = pytest.mark.skipif(bool(gluon_launch.GLUON_ERROR), reason="this Triton has no Gluon Hopper API")
-FACTS = dict(tma_ok=True, q_tma_ok=True, gluon_ok=True, host_desc_ok=True, dkdv_tma_ok=True, dq_tma_ok=True)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_plans():
-    """No replay plan from another test (a plan's key does not hold the patched SM count)."""
-    fast_path.clear()
-    yield
-    fast_path.clear()
+FACTS = fake_sm90.GLUON_FACTS
 
 
 def spec(d=128, sq=4096, sk=4096, b=1, h=2, dtype=torch.bfloat16, asked=None, **kw) -> CallSpec:

@@ -103,10 +103,11 @@ def _compiled(signature, tensordesc_meta=None, scratch=0, **meta):
 
 def test_the_parameter_buffer_is_tritons_layout(fake):
     sig = {"x": "*bf16", "fixed": "*fp32", "n": "i32", "one": "constexpr", "big": "i64", "scale": "fp32",
-           "flag": "i1", "u8": "u8", "i16": "i16", "u64": "u64", "f64": "fp64", "BLOCK": "constexpr"}
+           "flag": "i1", "u8": "u8", "i16": "i16", "u64": "u64", "f64": "fp64",
+           "strides": ("i32", "constexpr", ("i64", "fp32")), "BLOCK": "constexpr"}
     kernel = types.SimpleNamespace(arg_names=list(sig))
     placeholder = FakeTensor(0x5000)
-    fixed = (None, placeholder, 300, 1, 2 ** 40, 0.5, True, 200, -3, 2 ** 63 + 5, 0.1)
+    fixed = (None, placeholder, 300, 1, 2 ** 40, 0.5, True, 200, -3, 2 ** 63 + 5, 0.1, (7, 1, (2 ** 40, 0.25)))
     launch = dl.DirectLaunch.make(_compiled(sig), kernel, (3, 4), fixed, ((0, 1, None),), {"BLOCK": 64},
                                   [FakeTensor(0x1000), FakeTensor(0x2000)])
     assert launch is not None
@@ -115,12 +116,14 @@ def test_the_parameter_buffer_is_tritons_layout(fake):
     assert got["grid"] == (3, 4, 1) and got["block"] == (256, 1, 1) and got["shared"] == 4096
     assert got["stream"] == 77 and got["function"] == 0xF00
     p = got["params"]
-    assert len(p) == 10 + 2                                   # two constexprs dropped, two scratch pointers added
+    assert len(p) == 13 + 2                                   # constexprs dropped, tuples flat, two scratch pointers
     assert [_read(p[0], ctypes.c_uint64), _read(p[1], ctypes.c_uint64), _read(p[2], ctypes.c_int32),
             _read(p[3], ctypes.c_int64), _read(p[4], ctypes.c_float), _read(p[5], ctypes.c_int8),
             _read(p[6], ctypes.c_uint8), _read(p[7], ctypes.c_int16), _read(p[8], ctypes.c_uint64),
-            _read(p[9], ctypes.c_double)] == [0x3000, 0x5000, 300, 2 ** 40, 0.5, 1, 200, -3, 2 ** 63 + 5, 0.1]
-    assert _read(p[10], ctypes.c_uint64) == 0 and _read(p[11], ctypes.c_uint64) == 0   # no scratch
+            _read(p[9], ctypes.c_double), _read(p[10], ctypes.c_int32), _read(p[11], ctypes.c_int64),
+            _read(p[12], ctypes.c_float)] == [0x3000, 0x5000, 300, 2 ** 40, 0.5, 1, 200, -3, 2 ** 63 + 5, 0.1,
+                                              7, 2 ** 40, 0.25]
+    assert _read(p[13], ctypes.c_uint64) == 0 and _read(p[14], ctypes.c_uint64) == 0   # no scratch
     launch(slots=[None, FakeTensor(0x4000)], stream=78)         # the next call's own pointer
     assert _read(fake.launches[-1]["params"][0], ctypes.c_uint64) == 0x4000
 
@@ -148,8 +151,8 @@ def test_a_host_made_descriptor_is_its_tensor_map_shape_and_strides(fake, monkey
     assert fake.log[-3:] == ["alloc", "launch", "free"]      # the scratch lives until the launch is queued
 
 
-@pytest.mark.parametrize("why", ["cluster", "pdl", "cooperative", "profile", "hip", "fp16 scalar", "tuple", "not a map",
-                                 "map of no slot", "arguments short", "hook", "no cuda", "no nvidia driver module",
+@pytest.mark.parametrize("why", ["cluster", "pdl", "cooperative", "profile", "hip", "fp16 scalar", "pointer in a tuple",
+                                 "not a map", "map of no slot", "arguments short", "hook", "no cuda", "no nvidia driver module",
                                  "another kind of map", "a map that is not the copy"])
 def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
     maps = ("not a map", "map of no slot", "another kind of map", "a map that is not the copy")
@@ -167,8 +170,8 @@ def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
         meta = dict(profile_scratch_size=8)
     elif why == "fp16 scalar":
         sig["s"] = "fp16"
-    elif why == "tuple":
-        sig["s"] = ("i32", "i32")
+    elif why == "pointer in a tuple":
+        sig["s"] = ("*bf16", "i32")
     elif why == "arguments short":
         sig["extra"] = "i32"
     elif why == "hook":
@@ -193,7 +196,8 @@ def test_out_of_the_ordinary_launches_keep_tritons_path(fake, monkeypatch, why):
     subs = ((0, 0, desc if sig["x"].startswith("tensordesc") else None),) if why != "map of no slot" else ()
     # (arguments short: a signature longer than the call)
     kernel = types.SimpleNamespace(arg_names=[name for name in sig if name != "extra"])
-    assert dl.DirectLaunch.make(compiled, kernel, (1,), (None, 1.0), subs, {}, [FakeTensor(16)]) is None
+    s = (FakeTensor(32), 3) if why == "pointer in a tuple" else 1.0
+    assert dl.DirectLaunch.make(compiled, kernel, (1,), (None, s), subs, {}, [FakeTensor(16)]) is None
 
 
 def _one_launch_plan(monkeypatch):

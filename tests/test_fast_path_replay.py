@@ -496,6 +496,12 @@ class _Driver:
         for ty in signature.values():
             if ty == "constexpr":
                 continue
+            if isinstance(ty, tuple):                           # its items, read back as the launcher laid them
+                items = [_C_TYPES[t].from_address(params[i + j]).value
+                         for j, t in enumerate(t for t in ty if t != "constexpr")]
+                values.append(tuple(items))
+                i += len(items)
+                continue
             word = ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64)).contents.value
             values.append(word if ty.startswith(("*", "tensordesc")) else None)
             i += 1 + (2 * int(ty.split(":")[1]) if ty.startswith("tensordesc") else 0)
@@ -507,6 +513,18 @@ class _Driver:
 
 
 _COMPILED: dict = {}
+_SCALAR_TYPES = {bool: "i1", int: "i64", float: "fp32"}
+_C_TYPES = {"i1": ctypes.c_int8, "i64": ctypes.c_int64, "fp32": ctypes.c_float}
+
+
+def _tuple_type(items: tuple) -> tuple:
+    """A tuple argument's signature as Triton specialises it: an int equal to 1 a constexpr."""
+    return tuple("constexpr" if type(x) is int and x == 1 else _SCALAR_TYPES[type(x)] for x in items)
+
+
+def _tuple_read_back(items: tuple) -> tuple:
+    """What the launcher hands the kernel for a tuple argument: its items but the constexprs, as C types."""
+    return tuple(_C_TYPES[t](x).value for t, x in zip(_tuple_type(items), items) if t != "constexpr")
 
 
 def _fake_compiled(kernel, args, constexprs):
@@ -520,9 +538,11 @@ def _fake_compiled(kernel, args, constexprs):
             signature[name] = "*i8"
         elif isinstance(a, gluon.TensorDescriptor):
             signature[name] = f"tensordesc:{len(a.shape)}"
+        elif isinstance(a, tuple):
+            signature[name] = _tuple_type(a)
         else:
-            signature[name] = {bool: "i1", int: "i64", float: "fp32"}[type(a)]
-    n_maps = sum(ty.startswith("tensordesc") for ty in signature.values())
+            signature[name] = _SCALAR_TYPES[type(a)]
+    n_maps = sum(isinstance(ty, str) and ty.startswith("tensordesc") for ty in signature.values())
     meta = types.SimpleNamespace(num_ctas=1, launch_pdl=False, launch_cooperative_grid=False, profile_scratch_size=0,
                                  global_scratch_size=0, tensordesc_meta=[{}] * n_maps)
     _COMPILED[len(_COMPILED) + 1] = (kernel, signature)
@@ -572,7 +592,8 @@ def test_a_replayed_fp8_forward_makes_one_workspace_and_launches_into_it(gpu_pat
     def pointers(values, workspace, known):
         """Pointers as roles: the name of the tensor at that address, or workspace+offset."""
         names = {t.data_ptr(): name for name, t in known.items()}
-        return [None if ptr is None else names.get(ptr, f"workspace+{ptr - workspace.data_ptr()}") for ptr in values]
+        return [ptr if ptr is None or isinstance(ptr, tuple)
+                else names.get(ptr, f"workspace+{ptr - workspace.data_ptr()}") for ptr in values]
 
     q, k, v = _inputs(d=d)
     driver.amax_bytes = 4 * fp8.fp8_slots(2, 4, 4)[-1]          # (B, H) int32s of q, k and v
@@ -581,10 +602,13 @@ def test_a_replayed_fp8_forward_makes_one_workspace_and_launches_into_it(gpu_pat
     slow_ws = workspaces[-1]
     expected = []
     for kernel, args in slow_launches:
+        # pointers, and each tuple's items (strides, scalars) as the kernel is to read them
         values = [a.data_ptr() if isinstance(a, torch.Tensor) else a.base.data_ptr()
-                  if isinstance(a, gluon.TensorDescriptor) else None for a in args]
+                  if isinstance(a, gluon.TensorDescriptor) else _tuple_read_back(a) if isinstance(a, tuple) else None
+                  for a in args]
         expected.append((kernel, pointers(values, slow_ws, dict(q=q, k=k, v=v, out=out, lse=lse, **_placeholders()))))
-    assert all(role and not role.startswith("workspace+-") for _, roles in expected for role in roles if role)
+    assert all(not role.startswith("workspace+-") for _, roles in expected for role in roles if isinstance(role, str))
+    assert any(isinstance(role, tuple) for _, roles in expected for role in roles)   # (tuples laid out, checked)
     on_gpu[0] = True
     tb.forward(*_inputs(d=d), p)                                # the first replay: keyed.launch (compiled kept)
     assert len(slow_launches) == 2 * len(expected) and not driver.launches

@@ -48,6 +48,7 @@ from unittest import mock  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton._utils import find_paths_if, get_iterable_path  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 from triton.compiler.compiler import make_backend  # noqa: E402
 from triton.runtime.jit import create_function_from_signature  # noqa: E402
@@ -190,7 +191,7 @@ class Launch:
     def values(self) -> dict:
         """The constexprs by parameter name."""
         names = list(self.signature)
-        return {names[path[0]]: value for path, value in self.constexprs.items()}
+        return {names[path[0]]: value for path, value in self.constexprs.items() if len(path) == 1}
 
     def describe(self) -> str:
         """The constexprs of note: numbers by value, switches that are on by name (layouts left out)."""
@@ -211,11 +212,13 @@ def specialise(kernel, args: tuple, constexprs: dict, backend) -> tuple:
     (JITFunction.run: its binder, then _pack_args) for `backend`'s target."""
     binder = create_function_from_signature(kernel.signature, kernel.params, backend)
     bound, spec, options = binder(*args, **constexprs)
-    signature = {p.name: s[0] for p, s in zip(kernel.params, spec)}
+    types, specs = [s[0] for s in spec], [s[1] for s in spec]
+    signature = dict(zip((p.name for p in kernel.params), types))
+    # paths into nested tuples, as JITFunction.run makes them: (i,) for a parameter, (i, j) for a tuple's item
     values = list(bound.values())
-    consts = {(i,): values[i] for i, s in enumerate(spec) if s[0] == "constexpr"}
-    attrs = {(i,): backend.parse_attr(s[1]) for i, s in enumerate(spec)
-             if s[0] != "constexpr" and isinstance(s[1], str)}
+    consts = {path: get_iterable_path(values, path) for path in find_paths_if(types, lambda _, t: t == "constexpr")}
+    attrs = {path: backend.parse_attr(get_iterable_path(specs, path))
+             for path in find_paths_if(specs, lambda _, s: isinstance(s, str))}
     return signature, consts, attrs, options
 
 

@@ -10,7 +10,7 @@ from . import buffers, fast_path, gluon_launch, tuning
 from .buffers import cdiv, lse_strides, placeholders, strides, tma_ok
 from .config import (BwdConfig, DkdvConfig, DqConfig, backward_config, backward_with, candidates, dkdv_with_tiles,
                      dq_with_tiles)
-from .forward_host import call_spec, dims, extras, kernel_flags, scalars
+from .forward_host import call_spec, dims, extras, kernel_flags, scalars, softmax_args
 from .kernels.backward import bwd_dkdv_kernel, bwd_dq_kernel, bwd_preprocess, dq_from_acc
 
 
@@ -122,21 +122,20 @@ def preprocess(out, do, lse, delta, lse_s, dq_zero, p: AttnParams, cfg: BwdConfi
     acc = dq_zero if dq_zero is not None else placeholders(out.device)[1]
     bm = cfg.preprocess_block_m
     fast_path.launch(bwd_preprocess, (cdiv(sq, bm), hq, b), (
-        out, do, delta, lse, lse_s, acc, *strides(out, p.varlen), *strides(do, p.varlen),
-        *lse_strides(lse, p.varlen), *(strides(acc, False) if dq_zero is not None else (0, 0, 0)),
+        out, do, delta, lse, lse_s, acc, strides(out, p.varlen), strides(do, p.varlen),
+        lse_strides(lse, p.varlen), strides(acc, False) if dq_zero is not None else (0, 0, 0),
         acc.numel(), sq, d, p.scale, extras(out, p)[3]), dict(
         BLOCK_M=bm, BLOCK_D=kernel_flags(out, p, d)["BLOCK_D"], VARLEN=p.varlen, ZERO_DQ=dq_zero is not None))
 
 
 def _common(q, k, v, do, p: AttnParams) -> tuple:
-    return (*strides(q, p.varlen), *strides(k, p.varlen), *strides(v, p.varlen), *strides(do, p.varlen))
+    return strides(q, p.varlen), strides(k, p.varlen), strides(v, p.varlen), strides(do, p.varlen)
 
 
 def _tail(q, k, p: AttnParams) -> tuple:
     b, sq, sk, hq, hkv, d = dims(q, k, p)
     scal = scalars(p)
-    return (sq, sk, hq // hkv, d, p.scale, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
-            scal["window_left"], scal["window_right"], scal["dropout_p"], sk)
+    return (sq, sk, hq // hkv, d, p.scale, softmax_args(scal), (p.window_left, p.window_right), scal["dropout_p"], sk)
 
 
 def launch_dkdv(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, dq_acc, cfg: DkdvConfig):
@@ -149,7 +148,7 @@ def launch_dkdv(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, 
         return
     fast_path.launch(bwd_dkdv_kernel, (cdiv(sk, cfg.block_n), hkv, b), (
         q, k, v, do, lse, delta, dk, dv, slopes, rng, cu_q, cu_k, *_common(q, k, v, do, p),
-        *strides(dk, p.varlen), *strides(dv, p.varlen), *lse_strides(lse, p.varlen),
+        strides(dk, p.varlen), strides(dv, p.varlen), lse_strides(lse, p.varlen),
         slope_stride, *_tail(q, k, p)), dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, **kernel_flags(q, p, d),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages))
@@ -164,6 +163,6 @@ def launch_dq(do, q, k, v, out, lse, dq, dk, dv, delta, lse_s, p: AttnParams, cf
         return
     fast_path.launch(bwd_dq_kernel, (cdiv(sq, cfg.block_m), hq, b), (
         q, k, v, do, lse, delta, dq, slopes, rng, cu_q, cu_k, *_common(q, k, v, do, p),
-        *strides(dq, p.varlen), *lse_strides(lse, p.varlen), slope_stride, *_tail(q, k, p)), dict(
+        strides(dq, p.varlen), lse_strides(lse, p.varlen), slope_stride, *_tail(q, k, p)), dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, **kernel_flags(q, p, d), num_warps=cfg.num_warps,
         num_stages=cfg.num_stages))

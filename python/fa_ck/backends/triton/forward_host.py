@@ -34,6 +34,11 @@ def scalars(p: AttnParams) -> dict:
                 window_left=p.window_left, window_right=p.window_right, dropout_p=float(p.dropout_p))
 
 
+def softmax_args(scal: dict) -> tuple:
+    """forward.py's and backward.py's `softmax` argument, from scalars()."""
+    return scal["scale_log2"], scal["softcap_in"], scal["softcap_out"]
+
+
 def call_spec(q, k, p: AttnParams, **facts) -> CallSpec:
     """What config.py decides from: the call (shapes, dtype, features, device) and `facts` about its
     tensors (tma_ok, gluon_ok, ...)."""
@@ -141,10 +146,9 @@ def launch_triton(q, k, v, out, lse, qd, kd, vd, p: AttnParams, cfg: FwdConfig, 
         fast_path.tma_allocator()
     fast_path.launch(fwd_kernel, (cdiv(sq, cfg.block_m), hq, b), (
         q, k, v, out, lse, slopes, rng, cu_q, cu_k, qd, kd, vd,
-        *strides(q, p.varlen), *strides(k, p.varlen), *strides(v, p.varlen), v.stride(-1),
-        *strides(out, p.varlen), *lse_strides(lse, p.varlen), slope_stride,
-        *((qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0)),
-        sq, sk, hq // hkv, d, scal["scale_log2"], scal["softcap_in"], scal["softcap_out"],
-        scal["window_left"], scal["window_right"], scal["dropout_p"], sk), dict(
+        strides(q, p.varlen), strides(k, p.varlen), (*strides(v, p.varlen), v.stride(-1)),
+        strides(out, p.varlen), lse_strides(lse, p.varlen), slope_stride,
+        (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0),
+        sq, sk, hq // hkv, d, softmax_args(scal), (p.window_left, p.window_right), scal["dropout_p"], sk), dict(
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, TMA=cfg.tma, RAW_MAX=cfg.raw_max, **kernel_flags(q, p, d),
         FP8=p.fp8, P_SCALE=p_scale, num_warps=cfg.num_warps, num_stages=cfg.num_stages))

@@ -69,16 +69,15 @@ def quantize(q, k, v, q8, k8, v8, amax_bits, descale, permute_v: bool = False, c
     block_s = 16 if device.INTERPRET else 64
     grid = (cdiv(max(sq, sk), block_s), hq + 2 * hkv, b)
     sizes = (sq, sk, d, hq, hkv, *fp8_slots(b, hq, hkv)[1:3])
-    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3])
+    strides = (q.stride()[:3], k.stride()[:3], v.stride()[:3])
     consts = dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d))
     fast_path.zero(amax_bits)
     fast_path.launch(amax_kernel, grid, (q, k, v, amax_bits, *strides, *sizes), consts)
     dtype = k8.dtype                                          # (q8's too: one fp8 type)
     emin = (-7 if dtype == torch.float8_e4m3fnuz else -6) if device.INTERPRET else 0
-    fast_path.launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *outs[0].stride(), *outs[1].stride(),
-                                    *outs[2].stride(), *sizes, torch.finfo(dtype).max,
-                                    qk_max or torch.finfo(dtype).max),
-            dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v, COPY_Q=copy_q))
+    fast_path.launch(quantize_kernel, grid, (q, k, v, *outs, amax_bits, descale, *strides, *(t.stride() for t in outs),
+                                             *sizes, torch.finfo(dtype).max, qk_max or torch.finfo(dtype).max),
+                     dict(consts, ROUND_EMIN=emin, PERMUTE_V=permute_v, COPY_Q=copy_q))
     for x8 in {id(t): t for t in (q8, k8, v8) if id(t) in temps}.values():
         padded.get(id(x8), x8).copy_(temps[id(x8)])
 
@@ -190,7 +189,7 @@ def keys_for_registers(v: torch.Tensor) -> tuple:
         block_s = 16 if device.INTERPRET else 64
         dst = padded_keys(out)
         fast_path.launch(keys_for_registers_kernel, (cdiv(keys_padded(s), block_s), h, b),
-                (v, dst, *v.stride(), *dst.stride(), s, d), dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d)))
+                (v, dst, v.stride(), dst.stride(), s, d), dict(BLOCK_S=block_s, BLOCK_D=triton.next_power_of_2(d)))
     return out, work
 
 

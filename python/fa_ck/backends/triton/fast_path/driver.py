@@ -10,9 +10,10 @@ and strides as int64s, then the global and profile scratch pointers); per call o
 pointers are patched in and each tensor map's address swapped by cuTensorMapReplaceAddress. A
 plan's zeroing goes here too, as cuMemsetD8Async on the stream.
 
-Where anything is out of the ordinary (not NVIDIA, no libcuda, a launch hook set, fp16 scalars,
-tuples, a descriptor Triton did not lower to a tensor map, clusters, PDL, profile scratch)
-DirectLaunch.make returns None and the plan keeps Triton's launcher.
+A tuple argument (a tensor's strides, a few scalars) is laid out item by item, as Triton's launcher
+flattens it. Where anything is out of the ordinary (not NVIDIA, no libcuda, a launch hook set, fp16
+scalars, a pointer or descriptor inside a tuple, a descriptor Triton did not lower to a tensor map,
+clusters, PDL, profile scratch) DirectLaunch.make returns None and the plan keeps Triton's launcher.
 """
 from __future__ import annotations
 
@@ -107,6 +108,26 @@ def _copy_tensor_map(cu_map):
     return buf, addr
 
 
+def flat_scalars(ty: tuple, value: tuple) -> list | None:
+    """A tuple argument's items as ctypes values, constexpr items left out (as Triton's launcher
+    flattens it); None where an item is not a plain int or float scalar."""
+    if not isinstance(value, tuple) or len(ty) != len(value):
+        return None
+    out = []
+    for t, v in zip(ty, value):
+        if isinstance(t, tuple):
+            inner = flat_scalars(t, v)
+            if inner is None:
+                return None
+            out += inner
+        elif t != "constexpr":
+            c_type = _C.get(t)
+            if c_type is None or t.startswith("*") or not isinstance(v, (int, float)):
+                return None
+            out.append(c_type(v))
+    return out
+
+
 class DirectLaunch:
     """One launch of a plan, laid out for cuLaunchKernel: call(slots, stream) patches the slots'
     pointers in (each plus its part's byte offset) and launches."""
@@ -142,7 +163,11 @@ class DirectLaunch:
         keep, patches, maps = [], [], []
         for pos, (ty, value) in enumerate(zip(signature, values)):
             if not isinstance(ty, str):
-                return None                            # tuples
+                items = flat_scalars(ty, value)
+                if items is None:
+                    return None
+                keep += items
+                continue
             if ty == "constexpr":
                 continue
             if ty.startswith("tensordesc"):

@@ -190,6 +190,8 @@ class Plan:
                     base, desc = arg, None
                 elif TensorDescriptor is not None and isinstance(arg, TensorDescriptor):
                     base, desc = arg.base, rebased(arg, None)   # (the plan keeps no tensor of the call alive)
+                elif isinstance(arg, tuple) and any(hasattr(x, "data_ptr") or hasattr(x, "base") for x in arg):
+                    return None                        # (a tensor inside a tuple: no slot a replay fills)
                 else:
                     continue
                 place = locate(base)

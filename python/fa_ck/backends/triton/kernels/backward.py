@@ -19,14 +19,18 @@ from .common import (dropout_keep, head_constants, head_ptr, key_blocks, load_ti
 
 
 @triton.jit
-def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, DQ_ACC, stride_ob, stride_os, stride_oh, stride_dob, stride_dos,
-                   stride_doh, stride_lb, stride_lh, stride_ab, stride_as, stride_ah, n_acc, seqlen_q, head_dim, scale,
-                   CU_Q, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, VARLEN: tl.constexpr, ZERO_DQ: tl.constexpr):
+def bwd_preprocess(O, DO, DELTA, LSE, LSE_S, DQ_ACC, o_strides, do_strides, lse_strides, acc_strides, n_acc,
+                   seqlen_q, head_dim, scale, CU_Q,
+                   BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, VARLEN: tl.constexpr, ZERO_DQ: tl.constexpr):
     """delta = rowsum(O * dO), and LSE_S = lse / scale (+inf where lse is -inf: a query that saw no
     key) for the Gluon dK/dV kernel: once per row here, not once per key block there. DELTA, LSE and
     LSE_S share strides. ZERO_DQ (the one pass, not varlen): also zero the rows of DQ_ACC (its fp32
     dQ, q's shape) this program covers, and the 4 elements past its n_acc (the dK/dV kernel's unit
-    counter): one launch and one pass over memory less than a fill."""
+    counter): one launch and one pass over memory less than a fill. Strides as in forward.py."""
+    stride_ob, stride_os, stride_oh = o_strides
+    stride_dob, stride_dos, stride_doh = do_strides
+    stride_lb, stride_lh = lse_strides
+    stride_ab, stride_as, stride_ah = acc_strides
     pid_m = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
     b = tl.program_id(2)
@@ -115,16 +119,22 @@ def _dkdv_blocks(dk, dv, k, v, q_ptrs, do_ptrs, q_offs, do_offs, lse_ptrs, delta
 
 @triton.jit
 def bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SLOPES, RNG, CU_Q, CU_K,
-                    stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                    stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
-                    stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
-                    stride_lb, stride_lh, stride_sb,
-                    seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, softcap_in, softcap_out,
-                    window_left, window_right, dropout_p, rng_row,
+                    q_strides, k_strides, v_strides, do_strides, dk_strides, dv_strides, lse_strides, stride_sb,
+                    seqlen_q, seqlen_k, group, head_dim, scale, softmax, window, dropout_p, rng_row,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                     EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                     MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                     DOT_F32: tl.constexpr):
+    """Strides and scalars as in forward.py; one program per (key block, kv head, batch)."""
+    stride_qb, stride_qs, stride_qh = q_strides
+    stride_kb, stride_ks, stride_kh = k_strides
+    stride_vb, stride_vs, stride_vh = v_strides
+    stride_dob, stride_dos, stride_doh = do_strides
+    stride_dkb, stride_dks, stride_dkh = dk_strides
+    stride_dvb, stride_dvs, stride_dvh = dv_strides
+    stride_lb, stride_lh = lse_strides
+    scale_log2, softcap_in, softcap_out = softmax
+    window_left, window_right = window
     pid_n = tl.program_id(0)
     hk = tl.program_id(1)
     b = tl.program_id(2)
@@ -225,15 +235,21 @@ def _dq_blocks(dq, q, do, lse2, delta, k_ptrs, v_ptrs, k_offs, v_offs, start, en
 # tools/sm90_offline_compile.py reproduces it).
 @triton.jit(do_not_specialize=["seqlen_q", "seqlen_k", "rng_row"])
 def bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SLOPES, RNG, CU_Q, CU_K,
-                  stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                  stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
-                  stride_dqb, stride_dqs, stride_dqh, stride_lb, stride_lh, stride_sb,
-                  seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, softcap_in, softcap_out,
-                  window_left, window_right, dropout_p, rng_row,
+                  q_strides, k_strides, v_strides, do_strides, dq_strides, lse_strides, stride_sb,
+                  seqlen_q, seqlen_k, group, head_dim, scale, softmax, window, dropout_p, rng_row,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                   EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                   MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                   DOT_F32: tl.constexpr):
+    """Strides and scalars as in forward.py; one program per (query block, head, batch)."""
+    stride_qb, stride_qs, stride_qh = q_strides
+    stride_kb, stride_ks, stride_kh = k_strides
+    stride_vb, stride_vs, stride_vh = v_strides
+    stride_dob, stride_dos, stride_doh = do_strides
+    stride_dqb, stride_dqs, stride_dqh = dq_strides
+    stride_lb, stride_lh = lse_strides
+    scale_log2, softcap_in, softcap_out = softmax
+    window_left, window_right = window
     m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
                                                                             BLOCK_M, VARLEN)
     if m0 >= seqlen_q:

@@ -75,16 +75,23 @@ def _fwd_blocks(acc, l_i, m_i, q, k_ptrs, v_ptrs, k_offs, v_offs, k_desc, v_desc
 
 @triton.jit
 def fwd_kernel(Q, K, V, O, LSE, SLOPES, RNG, CU_Q, CU_K, QD, KD, VD,
-               stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-               stride_vb, stride_vs, stride_vh, stride_vd, stride_ob, stride_os, stride_oh,
-               stride_lb, stride_lh, stride_sb, stride_qdb, stride_kdb,
-               seqlen_q, seqlen_k, group, head_dim, scale_log2, softcap_in, softcap_out,
-               window_left, window_right, dropout_p, rng_row,
+               q_strides, k_strides, v_strides, o_strides, lse_strides, stride_sb, descale_strides,
+               seqlen_q, seqlen_k, group, head_dim, softmax, window, dropout_p, rng_row,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                EVEN_D: tl.constexpr, VARLEN: tl.constexpr, SOFTCAP: tl.constexpr, ALIBI: tl.constexpr,
                MASK_LEFT: tl.constexpr, MASK_RIGHT: tl.constexpr, DROPOUT: tl.constexpr,
                DOT_F32: tl.constexpr, FP8: tl.constexpr = False, P_SCALE: tl.constexpr = 1.0,
                TMA: tl.constexpr = False, RAW_MAX: tl.constexpr = False):
+    """Strides per tensor: (batch, seq, head), v's with its head-dim stride last, lse's (batch, head),
+    the fp8 descales' batch strides (q's, k's and v's); softmax: (scale_log2, softcap_in, softcap_out)."""
+    stride_qb, stride_qs, stride_qh = q_strides
+    stride_kb, stride_ks, stride_kh = k_strides
+    stride_vb, stride_vs, stride_vh, stride_vd = v_strides
+    stride_ob, stride_os, stride_oh = o_strides
+    stride_lb, stride_lh = lse_strides
+    stride_qdb, stride_kdb = descale_strides
+    scale_log2, softcap_in, softcap_out = softmax
+    window_left, window_right = window
     m0, h, b, num_heads, q_start, k_start, seqlen_q, seqlen_k = query_block(CU_Q, CU_K, seqlen_q, seqlen_k,
                                                                             BLOCK_M, VARLEN)
     if m0 >= seqlen_q:

@@ -41,9 +41,10 @@ def key_position(s):
 
 
 @triton.jit
-def _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d):
+def _load(X, b, h, x_strides, seqlen, head_dim, offs_s, offs_d):
     """Rows offs_s, columns offs_d of head h of batch b in fp32 (zeros where they do not exist),
-    and which exist."""
+    and which exist. x_strides: (batch, seq, head)."""
+    stride_b, stride_s, stride_h = x_strides
     ok = (offs_s[:, None] < seqlen) & (offs_d[None, :] < head_dim)
     x = tl.load(X + wide(b) * stride_b + wide(h) * stride_h + wide(offs_s)[:, None] * stride_s + offs_d[None, :],
                 mask=ok, other=0.0)
@@ -51,15 +52,14 @@ def _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_
 
 
 @triton.jit
-def _amax_bits(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d):
-    x, _ = _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d)
+def _amax_bits(X, b, h, x_strides, seqlen, head_dim, offs_s, offs_d):
+    x, _ = _load(X, b, h, x_strides, seqlen, head_dim, offs_s, offs_d)
     return tl.max(tl.max(tl.abs(x).to(tl.int32, bitcast=True), 1), 0)
 
 
 @triton.jit
-def amax_kernel(Q, K, V, AMAX_BITS, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh, stride_vb,
-                stride_vs, stride_vh, seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v,
-                BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+def amax_kernel(Q, K, V, AMAX_BITS, q_strides, k_strides, v_strides, seqlen_q, seqlen_k, head_dim, heads_q, heads_kv,
+                start_k, start_v, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
     b = tl.program_id(2)
     t, h, slot = which_tensor(tl.program_id(1), b, heads_q, heads_kv, start_k, start_v)
     if tl.program_id(0) * BLOCK_S >= tl.where(t == 0, seqlen_q, seqlen_k):
@@ -69,18 +69,20 @@ def amax_kernel(Q, K, V, AMAX_BITS, stride_qb, stride_qs, stride_qh, stride_kb, 
     # (each tensor's whole tile inside its own branch: a tile of pointers chosen between branches
     # would be kept in registers, 254 of them per thread on sm90)
     if t == 0:
-        bits = _amax_bits(Q, b, h, stride_qb, stride_qs, stride_qh, seqlen_q, head_dim, offs_s, offs_d)
+        bits = _amax_bits(Q, b, h, q_strides, seqlen_q, head_dim, offs_s, offs_d)
     elif t == 1:
-        bits = _amax_bits(K, b, h, stride_kb, stride_ks, stride_kh, seqlen_k, head_dim, offs_s, offs_d)
+        bits = _amax_bits(K, b, h, k_strides, seqlen_k, head_dim, offs_s, offs_d)
     else:
-        bits = _amax_bits(V, b, h, stride_vb, stride_vs, stride_vh, seqlen_k, head_dim, offs_s, offs_d)
+        bits = _amax_bits(V, b, h, v_strides, seqlen_k, head_dim, offs_s, offs_d)
     tl.atomic_max(AMAX_BITS + slot, bits)
 
 
 @triton.jit
-def _quantize_tile(X, X8, scale, b, h, stride_b, stride_s, stride_h, stride_8b, stride_8s, stride_8h, stride_8d,
-                   seqlen, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN: tl.constexpr, PERMUTE: tl.constexpr = False):
-    x, ok = _load(X, b, h, stride_b, stride_s, stride_h, seqlen, head_dim, offs_s, offs_d)
+def _quantize_tile(X, X8, scale, b, h, x_strides, x8_strides, seqlen, head_dim, fp8_max, offs_s, offs_d,
+                   ROUND_EMIN: tl.constexpr, PERMUTE: tl.constexpr = False):
+    """x8_strides: all four of X8's, (batch, seq, head, head dim)."""
+    stride_8b, stride_8s, stride_8h, stride_8d = x8_strides
+    x, ok = _load(X, b, h, x_strides, seqlen, head_dim, offs_s, offs_d)
     rows = offs_s
     if PERMUTE:     # (see PERMUTE_V above)
         ok = (offs_s[:, None] < tl.cdiv(seqlen, 16) * 16) & (offs_d[None, :] < head_dim)
@@ -96,9 +98,8 @@ def _quantize_tile(X, X8, scale, b, h, stride_b, stride_s, stride_h, stride_8b, 
 
 
 @triton.jit
-def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_qs, stride_qh, stride_kb, stride_ks,
-                    stride_kh, stride_vb, stride_vs, stride_vh, stride_q8b, stride_q8s, stride_q8h, stride_q8d,
-                    stride_k8b, stride_k8s, stride_k8h, stride_k8d, stride_v8b, stride_v8s, stride_v8h, stride_v8d,
+def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, q_strides, k_strides, v_strides,
+                    q8_strides, k8_strides, v8_strides,
                     seqlen_q, seqlen_k, head_dim, heads_q, heads_kv, start_k, start_v, fp8_max, qk_max,
                     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ROUND_EMIN: tl.constexpr,
                     PERMUTE_V: tl.constexpr = False, COPY_Q: tl.constexpr = True):
@@ -117,22 +118,24 @@ def quantize_kernel(Q, K, V, Q8, K8, V8, AMAX_BITS, DESCALE, stride_qb, stride_q
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, BLOCK_D)
     if (t == 0) & COPY_Q:
-        _quantize_tile(Q, Q8, scale, b, h, stride_qb, stride_qs, stride_qh, stride_q8b, stride_q8s, stride_q8h,
-                       stride_q8d, seqlen_q, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
+        _quantize_tile(Q, Q8, scale, b, h, q_strides, q8_strides, seqlen_q, head_dim, fp8_max, offs_s, offs_d,
+                       ROUND_EMIN)
     elif t == 1:
-        _quantize_tile(K, K8, scale, b, h, stride_kb, stride_ks, stride_kh, stride_k8b, stride_k8s, stride_k8h,
-                       stride_k8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN)
+        _quantize_tile(K, K8, scale, b, h, k_strides, k8_strides, seqlen_k, head_dim, fp8_max, offs_s, offs_d,
+                       ROUND_EMIN)
     elif t == 2:
-        _quantize_tile(V, V8, scale, b, h, stride_vb, stride_vs, stride_vh, stride_v8b, stride_v8s, stride_v8h,
-                       stride_v8d, seqlen_k, head_dim, fp8_max, offs_s, offs_d, ROUND_EMIN, PERMUTE_V)
+        _quantize_tile(V, V8, scale, b, h, v_strides, v8_strides, seqlen_k, head_dim, fp8_max, offs_s, offs_d,
+                       ROUND_EMIN, PERMUTE_V)
 
 
 @triton.jit
-def keys_for_registers_kernel(V, V8, stride_b, stride_s, stride_h, stride_d, stride_8b, stride_8s, stride_8h,
-                              stride_8d, seqlen, head_dim, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+def keys_for_registers_kernel(V, V8, v_strides, v8_strides, seqlen, head_dim, BLOCK_S: tl.constexpr,
+                              BLOCK_D: tl.constexpr):
     """v's rows (BLOCK_S keys of one (batch, head)) to v8's key_position(s), as they are (bytes, no
     arithmetic), v8's keys written to a multiple of 16 (zeros past the last key);
-    BLOCK_S a multiple of 16."""
+    BLOCK_S a multiple of 16. Strides: all four of each tensor's."""
+    stride_b, stride_s, stride_h, stride_d = v_strides
+    stride_8b, stride_8s, stride_8h, stride_8d = v8_strides
     # as bytes: the interpreter's fp8 has no zero to fill masked loads with
     V, V8 = V.to(tl.pointer_type(tl.uint8)), V8.to(tl.pointer_type(tl.uint8))
     b, h = tl.program_id(2), tl.program_id(1)

@@ -81,10 +81,9 @@ def forward(q, k, v, out, lse, cu_q, cu_k, qd, kd, vd, p: AttnParams, cfg: FwdCo
     o_arg = desc4(out, 64, cfg.o_cols) if cfg.tma_store else out
     fast_path.launch(fwd_gluon_kernel, (cfg.programs, 1, 1), (
         q_arg, k_arg, v_arg, out, o_arg, lse, cu_q, cu_k, qd, kd, vd,
-        *strides(q, p.varlen), *strides(k, p.varlen), *strides(v, p.varlen), v.stride(-1),
-        *strides(out, p.varlen), *lse_strides(lse, p.varlen),
-        qd.stride(0) if p.fp8 else 0, kd.stride(0) if p.fp8 else 0, sq, sk, b, hq, hq // hkv, d,
-        scalars["scale_log2"], scalars["window_left"], scalars["window_right"]), dict(
+        strides(q, p.varlen), strides(k, p.varlen), (*strides(v, p.varlen), v.stride(-1)),
+        strides(out, p.varlen), lse_strides(lse, p.varlen), (qd.stride(0), kd.stride(0)) if p.fp8 else (0, 0),
+        sq, sk, b, hq, hq // hkv, d, scalars["scale_log2"], (p.window_left, p.window_right)), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg.num_stages, VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=smem_layout((q_rows, bd), q.dtype), SMEM_KV=smem_layout((bn, bd), k.dtype),
@@ -113,10 +112,10 @@ def dkdv(q, k, v, do, lse_s, delta, dk, dv, dq_acc, cu_q, cu_k, p: AttnParams, c
         args, dq_arg = (q, k, v, do), dq_acc
     fast_path.launch(bwd_dkdv_gluon_kernel, (cfg.programs, 1, 1), (
         *args, lse_s, delta, dk, dv, dk_arg, dv_arg, dq_arg, dq_acc, dq_acc.numel() if cfg.dynamic else 0, cu_q, cu_k,
-        *strides(q, p.varlen), *strides(k, p.varlen), *strides(v, p.varlen), *strides(do, p.varlen),
-        *strides(dk, p.varlen), *strides(dv, p.varlen), *(strides(dq_acc, p.varlen) if cfg.one_pass else (0, 0, 0)),
-        *lse_strides(lse_s, p.varlen), sq, sk, d,
-        p.scale, scalars["scale_log2"], scalars["window_left"], scalars["window_right"], hkv, b, cfg.tail_heads), dict(
+        strides(q, p.varlen), strides(k, p.varlen), strides(v, p.varlen), strides(do, p.varlen),
+        strides(dk, p.varlen), strides(dv, p.varlen), strides(dq_acc, p.varlen) if cfg.one_pass else (0, 0, 0),
+        lse_strides(lse_s, p.varlen), sq, sk, d, (p.scale, scalars["scale_log2"]), (p.window_left, p.window_right),
+        hkv, b, cfg.tail_heads), dict(
         BLOCK_M=bm, BLOCK_D=bd, NUM_BUF=cfg.num_stages, NUM_KV=cfg.num_kv, VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_KV=smem_layout((bn, bd), q.dtype), SMEM_Q=smem_layout((bm, bd), q.dtype),
@@ -136,9 +135,9 @@ def dq(q, k, v, do, lse, delta, dq_out, cu_q, cu_k, p: AttnParams, cfg: DqConfig
     bm, bn, bd = cfg.block_m, cfg.block_n, block_d(d)
     fast_path.launch(bwd_dq_gluon_kernel, (cdiv(sq, bm), hq, b), (
         q, k, v, do, lse, delta, dq_out, cu_q, cu_k,
-        *strides(q, p.varlen), *strides(k, p.varlen), *strides(v, p.varlen), *strides(do, p.varlen),
-        *strides(dq_out, p.varlen), *lse_strides(lse, p.varlen), sq, sk, hq // hkv, d,
-        p.scale, scalars["scale_log2"], scalars["window_left"], scalars["window_right"]), dict(
+        strides(q, p.varlen), strides(k, p.varlen), strides(v, p.varlen), strides(do, p.varlen),
+        strides(dq_out, p.varlen), lse_strides(lse, p.varlen), sq, sk, hq // hkv, d,
+        (p.scale, scalars["scale_log2"]), (p.window_left, p.window_right)), dict(
         BLOCK_N=bn, BLOCK_D=bd, NUM_BUF=cfg.num_stages, VARLEN=p.varlen,
         MASK_LEFT=p.window_left >= 0, MASK_RIGHT=p.window_right >= 0,
         SMEM_Q=smem_layout((bm, bd), q.dtype), SMEM_KV=smem_layout((bn, bd), q.dtype),

@@ -131,9 +131,8 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
     unit (not PERSISTENT) without a loop: a loop over units (one trip) spills more at d128.
     shared: the run-time arguments both warpgroups take alike (bwd_dkdv_gluon_kernel's tuple)."""
     k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty, q_full, q_empty, \
-        unit_smem, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh, stride_dkb, stride_dks, \
-        stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, \
-        head_dim, scale, scale_log2, window_left, window_right = shared
+        unit_smem, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, lse_strides, dk_strides, dv_strides, u0, n_units, \
+        n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scales, window = shared
     if DYNAMIC or PERSISTENT:    # units from the counter (unit_at), or every num_programs-th from u0
         j = 0
         t = 0
@@ -144,9 +143,8 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
         while u < n_units:
             j = _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free,
                               kv_bar, kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc,
-                              stride_lb, stride_lh, stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs,
-                              stride_dvh, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale,
-                              scale_log2, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS,
+                              lse_strides, dk_strides, dv_strides, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q,
+                              seqlen_k, head_dim, scales, window, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS,
                               FROM_ZERO, WG, HOST_DESC, GROUP, TMA_STORE)
             t += 1
             if DYNAMIC:
@@ -155,20 +153,18 @@ def _bwd_consumer(o_smem, shared, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
                 u += gl.num_programs(0)
     else:
         _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free, kv_bar,
-                      kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh,
-                      stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, u0 * 0, u0 * 0,
-                      n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                      window_right, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS, FROM_ZERO, WG, HOST_DESC, GROUP,
-                      TMA_STORE)
+                      kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, lse_strides,
+                      dk_strides, dv_strides, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
+                      head_dim, scales, window, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS, FROM_ZERO, WG, HOST_DESC,
+                      GROUP, TMA_STORE)
     if ONE_PASS or TMA_STORE:
         tma.store_wait(0)
 
 
 @gluon.jit
 def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_smem, ds_full, ds_free, kv_bar,
-                  kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, stride_lb, stride_lh,
-                  stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u, j, t, n_kb, num_heads,
-                  CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right,
+                  kv_empty, q_full, q_empty, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, dq_desc, lse_strides, dk_strides,
+                  dv_strides, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scales, window,
                   VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, ONE_PASS: gl.constexpr,
                   FROM_ZERO: gl.constexpr, WG: gl.constexpr, HOST_DESC: gl.constexpr, GROUP: gl.constexpr,
                   TMA_STORE: gl.constexpr):
@@ -176,7 +172,14 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     past 128, _bwd_unit_dsplit): the warpgroup's dK and dV are the unit's 64 keys by half the
     columns, not 64 of its 128 keys by every column. TMA_STORE (host-made descriptors, up to
     d128): dK, then dV, through o_smem to TMA stores, the second once the first has read the
-    tile, rather than plain stores from the accumulators' layout."""
+    tile, rather than plain stores from the accumulators' layout. lse_strides: LSE's and DELTA's
+    (batch, head) strides; dk_strides, dv_strides: (batch, seq, head); scales: (scale,
+    scale_log2); window: (left, right)."""
+    stride_lb, stride_lh = lse_strides
+    stride_dkb, stride_dks, stride_dkh = dk_strides
+    stride_dvb, stride_dvs, stride_dvh = dv_strides
+    scale, scale_log2 = scales
+    window_left, window_right = window
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     BLOCK_D: gl.constexpr = k_smem.shape[2]
     DSPLIT: gl.constexpr = BLOCK_D > 128
@@ -189,8 +192,7 @@ def _consume_unit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, o_s
     ROW0: gl.constexpr = 0 if DSPLIT else WG * ROWS
     COL0: gl.constexpr = WG * COLS if DSPLIT else 0
     b, h, n0, q_start, k_start, sq, sk, lo, full_lo, full_hi, n_blocks = dkdv_tile(
-        u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M, BLOCK_N,
-        VARLEN, MASK_LEFT, MASK_RIGHT)
+        u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window, BLOCK_M, BLOCK_N, VARLEN, MASK_LEFT, MASK_RIGHT)
     b64 = b.to(gl.int64)
     h64 = h.to(gl.int64)
     # (GQA: the group's first q head; _bwd_unit steps through the others)
@@ -424,12 +426,8 @@ def _bwd_unit_dsplit(k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, ds_full, 
 
 @gluon.jit
 def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_ACC, DQ_BUF, counter_offset, CU_Q, CU_K,
-                          stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                          stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
-                          stride_dkb, stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh,
-                          stride_dqb, stride_dqs, stride_dqh,
-                          stride_lb, stride_lh, seqlen_q, seqlen_k, head_dim, scale, scale_log2,
-                          window_left, window_right, num_heads, batch, tail_heads,
+                          q_strides, k_strides, v_strides, do_strides, dk_strides, dv_strides, dq_strides,
+                          lse_strides, seqlen_q, seqlen_k, head_dim, scales, window, num_heads, batch, tail_heads,
                           BLOCK_M: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, NUM_KV: gl.constexpr,
                           VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                           SMEM_KV: gl.constexpr, SMEM_Q: gl.constexpr, SMEM_P: gl.constexpr,
@@ -455,7 +453,14 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     descriptors built per program.
     TMA_STORE (HOST_DESC, up to d128): dK and dV leave by TMA stores of (64, BLOCK_D) tiles (SMEM_O),
     staged per warpgroup, through DK_DESC / DV_DESC, host-made 4-D descriptors; without it they
-    are written from registers (DK_DESC, DV_DESC unused)."""
+    are written from registers (DK_DESC, DV_DESC unused). *_strides: (batch, seq, head) strides
+    (varlen: batch 0; dq_strides DQ_ACC's, with ONE_PASS), lse_strides LSE's and DELTA's (batch,
+    head); scales: (scale, scale_log2); window: (left, right)."""
+    stride_qb, stride_qs, stride_qh = q_strides
+    stride_kb, stride_ks, stride_kh = k_strides
+    stride_vb, stride_vs, stride_vh = v_strides
+    stride_dob, stride_dos, stride_doh = do_strides
+    stride_dqb, stride_dqs, stride_dqh = dq_strides
     DSPLIT: gl.constexpr = BLOCK_D > 128           # _bwd_unit_dsplit: 64 keys, dK / dV split by columns
     BLOCK_N: gl.constexpr = 64 if DSPLIT else 128
     HALF: gl.constexpr = 64
@@ -474,8 +479,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
         dtype: gl.constexpr = Q.dtype
     else:   # one unit per program: its descriptors (varlen: its sequence's bounds) made here
         b, h, n0, q_start, k_start, sq, sk, _, _, _, _ = dkdv_tile(u0, n_kb, num_heads, CU_Q, CU_K, seqlen_q,
-                                                                    seqlen_k, window_left, window_right, BLOCK_M,
-                                                                    BLOCK_N, VARLEN, MASK_LEFT, MASK_RIGHT)
+                                                                    seqlen_k, window, BLOCK_M, BLOCK_N, VARLEN,
+                                                                    MASK_LEFT, MASK_RIGHT)
         if n0 >= sk:
             return
         b64 = b.to(gl.int64)
@@ -537,9 +542,8 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
     # the consumers' common run-time arguments as one tuple (constexprs go one by one: a tuple
     # assigned to a name holds values)
     shared = (k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, dq_smem, ds_full, ds_free, kv_bar, kv_empty, q_full,
-              q_empty, unit_smem, LSE, DELTA, DK, DV, dk_desc, dv_desc, dq_desc, stride_lb, stride_lh, stride_dkb,
-              stride_dks, stride_dkh, stride_dvb, stride_dvs, stride_dvh, u0, n_units, n_kb, num_heads, CU_Q, CU_K,
-              seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left, window_right)
+              q_empty, unit_smem, LSE, DELTA, DK, DV, dk_desc, dv_desc, dq_desc, lse_strides, dk_strides, dv_strides,
+              u0, n_units, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, head_dim, scales, window)
     gl.warp_specialize([
         (_bwd_consumer, (o_smem0, shared, VARLEN, MASK_LEFT, MASK_RIGHT, ONE_PASS, FROM_ZERO, 0, HOST_DESC,
                          PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
@@ -547,7 +551,7 @@ def bwd_dkdv_gluon_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, DK_DESC, DV_DESC, DQ_
                          PERSISTENT, DYNAMIC, GROUP, TMA_STORE)),
         (bwd_producer, (k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                          q_empty, unit_smem, counter, u0, n_units, n_kb, num_heads, tail_heads, CU_Q, CU_K, seqlen_q,
-                         seqlen_k, window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT,
+                         seqlen_k, window, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, PERSISTENT,
                          DYNAMIC, GROUP)),
     ], [4, 1], [240, 24])
 

@@ -17,13 +17,14 @@ _query_blocks = gluon.jit(query_blocks.fn)
 
 
 @gluon.jit
-def dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
-               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr,
-               MASK_RIGHT: gl.constexpr):
+def dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window, BLOCK_M: gl.constexpr,
+               BLOCK_N: gl.constexpr, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
     """Work unit u: key block u % n_kb of kv head (u // n_kb) % num_heads of batch entry
     u // (n_kb * num_heads), a head's key blocks side by side: they stream the same Q and dO,
     which then stay in L2 (docs/performance.md, Kernel choices) -> (b, h, first key n0, q_start,
-    k_start, seqlen_q, seqlen_k, and the query blocks: lo, full_lo, full_hi, their count)."""
+    k_start, seqlen_q, seqlen_k, and the query blocks: lo, full_lo, full_hi, their count). window:
+    (left, right)."""
+    window_left, window_right = window
     n0 = (u % n_kb) * BLOCK_N
     h = (u // n_kb) % num_heads
     b = u // (n_kb * num_heads)
@@ -37,7 +38,7 @@ def dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, w
 @gluon.jit
 def bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
                   unit_smem, counter, u0, n_units, n_kb, num_heads, tail_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                  window_left, window_right, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
+                  window, VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                   HOST_DESC: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
     """One warp: per work unit, its K and V into buffer t % NUM_KV once both consumers are done
     with unit t - NUM_KV's (kv_empty), then Q_j and dO_j (j counts steps across units) into
@@ -54,8 +55,8 @@ def bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sme
         while u < n_units:
             j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
                               q_full, q_empty, unit_smem, dealt_unit(u, n_units, n_kb, tail_heads), j, t, n_kb, num_heads,
-                              CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right, VARLEN, MASK_LEFT,
-                              MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
+                              CU_Q, CU_K, seqlen_q, seqlen_k, window, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC,
+                              DYNAMIC, GROUP)
             # the next unit, asked for once this one's loads are all issued: the atomic's round
             # trip (the warp waits for it) falls where it would wait for the consumers anyway
             u = gl.num_programs(0) + gl.atomic_add(counter, 1)
@@ -71,12 +72,12 @@ def bwd_producer(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_sme
         for u in range(u0, n_units, gl.num_programs(0)):
             j = _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty,
                               q_full, q_empty, unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                              window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
+                              window, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
             t += 1
     else:   # one unit: no loop-carried counters (u0 * 0: a 0 that the compiler folds, not a constexpr)
         _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full,
                       q_empty, unit_smem, u0, u0 * 0, u0 * 0, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                      window_left, window_right, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
+                      window, VARLEN, MASK_LEFT, MASK_RIGHT, HOST_DESC, DYNAMIC, GROUP)
 
 
 @gluon.jit
@@ -97,18 +98,17 @@ def dealt_unit(u, n_units, n_kb, tail_heads):
 
 @gluon.jit
 def _produce_unit(k_desc, v_desc, q_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar, kv_empty, q_full, q_empty,
-                  unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window_left, window_right,
-                  VARLEN: gl.constexpr, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr,
-                  DYNAMIC: gl.constexpr, GROUP: gl.constexpr):
+                  unit_smem, u, j, t, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window, VARLEN: gl.constexpr,
+                  MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, HOST_DESC: gl.constexpr, DYNAMIC: gl.constexpr,
+                  GROUP: gl.constexpr):
     """bwd_producer's unit u, the program's t-th, after j steps -> j after it. GQA (GROUP q heads
     per kv head h): the query blocks of q heads h * GROUP, h * GROUP + 1, ... in turn."""
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     NUM_BUF: gl.constexpr = q_smem.shape[0]
     NUM_KV: gl.constexpr = k_smem.shape[0]
-    b, h, n0, _, _, _, _, lo, _, _, n_blocks = dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k,
-                                                        window_left, window_right, BLOCK_M, BLOCK_N, VARLEN,
-                                                        MASK_LEFT, MASK_RIGHT)
+    b, h, n0, _, _, _, _, lo, _, _, n_blocks = dkdv_tile(u, n_kb, num_heads, CU_Q, CU_K, seqlen_q, seqlen_k, window,
+                                                        BLOCK_M, BLOCK_N, VARLEN, MASK_LEFT, MASK_RIGHT)
     kb = t % NUM_KV
     mbarrier.wait(kv_empty.index(kb), ((t // NUM_KV) & 1) ^ 1, pred=t >= NUM_KV)
     if DYNAMIC:       # the unit's number, for the consumers once kv_bar completes (its arrive releases it)

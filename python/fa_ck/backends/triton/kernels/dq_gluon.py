@@ -30,9 +30,10 @@ def _dq_producer(q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_sme
 
 
 @gluon.jit
-def _dq_probs(st, lse2, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window_left,
-              window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
+def _dq_probs(st, lse2, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window,
+              MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr):
     """P of one key block from its raw scores, masked only where the block straddles an edge."""
+    window_left, window_right = window
     offs_n = n0 + offs_n0
     if (n0 < full_lo) | (n0 >= full_hi):
         s, _ = gl_scores(st, offs_m[:, None], offs_n[None, :], seqlen_q, seqlen_k, scale_log2, 0.0, 0.0, 0.0,
@@ -45,12 +46,13 @@ def _dq_probs(st, lse2, n0, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_
 
 @gluon.jit
 def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty, v_empty, lse_base, delta_base,
-                 dq_base, dq_desc, stride_dqs, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale,
-                 scale_log2, window_left, window_right, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
-                 TMA_STORE: gl.constexpr):
+                 dq_base, dq_desc, stride_dqs, m0, lo, full_lo, full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scales,
+                 window, MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr, TMA_STORE: gl.constexpr):
     """One warpgroup: queries [m0, m0 + 64) against the key blocks, then their dQ. TMA_STORE: dQ
     leaves through this warpgroup's rows of Q's tile, free once its multiplies are done, as a
-    TMA store (dq_desc: a descriptor of (64, BLOCK_D) tiles of the head's dQ rows)."""
+    TMA store (dq_desc: a descriptor of (64, BLOCK_D) tiles of the head's dQ rows). scales:
+    (scale, scale_log2); window: (left, right)."""
+    scale, scale_log2 = scales
     ROWS: gl.constexpr = q_smem.shape[0]
     BLOCK_D: gl.constexpr = q_smem.shape[1]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -79,8 +81,8 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
         mbarrier.wait(v_full.index(0), 0)
         dp = warpgroup_mma(do_smem, v_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         st = warpgroup_mma_wait(1, deps=[st])
-        p = _dq_probs(st, lse2, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2,
-                      window_left, window_right, MASK_LEFT, MASK_RIGHT)
+        p = _dq_probs(st, lse2, lo, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k, scale_log2, window,
+                      MASK_LEFT, MASK_RIGHT)
         dp = warpgroup_mma_wait(0, deps=[dp])
         mbarrier.arrive(v_empty.index(0), count=1)
         ds = gl.convert_layout((p * (dp - delta[:, None])).to(dtype), a_layout)
@@ -95,7 +97,7 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
             dq = warpgroup_mma(ds, k_smem.index(prev), dq, is_async=True)
             st = warpgroup_mma_wait(2, deps=[st])            # S_j done; dP_j and dQ may still run
             p = _dq_probs(st, lse2, lo + j * BLOCK_N, full_lo, full_hi, offs_m, offs_n0, seqlen_q, seqlen_k,
-                          scale_log2, window_left, window_right, MASK_LEFT, MASK_RIGHT)
+                          scale_log2, window, MASK_LEFT, MASK_RIGHT)
             dp = warpgroup_mma_wait(1, deps=[dp])
             mbarrier.arrive(v_empty.index(buf), count=1)
             dq, ds = warpgroup_mma_wait(0, deps=[dq, ds])
@@ -120,17 +122,23 @@ def _dq_consumer(q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full, k_empty
 
 
 @gluon.jit
-def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
-                        stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                        stride_vb, stride_vs, stride_vh, stride_dob, stride_dos, stride_doh,
-                        stride_dqb, stride_dqs, stride_dqh, stride_lb, stride_lh,
-                        seqlen_q, seqlen_k, group, head_dim, scale, scale_log2, window_left, window_right,
+def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K, q_strides, k_strides, v_strides, do_strides,
+                        dq_strides, lse_strides, seqlen_q, seqlen_k, group, head_dim, scales, window,
                         BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                         MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                         SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, TMA_STORE: gl.constexpr,
                         num_warps: gl.constexpr):
     """num_warps = 4: the first consumer warpgroup; the second and the producer warp are workers.
-    TMA_STORE: dQ by TMA stores (see _dq_consumer), its descriptor made here."""
+    TMA_STORE: dQ by TMA stores (see _dq_consumer), its descriptor made here. *_strides: (batch,
+    seq, head) strides (varlen: batch 0), lse_strides (batch, head) (DELTA's too); scales: (scale,
+    scale_log2); window: (left, right)."""
+    stride_qb, stride_qs, stride_qh = q_strides
+    stride_kb, stride_ks, stride_kh = k_strides
+    stride_vb, stride_vs, stride_vh = v_strides
+    stride_dob, stride_dos, stride_doh = do_strides
+    stride_dqb, stride_dqs, stride_dqh = dq_strides
+    stride_lb, stride_lh = lse_strides
+    window_left, window_right = window
     BLOCK_M: gl.constexpr = 128
     HALF: gl.constexpr = 64
     # Last query blocks first: under a causal mask they carry the most keys.
@@ -176,12 +184,12 @@ def bwd_dq_gluon_kernel(Q, K, V, DO, LSE, DELTA, DQ, CU_Q, CU_K,
     gl.warp_specialize([
         (_dq_consumer, (q_smem.slice(0, HALF), do_smem.slice(0, HALF), k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, lse_base, delta_base, dq_base, dq_desc, stride_dqs, m0, lo, full_lo,
-                        full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                        window_right, MASK_LEFT, MASK_RIGHT, TMA_STORE)),
+                        full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scales, window, MASK_LEFT,
+                        MASK_RIGHT, TMA_STORE)),
         (_dq_consumer, (q_smem.slice(HALF, HALF), do_smem.slice(HALF, HALF), k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, lse_base, delta_base, dq_base, dq_desc, stride_dqs, m0 + HALF, lo, full_lo,
-                        full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scale, scale_log2, window_left,
-                        window_right, MASK_LEFT, MASK_RIGHT, TMA_STORE)),
+                        full_hi, n_blocks, seqlen_q, seqlen_k, head_dim, scales, window, MASK_LEFT,
+                        MASK_RIGHT, TMA_STORE)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_smem, v_smem, q_bar, k_full, v_full,
                         k_empty, v_empty, m0, lo, n_blocks)),
     ], [4, 1], [240, 24])

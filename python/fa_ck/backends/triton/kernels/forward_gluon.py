@@ -474,11 +474,9 @@ def _consumer(q_smem, q16_smem, q_full, q_empty, o_smem, shared, row0: gl.conste
 
 
 @gluon.jit
-def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
-                     stride_qb, stride_qs, stride_qh, stride_kb, stride_ks, stride_kh,
-                     stride_vb, stride_vs, stride_vh, stride_vd, stride_ob, stride_os, stride_oh,
-                     stride_lb, stride_lh, stride_qdb, stride_kdb, seqlen_q, seqlen_k, batch, num_heads, group,
-                     head_dim, scale_log2, window_left, window_right,
+def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD, q_strides, k_strides, v_strides, o_strides,
+                     lse_strides, descale_strides, seqlen_q, seqlen_k, batch, num_heads, group, head_dim,
+                     scale_log2, window,
                      BLOCK_N: gl.constexpr, BLOCK_D: gl.constexpr, NUM_BUF: gl.constexpr, VARLEN: gl.constexpr,
                      MASK_LEFT: gl.constexpr, MASK_RIGHT: gl.constexpr,
                      SMEM_Q: gl.constexpr, SMEM_KV: gl.constexpr, SMEM_V: gl.constexpr, FP8: gl.constexpr,
@@ -489,9 +487,12 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
                      F16_SCORES: gl.constexpr, QK_MAX: gl.constexpr, num_warps: gl.constexpr,
                      F16_WIDE: gl.constexpr = False, Q16_EARLY: gl.constexpr = False):
     """A persistent 1-D grid over work units (unit_tile): each program takes every num_programs-th
-    unit, its rings and barriers carried from one tile to the next. BLOCK_M: 128 queries per tile
-    (two consumer warpgroups of 64), or 192 (three; 16-bit head dims up to 64, where a
-    warpgroup's S, O and P fit the 160 registers that leaves each, as FlashAttention-3 tiles d64).
+    unit, its rings and barriers carried from one tile to the next. q_strides, k_strides,
+    o_strides: (batch, seq, head) strides (varlen: batch 0); v_strides those and the head dim's;
+    lse_strides (batch, head); descale_strides QD's and KD's batch strides; window (left,
+    right). BLOCK_M: 128 queries per tile (two consumer warpgroups of 64), or 192 (three; 16-bit
+    head dims up to 64, where a warpgroup's S, O and P fit the 160 registers that leaves each, as
+    FlashAttention-3 tiles d64).
     num_warps = 4: the first consumer warpgroup; the others and the producer warp are workers.
     FP8: q, k, v in e4m3fn, descales QD (B, Hq), KD and VD (B, Hkv); v keys-contiguous (stride_vs
     1, rows of stride_vd) in quantize.key_position's order, each row of keys zero-padded to a
@@ -516,6 +517,13 @@ def fwd_gluon_kernel(Q, K, V, O, O_DESC, LSE, CU_Q, CU_K, QD, KD, VD,
     (softmax_f16.py); F16_WIDE: every tile takes the wide f16 step (else those
     softmax_f16.f16_scores_fit refuses). Q16_EARLY (Q_CONVERT): Q's 16-bit tile released once
     both consumers have rounded it, not after their last QK^T (_consumer)."""
+    stride_qb, stride_qs, stride_qh = q_strides
+    stride_kb, stride_ks, stride_kh = k_strides
+    stride_vb, stride_vs, stride_vh, stride_vd = v_strides
+    stride_ob, stride_os, stride_oh = o_strides
+    stride_lb, stride_lh = lse_strides
+    stride_qdb, stride_kdb = descale_strides
+    window_left, window_right = window
     HALF: gl.constexpr = 64
     CONSUMERS: gl.constexpr = BLOCK_M // HALF
     gl.static_assert(BLOCK_M == 128 or BLOCK_M == 192, "BLOCK_M 128 or 192")

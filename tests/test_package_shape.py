@@ -8,6 +8,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "fa_ck"
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 100
+MAX_KERNEL_ARGS = 32           # runtime (not constexpr) arguments of a launched kernel
 KERNEL_DECORATORS = ("triton.jit", "gluon.jit", "jit")
 EXTENSIONS = {"fa_ck._ck"}      # the compiled CK extension (setup.py): a module, imported by backends/ck.py alone
 
@@ -100,3 +101,28 @@ def test_functions_outside_kernel_bodies_are_short():
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}: {lines} lines")
     assert not long, "\n".join(long)
+
+
+def _is_kernel(node) -> bool:
+    decorators = [ast.unparse(d) for d in node.decorator_list]
+    return any(d.endswith(KERNEL_DECORATORS) or ".jit(" in d for d in decorators)
+
+
+def _runtime_params(node) -> list:
+    """A kernel's parameters that are not constexprs (annotated `tl.constexpr` / `gl.constexpr`)."""
+    args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+    return [a.arg for a in args if not (a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr"))]
+
+
+def test_kernels_take_a_tensors_strides_as_one_argument():
+    """Launched kernels (public jit functions) take each tensor's strides as one tuple, not one
+    argument per stride, and fit MAX_KERNEL_ARGS runtime arguments."""
+    kernels = [(name, node) for name, (_, tree) in MODULES.items() for node in ast.walk(tree)
+               if isinstance(node, ast.FunctionDef) and _is_kernel(node) and not node.name.startswith("_")
+               and node.name.endswith(("_kernel", "preprocess"))]
+    assert len(kernels) >= 8
+    wide = [f"{name}.{node.name}: {len(_runtime_params(node))} runtime arguments" for name, node in kernels
+            if len(_runtime_params(node)) > MAX_KERNEL_ARGS]
+    per_stride = [f"{name}.{node.name}: {p}" for name, node in kernels for p in _runtime_params(node)
+                  if p.startswith("stride_") and p not in ("stride_sb",)]
+    assert not wide and not per_stride, "\n".join(wide + per_stride)

@@ -675,6 +675,7 @@ def test_gluon_forward_graph_capture(gluon_calls):
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.bigmem
 @pytest.mark.parametrize("schedule", FEW, indirect=True)
 def test_gluon_forward_past_2_31_elements(gluon_calls):
     # q and out have 2^31 + 2^16 elements: the rows of the last programs pass 32-bit offsets.

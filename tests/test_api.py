@@ -121,6 +121,35 @@ def test_torch_compile_fullgraph_no_graph_break():
     assert explanation.graph_break_count == 0
 
 
+_COMPILE_FIRST = """
+import sys, torch, fa_ck
+backend, device = sys.argv[1], sys.argv[2]
+q = torch.randn(1, 2, 19, 32, device=device, requires_grad=True)
+f = torch.compile(lambda a: fa_ck.attention(a, a, a, causal=True, backend=backend), fullgraph=True,
+                  backend="aot_eager")
+out = f(q)                              # the first fa_ck call of the process, traced
+out.sum().backward()
+x = q.detach().double().transpose(1, 2)          # the reference's layout: (B, S, H, D)
+want = fa_ck.reference.attention(x, x, x, causal=True, dtype=torch.float64)[0].transpose(1, 2)
+print(float((out.double() - want).abs().max()), bool(torch.isfinite(q.grad).all()))
+"""
+
+
+@pytest.mark.parametrize("backend", ["auto", "triton", "reference"])
+def test_torch_compile_before_any_eager_call(backend):
+    """A fresh process whose first fa_ck call is inside torch.compile(fullgraph=True): nothing is
+    imported inside the traced region (a lazy import there is a dynamo error)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", _COMPILE_FIRST, backend, DEVICE], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    err, finite = run.stdout.split()[-2:]
+    assert float(err) < 1e-5 and finite == "True"
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE == "cpu", reason="inductor through our op on a GPU (the CPU run uses aot_eager above)")
 def test_torch_compile_inductor_matches_eager():

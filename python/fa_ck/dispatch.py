@@ -71,3 +71,8 @@ def choose(q, k, v, p: AttnParams, backend: str | None = "auto") -> tuple[str, l
             return cand, lines
         lines.append(f"{cand}: skipped, {why}")
     raise NotImplementedError("no backend can serve this call:\n  " + "\n  ".join(lines))
+
+
+# Every backend is imported with the package: torch.compile cannot import one inside a traced call.
+for _name in NAMES:
+    module(_name)

@@ -46,6 +46,9 @@ def requested(backend: str | None) -> str:
     name = backend or "auto"
     if name == "auto":
         name = os.environ.get("FA_CK_BACKEND", "auto") or "auto"
+        if name != "auto" and name not in NAMES:     # the caller passed no backend: blame the variable
+            raise ValueError(f"FA_CK_BACKEND must be one of {('auto',) + NAMES} or unset, got {name!r} "
+                             f"(the backend argument was {backend!r})")
     if name != "auto" and name not in NAMES:
         raise ValueError(f"backend must be one of {('auto',) + NAMES}, got {name!r}")
     return name

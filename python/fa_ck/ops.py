@@ -98,6 +98,32 @@ def _(do, q, k, v, out, lse, dlse, *args):
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
 
 
+DOUBLE_BACKWARD = ("fa_ck: double backward is not supported: fa_ck's backward has no backward of its own, so a "
+                   "gradient of its gradients (autograd.grad(..., create_graph=True), then a backward through "
+                   "them) cannot be computed; use F.scaled_dot_product_attention's math backend for that")
+
+
+def _no_double_backward(ctx, *grads):
+    raise NotImplementedError(DOUBLE_BACKWARD)
+
+
+# Reached only when a second backward flows into fa_ck::bwd's outputs; never silently zero.
+bwd.register_autograd(_no_double_backward, setup_context=lambda ctx, inputs, output: None)
+
+
+class _NoDoubleBackward(torch.autograd.Function):
+    """Passes the eager backward's dq, dk, dv through, tied to everything they depend on: a second
+    backward that reaches them raises instead of dropping fa_ck's part of the gradient."""
+
+    @staticmethod
+    def forward(ctx, n: int, *tensors):
+        return tensors[:n]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError(DOUBLE_BACKWARD)
+
+
 def _setup_context(ctx, inputs, output):
     q, k, v, *rest = inputs
     (ctx.cu_q, ctx.cu_k, ctx.max_q, ctx.max_k, ctx.scale, ctx.causal, ctx.wl, ctx.wr, ctx.alibi,
@@ -138,7 +164,6 @@ class _Eager(torch.autograd.Function):
         return out, lse
 
     @staticmethod
-    @torch.autograd.function.once_differentiable     # the backward kernels have no backward of their own
     def backward(ctx, dout, dlse):
         q, k, v, out, lse = ctx.saved_tensors
         _trainable(q)
@@ -148,7 +173,13 @@ class _Eager(torch.autograd.Function):
             p = dataclasses.replace(p, fp8=False, q_descale=None, k_descale=None, v_descale=None, out_dtype=None)
         if dout is None:                      # only lse was used
             dout = torch.zeros_like(out)
-        return (*_grads(dout, q, k, v, out, lse, dlse, p, ctx.backend), None, None)
+        with torch.no_grad():                 # the kernels' host code must record no graph of its own
+            grads = _grads(dout, q, k, v, out, lse, dlse, p, ctx.backend)
+        if torch.is_grad_enabled():           # create_graph=True: this backward is being recorded
+            deps = [t for t in (dout, dlse, q, k, v, out, lse) if t is not None and t.requires_grad]
+            if deps:
+                grads = _NoDoubleBackward.apply(3, *grads, *deps)
+        return (*grads, None, None)
 
 
 def _eager(q: Tensor) -> bool:

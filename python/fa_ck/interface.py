@@ -5,7 +5,9 @@ Every check runs before any kernel, and every error names the argument at fault.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+import numbers
+import operator
+from typing import Optional
 
 import torch
 
@@ -49,7 +51,7 @@ def _check_qkv(q, k, v, rank: int, layout: str, dtypes=_DTYPES):
         raise ValueError("head_dim must be at least 1")
     axis = layout.strip("()").split(", ").index("heads")
     hq, hkv = q.shape[axis], k.shape[axis]
-    if hkv == 0 or hq % hkv:
+    if (hkv == 0 and hq != 0) or (hkv != 0 and hq % hkv):    # 0 heads everywhere: an empty result, as SDPA
         raise ValueError(f"heads of q ({hq}) must be a multiple of heads of k and v ({hkv}) (GQA/MQA)")
 
 
@@ -57,22 +59,51 @@ def _last_dim_contiguous(t):
     return t if t.stride(-1) == 1 or t.shape[-1] == 1 else t.contiguous()
 
 
+def _integer(w) -> Optional[int]:
+    """w as an int if it is one (Python, numpy or a 0-dim integer tensor), else None; bools are not."""
+    if isinstance(w, bool) or str(getattr(w, "dtype", "")) in ("bool", "torch.bool"):
+        return None
+    if isinstance(w, torch.Tensor) and w.dim() != 0:
+        return None
+    try:
+        return operator.index(w)
+    except TypeError:
+        return None
+
+
 def _check_window(window_size) -> tuple[int, int]:
-    if (not isinstance(window_size, Sequence) or len(window_size) != 2
-            or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)):
-        raise TypeError(f"window_size must be a pair of ints (left, right), got {window_size!r}")
-    if any(w < -1 for w in window_size):
-        raise ValueError(f"window_size values must be >= 0, or -1 for unbounded, got {tuple(window_size)}")
-    return int(window_size[0]), int(window_size[1])
+    """Any sequence of two integers, as flash-attn takes it: a tuple, a list, a 2-element integer tensor."""
+    vals = None
+    try:
+        if not isinstance(window_size, (str, bytes)) and len(window_size) == 2:
+            vals = [_integer(window_size[0]), _integer(window_size[1])]
+    except (TypeError, IndexError, KeyError):     # no len() or no [0], [1]: not a sequence
+        pass
+    if vals is None or None in vals:
+        raise TypeError(f"window_size must be two integers (left, right), got {window_size!r}")
+    if any(w < -1 for w in vals):
+        raise ValueError(f"window_size values must be >= 0, or -1 for unbounded, got {tuple(vals)}")
+    return vals[0], vals[1]
 
 
-def _check_float(name, x, lo, hi=None, hi_open=False):
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise TypeError(f"{name} must be a float, got {type(x).__name__}")
-    if not math.isfinite(x) or x < lo or (hi is not None and (x >= hi if hi_open else x > hi)):
-        bound = f"[{lo}, {hi})" if hi_open else f">= {lo}"
+def _check_bool(name: str, x) -> bool:
+    if not isinstance(x, bool):
+        raise TypeError(f"{name} must be a bool, got {type(x).__name__}")
+    return x
+
+
+def _check_float(name, x, lo=None, hi=None, hi_open=False) -> float:
+    """A finite real number (Python's or numpy's, what float() takes exactly), never a bool or a tensor."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        hint = " (pass a Python float, e.g. float(t))" if isinstance(x, torch.Tensor) else ""
+        raise TypeError(f"{name} must be a real number, got {type(x).__name__}{hint}")
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    if (lo is not None and x < lo) or (hi is not None and (x >= hi if hi_open else x > hi)):
+        bound = f"in [{lo}, {hi})" if hi_open else f">= {lo}"
         raise ValueError(f"{name} must be {bound}, got {x}")
-    return float(x)
+    return x
 
 
 def _check_alibi(alibi_slopes, batch: int, heads: int, device):
@@ -118,12 +149,10 @@ def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, d
     """seqlens: (longest q sequence, longest k sequence); default q's and k's dim 1 (batch layout).
     scale_name: what the caller calls the scale (attention: scale; flash-attn's: softmax_scale).
     draw_rng=False (explain): no dropout seed is drawn, so the caller's RNG stream is untouched."""
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if not isinstance(deterministic, bool):
-        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
+    _check_bool("causal", causal)
+    _check_bool("deterministic", deterministic)
     head_dim = q.shape[-1]
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else _check_float(scale_name, scale, -math.inf)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else _check_float(scale_name, scale)
     left, right = _check_window(window_size)
     if causal:
         right = 0 if right < 0 else min(right, 0)   # causal is the window's right edge at the diagonal
@@ -198,6 +227,7 @@ def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
     and what KV-cache decoding needs when Sq < Sk. Returns out (B, Hq, Sq, D) in q's dtype, and
     with return_lse also lse (B, Hq, Sq) float32 (natural log; -inf for a row that sees no key).
     """
+    _check_bool("return_lse", return_lse)
     q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
                                    deterministic, backend, fp8)
     out, lse, _ = _run(q, k, v, p, backend)
@@ -210,6 +240,7 @@ def explain(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
             softcap: float = 0.0, dropout_p: float = 0.0, deterministic: bool = False,
             backend: str = "auto", return_lse: bool = False, fp8: bool = False) -> str:
     """Which backend would serve attention(q, k, v, ...) with the same arguments, and why."""
+    _check_bool("return_lse", return_lse)
     q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
                                    deterministic, backend, fp8, draw_rng=False)
     head = (f"q {tuple(q.transpose(1, 2).shape)} k {tuple(k.transpose(1, 2).shape)} {q.dtype} on {q.device}; "
@@ -303,6 +334,7 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
     to fp8 times the format's max; softmax statistics stay fp32.
     Returns out, or (out, softmax_lse (B, Hq, Sq) float32) with return_lse.
     """
+    _check_bool("return_lse", return_lse)
     fp8_in = isinstance(q, torch.Tensor) and q.dtype in _FP8_DTYPES
     _check_batched(q, k, v, "(batch, seqlen, heads, head_dim)", backend, _FP8_DTYPES if fp8_in else _DTYPES)
     b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
@@ -331,9 +363,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            block_table=None, *, backend="auto"):
     """flash-attn 2.x's varlen call: q (total_q, Hq, D), k and v (total_k, Hkv, D), int32 cu_seqlens.
     Returns out, or (out, softmax_lse (Hq, total_q), S_dmask (B, Hq, max_seqlen_q, max_seqlen_k))."""
+    if block_table is not None:    # first: a paged k/v cache has another shape, which the checks below refuse
+        raise NotImplementedError("block_table: fa_ck does not support a paged KV cache yet")
     _check_qkv(q, k, v, 3, "(total_tokens, heads, head_dim)")
-    if block_table is not None:
-        raise NotImplementedError("block_table (paged KV cache) is not supported")
     b = _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], q.device, max_seqlen_q, "max_seqlen_q")
     bk = _check_cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], q.device, max_seqlen_k, "max_seqlen_k")
     if b != bk:

@@ -109,7 +109,8 @@ def test_zero_heads_give_an_empty_result_as_sdpa():
     grads = torch.autograd.grad(out.sum() + lse.sum(), (q, k, v))
     assert [g.shape for g in grads] == [q.shape, k.shape, v.shape]
     qf, kf = q.detach().transpose(1, 2), k.detach().transpose(1, 2)
-    assert fa_ck.flash_attn_func(qf, kf, kf).shape == (2, 5, 0, 16)
+    out, lse, s = fa_ck.flash_attn_func(qf, kf, kf, return_attn_probs=True)
+    assert (out.shape, lse.shape, s.shape) == ((2, 5, 0, 16), (2, 0, 5), (2, 0, 5, 7))
     cu = torch.tensor([0, 3, 5], dtype=torch.int32, device=DEVICE)
     assert fa_ck.flash_attn_varlen_func(q[0, :, :5].transpose(0, 1), q[0, :, :5].transpose(0, 1),
                                         q[0, :, :5].transpose(0, 1), cu, cu, 3, 3).shape == (5, 0, 16)

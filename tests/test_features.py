@@ -117,6 +117,66 @@ def test_dropout_matches_reference_with_same_mask(feat):
         assert_close(name, g, r, tol(GRAD_TOL, torch.float32, DEVICE))
 
 
+def _normalise_s_dmask(s_dmask, s, block_n):
+    """What flash-attn's tests do with S_dmask (normalize_flash_attn_S), re-derived in float64: its kernel
+    walks key blocks last to first, so block j holds exp(S - m_j), m_j the row max over blocks j, j+1, ..."""
+    lse = torch.logsumexp(s, -1, keepdim=True)
+    lse = lse.masked_fill(lse == float("-inf"), float("inf"))          # an empty row: exp(m - inf) = 0
+    attn, m = torch.empty_like(s), torch.full_like(lse, float("-inf"))
+    for j in reversed(range(0, s.shape[-1], block_n)):
+        m = torch.maximum(m, s[..., j:j + block_n].amax(-1, keepdim=True))
+        attn[..., j:j + block_n] = s_dmask[..., j:j + block_n].abs().double() * torch.exp(m - lse)
+    return attn
+
+
+@pytest.mark.parametrize("feat", [
+    dict(d=64, dropout_p=0.17, causal=True),
+    dict(d=64, dropout_p=0.17, window_size=torch.tensor([40, 10]), alibi=True),
+    dict(d=40, softcap=5.0, sq=150, sk=70, causal=True),
+    dict(d=16, dropout_p=0.3),
+])
+def test_s_dmask_is_what_flash_attn_returns(feat):
+    """S_dmask as flash-attn 2.8's tests read it: normalised per key block it gives the softmax
+    probabilities, and its sign gives the dropout mask that the output used."""
+    feat = dict(feat)
+    b, sq, sk, hq, hkv = 2, feat.pop("sq", 70), feat.pop("sk", 150), 4, 2
+    d, p = feat.pop("d"), feat.get("dropout_p", 0.0)
+    if feat.pop("alibi", False):
+        feat["alibi_slopes"] = alibi(b, hq, True, DEVICE)
+    q, k, v = (rand(b, s, h, d, dtype=torch.float32, device=DEVICE) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+    out, lse, s_dmask = fa_ck.flash_attn_func(q, k, v, return_attn_probs=True, **feat)
+    assert s_dmask.shape == (b, hq, sq, sk) and s_dmask.dtype == q.dtype
+    window = tuple(int(w) for w in feat.get("window_size", (-1, -1)))
+    kw = dict(causal=feat.get("causal", False), window=window, alibi_slopes=feat.get("alibi_slopes"),
+              softcap=feat.get("softcap", 0.0))
+    q64, k64, v64 = (t.detach().double() for t in (q, k, v))
+    probs, _ = reference.probabilities(q64, k64, dtype=torch.float64, **kw)
+    block_n = fa_ck.interface._get_block_size_n(q.device, d, p > 0, kw["causal"])
+    attn = _normalise_s_dmask(s_dmask, reference.scores(q64, k64, dtype=torch.float64, **kw), block_n)
+    assert_close("normalised S_dmask", attn, probs, 1e-6)
+    keep = s_dmask >= 0
+    assert keep.all() if p == 0 else abs(1 - keep[probs > 0].float().mean().item() - p) < 0.03
+    ref, _ = reference.attention(q64, k64, v64, dropout_p=p, dropout_mask=keep, dtype=torch.float64, **kw)
+    assert_close("out", out, ref, tol(FWD_TOL, torch.float32, DEVICE))
+
+
+def test_varlen_s_dmask_is_what_flash_attn_returns():
+    lens_q, lens_k, hq, d, p = [30, 0, 70], [90, 5, 150], 2, 64, 0.2
+    cu_q, cu_k = (torch.tensor([0] + torch.tensor(n).cumsum(0).tolist(), dtype=torch.int32, device=DEVICE)
+                  for n in (lens_q, lens_k))
+    q, k, v = (rand(n, hq, d, dtype=torch.float32, device=DEVICE) for n in (sum(lens_q), sum(lens_k), sum(lens_k)))
+    _, _, s_dmask = fa_ck.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), dropout_p=p,
+                                                 causal=True, return_attn_probs=True)
+    assert s_dmask.shape == (3, hq, max(lens_q), max(lens_k))
+    block_n = fa_ck.interface._get_block_size_n(q.device, d, True, True)
+    for i, (sq, sk) in enumerate(zip(lens_q, lens_k)):         # sequence i in the top-left corner
+        qi = q[None, cu_q[i]:cu_q[i + 1]].detach().double()
+        ki = k[None, cu_k[i]:cu_k[i + 1]].detach().double()
+        probs, _ = reference.probabilities(qi, ki, causal=True, dtype=torch.float64)
+        s = reference.scores(qi, ki, causal=True, dtype=torch.float64)
+        assert_close(f"sequence {i}", _normalise_s_dmask(s_dmask[i:i + 1, :, :sq, :sk], s, block_n), probs, 1e-6)
+
+
 def test_dropout_same_seed_same_bits():
     a = _dropout_run(0.4, seed=7)
     b = _dropout_run(0.4, seed=7)

@@ -10,6 +10,7 @@ import operator
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 
 from . import dispatch, ops, reference
 from .params import FP8_DTYPES as _FP8_DTYPES, AttnParams
@@ -261,15 +262,45 @@ def _dropout_mask(name: str):
     return fn
 
 
+def _get_block_size_n(device, head_dim: int, is_dropout: bool, is_causal: bool) -> int:
+    """flash-attn 2.8's _get_block_size_n: the key block its S_dmask is scaled per (its tests normalise with it)."""
+    device = torch.device(device)
+    major, minor = torch.cuda.get_device_capability(device) if device.type == "cuda" else (0, 0)
+    if head_dim <= 32:
+        return 128
+    if head_dim <= 64:
+        return 64 if is_dropout else 128
+    if head_dim <= 96:
+        return 64
+    if head_dim <= 128:                       # sm86/sm89 keep 64 for causal without dropout
+        sm8x = major == 8 and minor > 0
+        return 64 if not is_dropout and (is_causal or not sm8x) else 32
+    return 64
+
+
+def _s_dmask(q, k, p: AttnParams, keep, alibi_slopes):
+    """flash-attn's S_dmask (B, H, Sq, Sk) in q's dtype: exp(S - m), m the row's max over the entry's key block
+    and every later one (its kernel walks key blocks last to first), negated where dropout dropped the entry."""
+    b, sq, hq, d = q.shape
+    sk = k.shape[1]
+    if q.device.type == "meta" or q.numel() == 0 or k.numel() == 0:
+        return q.new_zeros((b, hq, sq, sk))
+    s = reference.scores(q, k, scale=p.scale, window=(p.window_left, p.window_right), alibi_slopes=alibi_slopes,
+                         softcap=p.softcap)
+    n = _get_block_size_n(q.device, d, p.dropout_p > 0, p.causal)
+    nb = -(-sk // n)
+    m = F.pad(s, (0, nb * n - sk), value=-math.inf).view(b, hq, sq, nb, n).amax(-1)
+    m = m.flip(-1).cummax(-1).values.flip(-1).repeat_interleave(n, -1)[..., :sk]
+    e = torch.exp(s - m.masked_fill(m == -math.inf, 0.0))     # keys no row reaches: exp(-inf) = 0, not NaN
+    return (e if keep is None else torch.where(keep, e, -e)).to(q.dtype)
+
+
 def _attn_probs(q, k, p: AttnParams, name: str):
-    """flash-attn's S_dmask for testing: P (B, H, Sq, Sk), negated where dropout dropped it."""
-    b, sq, hq = q.shape[0], q.shape[1], q.shape[2]
-    probs, _ = reference.probabilities(q, k, scale=p.scale, window=(p.window_left, p.window_right),
-                                       alibi_slopes=p.alibi_slopes, softcap=p.softcap)
-    if p.dropout_p > 0:
-        keep = _dropout_mask(name)(p.rng, b, hq, sq, k.shape[1], p.dropout_p)
-        probs = torch.where(keep, probs, -probs)
-    return probs
+    """S_dmask of a batch call; see _s_dmask."""
+    keep = None
+    if p.dropout_p > 0 and q.device.type != "meta":
+        keep = _dropout_mask(name)(p.rng, q.shape[0], q.shape[2], q.shape[1], k.shape[1], p.dropout_p)
+    return _s_dmask(q, k, p, keep, p.alibi_slopes)
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
@@ -379,18 +410,17 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     out, lse, name = _run(q, k, v, p, backend)
     if not return_attn_probs:
         return out
-    probs = q.new_zeros((b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k), dtype=torch.float32)
+    probs = q.new_zeros((b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k))
+    if q.device.type == "meta":
+        return out, lse, probs
     keep = (_dropout_mask(name)(p.rng, b, q.shape[1], p.max_seqlen_q, p.max_seqlen_k, p.dropout_p)
             if p.dropout_p > 0 else None)
     cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
-    for i in range(b):
+    for i in range(b):                         # sequence i in the top-left corner of probs[i]
+        sq_i, sk_i = cq[i + 1] - cq[i], ck[i + 1] - ck[i]
         sl = None if p.alibi_slopes is None else (p.alibi_slopes if p.alibi_slopes.dim() == 1 else p.alibi_slopes[i])
-        pi, _ = reference.probabilities(q[None, cq[i]:cq[i + 1]], k[None, ck[i]:ck[i + 1]], scale=p.scale,
-                                        window=(p.window_left, p.window_right), alibi_slopes=sl, softcap=p.softcap)
-        sq_i, sk_i = pi.shape[-2], pi.shape[-1]
-        if keep is not None:
-            pi = torch.where(keep[i:i + 1, :, :sq_i, :sk_i], pi, -pi)
-        probs[i, :, :sq_i, :sk_i] = pi[0]
+        ki = None if keep is None else keep[i:i + 1, :, :sq_i, :sk_i]
+        probs[i, :, :sq_i, :sk_i] = _s_dmask(q[None, cq[i]:cq[i + 1]], k[None, ck[i]:ck[i + 1]], p, ki, sl)[0]
     return out, lse, probs
 
 

@@ -47,9 +47,9 @@ def alibi_bias(slopes: torch.Tensor, sq: int, sk: int, dtype=torch.float32) -> t
     return -slopes * (i - j).abs().to(dtype)
 
 
-def probabilities(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None, softcap=0.0,
-                  dtype=torch.float32):
-    """Softmax probabilities P (B, Hq, Sq, Sk) and lse (B, Hq, Sq), before dropout."""
+def scores(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None, softcap=0.0,
+           dtype=torch.float32):
+    """Scores S (B, Hq, Sq, Sk) as above: -inf where the key is outside the window."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     if hq % hkv:
@@ -62,7 +62,14 @@ def probabilities(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slop
         s = softcap * torch.tanh(s / softcap)
     if alibi_slopes is not None:
         s = s + alibi_bias(alibi_slopes.to(q.device), sq, sk, dtype)
-    s = s.masked_fill(~visible(sq, sk, causal, window, q.device), float("-inf"))
+    return s.masked_fill(~visible(sq, sk, causal, window, q.device), float("-inf"))
+
+
+def probabilities(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None, softcap=0.0,
+                  dtype=torch.float32):
+    """Softmax probabilities P (B, Hq, Sq, Sk) and lse (B, Hq, Sq), before dropout."""
+    s = scores(q, k, scale=scale, causal=causal, window=window, alibi_slopes=alibi_slopes, softcap=softcap,
+               dtype=dtype)
     lse = torch.logsumexp(s, dim=-1)                                        # -inf for an empty row
     p = torch.exp(s - torch.where(lse == float("-inf"), 0.0, lse).unsqueeze(-1))  # empty row: exp(-inf) = 0
     return p, lse

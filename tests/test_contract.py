@@ -52,6 +52,30 @@ def test_create_graph_without_a_second_backward_through_fa_ck_is_fine(path):
     assert torch.allclose(x.grad, 6 * x)
 
 
+# ------------------------------------------------------------------ meta tensors
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_meta_tensors_give_shapes_and_dtypes(dtype):
+    q = torch.empty(2, 4, 5, 8, dtype=dtype, device="meta", requires_grad=True)
+    k, v = (torch.empty(2, 2, 7, 8, dtype=dtype, device="meta") for _ in range(2))
+    out, lse = fa_ck.attention(q, k, v, causal=True, return_lse=True)
+    sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    assert (out.shape, out.dtype, out.device.type) == (sdpa.shape, dtype, "meta")
+    assert (lse.shape, lse.dtype, lse.device.type) == ((2, 4, 5), torch.float32, "meta")
+    out.sum().backward()
+    assert (q.grad.shape, q.grad.dtype) == (q.shape, dtype)
+    qf, kf = q.detach().transpose(1, 2), k.transpose(1, 2)
+    out, lse, s = fa_ck.flash_attn_func(qf, kf, kf, dropout_p=0.1, return_attn_probs=True)
+    assert [(t.shape, t.dtype, t.device.type) for t in (out, lse, s)] == [
+        ((2, 5, 4, 8), dtype, "meta"), ((2, 4, 5), torch.float32, "meta"), ((2, 4, 5, 7), dtype, "meta")]
+    qv, kv = torch.empty(10, 4, 8, dtype=dtype, device="meta"), torch.empty(12, 2, 8, dtype=dtype, device="meta")
+    cq = torch.tensor([0, 4, 10], dtype=torch.int32, device="meta")
+    ck = torch.tensor([0, 5, 12], dtype=torch.int32, device="meta")
+    out, lse, s = fa_ck.flash_attn_varlen_func(qv, kv, kv, cq, ck, 6, 7, return_attn_probs=True)
+    assert [(t.shape, t.dtype, t.device.type) for t in (out, lse, s)] == [
+        ((10, 4, 8), dtype, "meta"), ((4, 10), torch.float32, "meta"), ((2, 4, 6, 7), dtype, "meta")]
+
+
 # ------------------------------------------------------------------ arguments and messages
 
 @pytest.mark.parametrize("backend", [None, "auto"])

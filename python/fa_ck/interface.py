@@ -131,7 +131,8 @@ def _check_cu_seqlens(name, cu, total: int, device, max_seqlen, max_name) -> int
         raise ValueError(f"{name} must hold batch + 1 >= 2 offsets, got {cu.numel()}")
     if isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int) or max_seqlen < 0:
         raise TypeError(f"{max_name} must be a non-negative int, got {max_seqlen!r}")
-    if not torch.compiler.is_compiling():     # value checks read the device; skip inside a compiled graph
+    # value checks read the device; skip inside a compiled graph and on meta tensors (no values)
+    if not torch.compiler.is_compiling() and cu.device.type != "meta":
         vals = cu.tolist()
         if vals[0] != 0:
             raise ValueError(f"{name} must start at 0, got {vals[0]}")
@@ -195,7 +196,9 @@ def _check_batched(q, k, v, layout: str, backend, dtypes=_DTYPES):
 # ---------------------------------------------------------------- calls
 
 def _run(q, k, v, p: AttnParams, backend: str):
-    if q.dtype == torch.float32 and torch.is_autocast_enabled(q.device.type):
+    # meta and other devices without autocast: no region to follow
+    if (q.dtype == torch.float32 and torch.amp.is_autocast_available(q.device.type)
+            and torch.is_autocast_enabled(q.device.type)):
         # like SDPA: inside an autocast region float32 attention runs in the autocast dtype
         dt = torch.get_autocast_dtype(q.device.type)
         q, k, v = q.to(dt), k.to(dt), v.to(dt)

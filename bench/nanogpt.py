@@ -16,9 +16,12 @@ variant so a run cut short still leaves its report:
     results.json      everything: command, device, versions, per-variant curves and figures
     results.md        one table, plus skipped/failed variants and why
     loss_curves.png   train and val loss of every variant, overlaid
-    tokens_per_s.png  throughput bars;  peak_memory.png  peak GPU memory bars
+    tokens_per_s.png  throughput bars;  peak_memory.png  peak GPU memory bars (GPU only)
 
-With no GPU it trains the tiny preset for a few steps, in well under a minute.
+With no GPU it trains the tiny preset for a few steps with sdpa, naive and `auto` (fa_ck's own
+dispatch, which names the backend that served it), and the `triton` variant runs fa_ck's Triton
+kernels in Triton's interpreter on a short run of its own beside sdpa (bench/nanogpt_cpu.py):
+about a minute in all.
 """
 
 import argparse
@@ -48,11 +51,17 @@ if __package__ in (None, ""):
 
 from bench.data import BatchSampler, load_tokens  # noqa: E402
 from bench.model import GPT, PRESETS, config_dict, config_from_preset, naive_causal_attention  # noqa: E402
+from bench.nanogpt_cpu import default_threads, describe_short_run, short_interpreted_run  # noqa: E402
 from bench.out_dir import default_out_dir  # noqa: E402
 
 # Run order: sdpa first, as the reference the others are compared with; naive last,
-# because it is the likeliest to run out of memory.
-VARIANTS = ["sdpa", "triton", "triton-autotune", "triton-fp8", "ck", "flex", "te", "naive"]
+# because it is the likeliest to run out of memory. auto is fa_ck's own dispatch: on a GPU it
+# repeats the triton or ck variant, so there `all` leaves it out.
+VARIANTS = ["sdpa", "auto", "triton", "triton-autotune", "triton-fp8", "ck", "flex", "te", "naive"]
+NAMED_ONLY_ON_GPU = {"auto"}
+TRITON_VARIANTS = ("triton", "triton-autotune", "triton-fp8")
+# make_variant's answer for a variant that trains in a child process (nanogpt_cpu.SHORT_RUN)
+SHORT_RUN_VARIANT = "short interpreted run"
 
 # Dense bf16/fp16 tensor-core peak FLOP/s, for MFU. First match on the device name wins.
 PEAK_FLOPS = [
@@ -112,20 +121,23 @@ def import_fa_ck():
         raise
 
 
-def fa_ck_attention(backend, explicit, device, fp8=False):
+def load_fa_ck():
     try:
         fa_ck = import_fa_ck()
     except Exception as e:  # a half-written package can fail with anything, not only ImportError
         raise Skip(f"import fa_ck failed: {type(e).__name__}: {first_line(e)}")
     if not hasattr(fa_ck, "attention"):
         raise Skip("fa_ck has no attention() yet")
-    if backend == "triton" and device.type == "cpu":
-        # On the CPU Triton kernels only run in the interpreter: right for testing the
-        # kernels, hours for training. Run it only when asked for by name and interpreted.
-        if not (explicit and os.environ.get("TRITON_INTERPRET") == "1"):
-            raise Skip("triton needs a GPU; on the CPU it only runs in the Triton interpreter "
-                       "(name it in --attn and set TRITON_INTERPRET=1 to train that way anyway)")
-    elif hasattr(fa_ck, "backends"):
+    return fa_ck
+
+
+def interpreted_here(device):
+    return device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def fa_ck_attention(backend, device, fp8=False):
+    fa_ck = load_fa_ck()
+    if hasattr(fa_ck, "backends"):
         available, reason = fa_ck.backends().get(backend, (False, "not listed by fa_ck.backends()"))
         if not available:
             raise Skip(f"fa_ck backend {backend!r} unavailable: {reason}")
@@ -133,6 +145,30 @@ def fa_ck_attention(backend, explicit, device, fp8=False):
 
     def attention(q, k, v):
         return fa_ck.attention(q, k, v, causal=True, backend=backend, **extra)
+    return attention
+
+
+def served_by(fa_ck, q, k, v):
+    """The backend fa_ck's dispatch picks for this call, from the last line of fa_ck.explain()."""
+    if not hasattr(fa_ck, "explain"):
+        return "unknown"
+    last = fa_ck.explain(q, k, v, causal=True).strip().splitlines()[-1]
+    return last.split("-> ", 1)[-1]
+
+
+def fa_ck_auto_attention():
+    """fa_ck.attention with its default dispatch; attention.served_by maps each call shape it saw
+    (outside torch.compile's tracing) to the backend that served it."""
+    fa_ck = load_fa_ck()
+    served = {}
+
+    def attention(q, k, v):
+        if not torch.compiler.is_compiling():
+            key = (tuple(q.shape), q.dtype, q.device)
+            if key not in served:
+                served[key] = served_by(fa_ck, q, k, v)
+        return fa_ck.attention(q, k, v, causal=True)
+    attention.served_by = served
     return attention
 
 
@@ -203,12 +239,23 @@ def make_variant(name, explicit, device, seq_len, n_head, head_dim):
     if name == "flex":
         attention, probe = flex_attention_variant(seq_len, device)
         return attention, probe, {}
-    if name in ("triton", "triton-autotune", "triton-fp8"):
-        attention = fa_ck_attention("triton", explicit, device, fp8=(name == "triton-fp8"))
+    if name == "auto":
+        attention = fa_ck_auto_attention()
+        return attention, attention, {}
+    if name in TRITON_VARIANTS:
+        if device.type == "cpu" and not (explicit and interpreted_here(device)):
+            # In the interpreter a step of this run would take about a minute: triton trains a
+            # short run of its own instead, in a child process that sets TRITON_INTERPRET=1 first.
+            if name == "triton":
+                return SHORT_RUN_VARIANT, None, {}
+            raise Skip("on the CPU only the triton variant runs, in the Triton interpreter on a short "
+                       "run of its own (name it in --attn under TRITON_INTERPRET=1 to train this run "
+                       "interpreted: about a minute a step)")
+        attention = fa_ck_attention("triton", device, fp8=(name == "triton-fp8"))
         # FA_CK_AUTOTUNE is read at call time: 1 searches kernel configs (cached on disk), 0 uses heuristics
         return attention, attention, {"FA_CK_AUTOTUNE": "1" if name == "triton-autotune" else "0"}
     if name == "ck":
-        attention = fa_ck_attention("ck", explicit, device)
+        attention = fa_ck_attention("ck", device)
         return attention, attention, {}
     if name == "te":
         attention = transformer_engine_variant(n_head, head_dim, device)
@@ -243,6 +290,46 @@ def probe_variant(probe, device, dtype, n_head, head_dim):
         torch.cuda.synchronize(device)
     expected = naive_causal_attention(*(t.to(device) for t in inputs))
     return float((out.detach().float() - expected).abs().max())
+
+
+def served_label(attention):
+    """The fa_ck backend(s) that served an `auto` variant, or None for a variant without dispatch."""
+    served = getattr(attention, "served_by", None)
+    if served is None:
+        return None
+    return ", ".join(sorted(set(served.values()))) or "unknown"
+
+
+def check_served(name, attention, explicit, device, result):
+    """Records which backend served the variant's check and whether it ran interpreted. A run
+    interpreted here takes about a minute a step: it trains only when named in --attn."""
+    label = served_label(attention)
+    if label:
+        result["served_by"] = label
+    if interpreted_here(device) and (name in TRITON_VARIANTS or "triton" in (label or "")):
+        result["interpreted"] = True
+        if not explicit:
+            raise Skip(f"TRITON_INTERPRET=1 sends it to the triton backend, which would train this run in "
+                       f"Triton's interpreter (about a minute a step); name {name} in --attn to train it anyway")
+
+
+def interpreted_warning(name, probe_s, args, config):
+    # the check is one layer of batch 1 x block 64; the interpreter's time grows about linearly in each
+    step_s = probe_s * config.n_layer * args.batch * args.block / 64
+    return (f"warning: {name} runs fa_ck's Triton kernels in Triton's interpreter: about {step_s:,.0f} s a step "
+            f"here, {args.steps} steps (without TRITON_INTERPRET the triton variant trains a short run instead)")
+
+
+def result_line(name, result):
+    line = (f"{variant_label(name, result):>15}: val loss {result['final_val_loss']:.4f}, "
+            f"{result['median_ms_per_step']:.1f} ms/step, {result['tokens_per_s']:,.0f} tokens/s")
+    if "peak_memory_gib" in result:
+        line += f", peak {result['peak_memory_gib']:.2f} GiB"
+    run = result.get("separate_run")
+    if run and run["sdpa"].get("final_val_loss") is not None:
+        line += (f"; that run's sdpa: val loss {run['sdpa']['final_val_loss']:.4f}, "
+                 f"Δ {result.get('val_loss_delta_vs_sdpa', float('nan')):+.2g}")
+    return line
 
 
 # ----------------------------------------------------------------------------------------
@@ -535,8 +622,8 @@ def relative_to_reference(results, reference="sdpa"):
         return
     ref_val = dict((step, loss) for step, loss in ref["val_loss"])
     for name, result in results.items():
-        if name == reference or not result.get("val_loss"):
-            continue
+        if name == reference or not result.get("val_loss") or result.get("separate_run"):
+            continue  # a separate run was compared with the sdpa of that run
         common = [step for step, _ in result["val_loss"] if step in ref_val]
         if not common:
             continue
@@ -552,10 +639,30 @@ def fmt(value, spec, missing="–"):
     return missing if value is None else format(value, spec)
 
 
-def table_rows(results):
+def variant_label(name, r):
+    """The variant's name, with the fa_ck backend that served it and whether it was interpreted."""
+    tags = [r["served_by"]] if r.get("served_by") else []
+    if r.get("interpreted") and not r.get("separate_run"):
+        tags.append("interpreted")
+    return f"{name} ({', '.join(tags)})" if tags else name
+
+
+def short_run_results(results):
+    """The variants trained on a separate short run, after that run's own sdpa."""
+    separate = {name: r for name, r in results.items() if r.get("separate_run") and r.get("steps_done")}
+    if not separate:
+        return {}
+    first = next(iter(separate.values()))
+    return {"sdpa": first["separate_run"]["sdpa"], **separate}
+
+
+def table_rows(results, separate=False):
+    """Rows of the main run's table, or with separate=True of the short run's."""
     rows = []
     for name, r in results.items():
         if r.get("status") not in ("ok", "interrupted") or not r.get("steps_done"):
+            continue
+        if not separate and r.get("separate_run"):
             continue
         delta = r.get("val_loss_delta_vs_sdpa")
         check = ""
@@ -571,7 +678,7 @@ def table_rows(results):
             same = all(c == checksums[0] for c in checksums)
             notes.append(f"{len(checksums)} ranks: " + ("weights identical" if same else "WEIGHTS DIFFER"))
         rows.append([
-            name, str(r["steps_done"]), fmt(r.get("final_train_loss"), ".4f"),
+            variant_label(name, r), str(r["steps_done"]), fmt(r.get("final_train_loss"), ".4f"),
             fmt(r.get("final_val_loss"), ".4f"),
             (fmt(delta, "+.4f") + (f" {check}" if check else "")) if delta is not None else "–",
             fmt(r.get("median_ms_per_step"), ".1f"), fmt(r.get("tokens_per_s"), ",.0f"),
@@ -607,6 +714,13 @@ def markdown_report(report):
               + "".join(f", ±{bar} for {name}" for name, bar in TOLERANCE_BY_VARIANT.items()) + "). ms/step: "
               f"median after the first {report['training']['timing_skip']} steps. MFU: nanoGPT's estimate "
               "against the device's dense bf16 peak (– where the peak is not known)."]
+    short = short_run_results(report["variants"])
+    if short:
+        lines += ["", "## fa_ck's Triton kernels in Triton's interpreter", "",
+                  f"{short_run_title(short)}.", "",
+                  "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+        for row in table_rows(short, separate=True):
+            lines.append("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |")
     others = [(name, r) for name, r in report["variants"].items() if r.get("status") in ("skipped", "failed")]
     if others:
         lines += ["", "## Not run", ""]
@@ -614,23 +728,46 @@ def markdown_report(report):
     return "\n".join(lines) + "\n"
 
 
-def text_table(results):
-    rows = [TABLE_HEADER[:-1]] + [row[:-1] for row in table_rows(results)]
+def short_run_title(short):
+    names = ", ".join(name for name in short if name != "sdpa")
+    run = next(r for name, r in short.items() if name != "sdpa")["separate_run"]
+    return (f"{names} under TRITON_INTERPRET=1 on a short run of its own beside sdpa "
+            f"(preset {run['preset']}, batch {run['batch']} x block {run['block']}, {run['steps']} steps)")
+
+
+def aligned(rows):
+    rows = [TABLE_HEADER[:-1]] + [row[:-1] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
-    for name, r in results.items():
-        if r.get("status") in ("skipped", "failed"):
-            lines.append(f"{r['status']:>8} {name}: {r.get('reason', '')}")
+    return ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
+
+
+def text_table(results):
+    """The summary closing stdout. Skip reasons were printed before training: here only their names."""
+    lines = aligned(table_rows(results))
+    short = short_run_results(results)
+    if short:
+        lines += ["", short_run_title(short) + ":"] + aligned(table_rows(short, separate=True))
+    failed = [(name, r) for name, r in results.items() if r.get("status") == "failed"]
+    lines += [f"  failed {name}: {r.get('reason', '')}" for name, r in failed]
+    skipped = [name for name, r in results.items() if r.get("status") == "skipped"]
+    if skipped:
+        lines.append(f" skipped {', '.join(skipped)} (reasons above and in results.md)")
     return "\n".join(lines)
 
 
 def write_plots(report, out_dir):
+    """The PNGs for what was measured (none for what was not); returns the names written."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ran = {name: r for name, r in report["variants"].items() if r.get("steps_done")}
+    # a separate short run trained another configuration: its curves and bars would not compare
+    ran = {name: r for name, r in report["variants"].items() if r.get("steps_done") and not r.get("separate_run")}
+    separate = {name: r for name, r in report["variants"].items() if r.get("steps_done") and r.get("separate_run")}
     subtitle = f"{report['device']['name']}, preset {report['preset']}, batch {report['training']['batch']} x {report['training']['block']}"
+    written = []
+    if not ran:
+        return written
 
     fig, (ax_train, ax_val) = plt.subplots(1, 2, figsize=(13, 4.8))
     # Variants that agree draw on top of each other: distinct dash patterns keep each visible.
@@ -638,40 +775,45 @@ def write_plots(report, out_dir):
     for index, (name, r) in enumerate(ran.items()):
         style = dashes[index % len(dashes)]
         steps, losses = zip(*r["train_loss"])
-        line, = ax_train.plot(steps, losses, label=name, linewidth=1.2, alpha=0.85, linestyle=style)
+        label = variant_label(name, r)
+        line, = ax_train.plot(steps, losses, label=label, linewidth=1.2, alpha=0.85, linestyle=style)
         if r.get("val_loss"):
             vsteps, vlosses = zip(*r["val_loss"])
-            ax_val.plot(vsteps, vlosses, marker="o", markersize=3, label=name, color=line.get_color(),
+            ax_val.plot(vsteps, vlosses, marker="o", markersize=3, label=label, color=line.get_color(),
                         linestyle=style)
     for ax, title in ((ax_train, "train loss"), (ax_val, "val loss")):
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.set_ylabel("cross-entropy")
         ax.grid(alpha=0.3)
-        if ran:
-            ax.legend()
+        ax.legend()
     fig.suptitle(f"nanoGPT loss per attention variant — {subtitle}")
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "loss_curves.png"), dpi=120)
     plt.close(fig)
+    written.append("loss_curves.png")
 
     for key, filename, label, scale in (("tokens_per_s", "tokens_per_s.png", "tokens / s", 1.0),
                                         ("peak_memory_bytes", "peak_memory.png", "peak memory (GiB)", 2**-30)):
-        fig, ax = plt.subplots(figsize=(8, 4.5))
         names = [n for n, r in ran.items() if r.get(key) is not None]
+        if not names:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 4.5))
         values = [ran[n][key] * scale for n in names]
-        if names:
-            bars = ax.bar(names, values, color="tab:blue")
-            ax.bar_label(bars, labels=[f"{v:,.0f}" if scale == 1.0 else f"{v:.1f}" for v in values])
-        else:
-            reason = "not measured on the CPU" if report["device"]["type"] == "cpu" else "no variant finished"
-            ax.text(0.5, 0.5, f"{label}: {reason}", ha="center", va="center", transform=ax.transAxes)
+        bars = ax.bar([variant_label(n, ran[n]).replace(" (", "\n(") for n in names], values, color="tab:blue")
+        ax.bar_label(bars, labels=[f"{v:,.0f}" if scale == 1.0 else f"{v:.1f}" for v in values])
+        notes = [f"{variant_label(n, r)}: {r[key] * scale:,.0f} {label} in Triton's interpreter on a short run "
+                 "of its own (results.md)" for n, r in separate.items() if r.get(key) is not None]
+        if notes:
+            fig.text(0.01, 0.01, "\n".join(notes), fontsize=8, va="bottom")
         ax.set_ylabel(label)
         ax.set_title(f"{label} — {subtitle}", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.04 * len(notes), 1, 1))
         fig.savefig(os.path.join(out_dir, filename), dpi=120)
         plt.close(fig)
+        written.append(filename)
+    return written
 
 
 def write_report(report, out_dir, plots=True):
@@ -683,23 +825,36 @@ def write_report(report, out_dir, plots=True):
     os.replace(path + ".tmp", path)  # a reader never sees half a file, even if we are killed mid-write
     with open(os.path.join(out_dir, "results.md"), "w") as f:
         f.write(markdown_report(report))
-    if plots:
-        write_plots(report, out_dir)
+    return write_plots(report, out_dir) if plots else []
 
 
 # ----------------------------------------------------------------------------------------
 # command line
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Adds '(default: X)' to a help line that does not already say its default, when there is one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return text + " (default: %(default)s)"
+
+
 def parse_args(argv, on_gpu):
+    def per_device(key):
+        return f"(default {GPU_DEFAULTS[key]} on a GPU, {CPU_DEFAULTS[key]} on the CPU)"
+
     parser = argparse.ArgumentParser(
         description="Train nanoGPT once per attention variant and report loss, speed and memory.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=HelpFormatter)
     parser.add_argument("--attn", default="all",
-                        help=f"comma-separated variants, or 'all': {','.join(VARIANTS)}")
+                        help=f"comma-separated variants, or 'all': {','.join(VARIANTS)} "
+                             f"('all' on a GPU leaves out {','.join(sorted(NAMED_ONLY_ON_GPU))})")
     parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
                         help="model shape (default: gpt2 on a GPU, tiny on the CPU)")
-    parser.add_argument("--steps", type=int, default=None, help="optimizer steps per variant (GPU default 1000)")
-    parser.add_argument("--batch", type=int, default=None, help="sequences per step per process (GPU default 64)")
+    parser.add_argument("--steps", type=int, default=None, help=f"optimizer steps per variant {per_device('steps')}")
+    parser.add_argument("--batch", type=int, default=None, help=f"sequences per step per process {per_device('batch')}")
     parser.add_argument("--block", type=int, default=None, help="sequence length (default: the preset's)")
     parser.add_argument("--grad-accum", type=int, default=1,
                         help="split each step's batch into this many micro-batches (same data, less memory)")
@@ -707,7 +862,7 @@ def parse_args(argv, on_gpu):
                         help="autocast dtype (default bf16 on a GPU, fp32 on the CPU)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the whole model")
     parser.add_argument("--eval-every", type=int, default=None, help="steps between validation evaluations (default steps / 5)")
-    parser.add_argument("--eval-iters", type=int, default=None, help="validation batches per evaluation")
+    parser.add_argument("--eval-iters", type=int, default=None, help=f"validation batches per evaluation {per_device('eval_iters')}")
     parser.add_argument("--data", default=None,
                         help="nanoGPT data dir (train.bin/val.bin) or a text file; default: Python's stdlib sources")
     parser.add_argument("--out", default=None,
@@ -715,16 +870,17 @@ def parse_args(argv, on_gpu):
     parser.add_argument("--lr", type=float, default=None, help="peak learning rate (default per preset)")
     parser.add_argument("--min-lr", type=float, default=None, help="final learning rate (default lr / 10)")
     parser.add_argument("--warmup-steps", type=int, default=None, help="linear warmup steps (default steps / 10)")
-    parser.add_argument("--weight-decay", type=float, default=0.1)
+    parser.add_argument("--weight-decay", type=float, default=0.1, help="AdamW's weight decay of the matrices")
     parser.add_argument("--grad-clip", type=float, default=1.0, help="clip the gradient norm (0: off)")
-    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--seed", type=int, default=1337, help="seeds the initial weights and the batches")
     parser.add_argument("--timing-skip", type=int, default=None,
                         help="first steps left out of the median step time (default min(10, steps / 5))")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds for the whole run; each variant gets an equal share of what is left "
                              "and stops early (recorded) when it uses it up")
     parser.add_argument("--threads", type=int, default=None,
-                        help="CPU threads for torch (default on the CPU: 1 unless OMP_NUM_THREADS is set)")
+                        help="CPU threads for torch (default on the CPU: the cores idle at the start, "
+                             "at least 1, unless OMP_NUM_THREADS is set)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     args = parser.parse_args(argv)
 
@@ -748,7 +904,8 @@ def parse_args(argv, on_gpu):
 
     requested = [name.strip() for name in args.attn.split(",") if name.strip()]
     if requested == ["all"]:
-        args.variants, args.explicit = list(VARIANTS), set()
+        args.variants = [name for name in VARIANTS if not (on_gpu and name in NAMED_ONLY_ON_GPU)]
+        args.explicit = set()
     else:
         unknown = [name for name in requested if name not in VARIANTS]
         if unknown or not requested:
@@ -775,9 +932,7 @@ def main(argv=None):
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     elif not on_gpu and "OMP_NUM_THREADS" not in os.environ:
-        # The CPU run's small matrices gain little from more threads, and OpenMP's spinning
-        # threads slow to a crawl when the cores are shared (CI runners, other jobs).
-        torch.set_num_threads(1)
+        torch.set_num_threads(max(1, default_threads() // world_size))  # torchrun's processes share them
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     if on_gpu:
@@ -829,8 +984,17 @@ def main(argv=None):
         try:
             attention, probe, env = make_variant(name, name in args.explicit, device, args.block,
                                                  config.n_head, head_dim)
-            with environment(env):
-                result["probe_max_abs_err"] = probe_variant(probe, device, dtype, config.n_head, head_dim)
+            if attention is SHORT_RUN_VARIANT:
+                if world_size > 1:
+                    raise Skip("the Triton interpreter's short run is for one process (run without torchrun)")
+            else:
+                with environment(env):
+                    probe_started = time.perf_counter()
+                    result["probe_max_abs_err"] = probe_variant(probe, device, dtype, config.n_head, head_dim)
+                    probe_s = time.perf_counter() - probe_started
+                check_served(name, attention, name in args.explicit, device, result)
+                if result.get("interpreted"):
+                    say(interpreted_warning(name, probe_s, args, config))
             error = None
         except Skip as skip:
             error = ("skipped", str(skip))
@@ -848,6 +1012,8 @@ def main(argv=None):
             say(f"{error[0]:>8} {name}: {error[1]}")
         else:
             runnable.append((name, attention, env))
+    # the short interpreted run last: the main run's results come first
+    runnable.sort(key=lambda entry: entry[1] is SHORT_RUN_VARIANT)
     if not runnable:
         say("no variant can run here")
 
@@ -865,8 +1031,16 @@ def main(argv=None):
                 left = args.time_budget - (time.time() - run_started)
                 run["deadline"] = time.time() + max(0.0, left) / (len(runnable) - index)
             try:
-                with environment(env):
-                    run_variant(name, attention, args, run, init_state, result)
+                if attention is SHORT_RUN_VARIANT:
+                    say(f"{name:>15}: fa_ck's Triton kernels in Triton's interpreter, on a short run of "
+                        f"its own beside sdpa ({describe_short_run()}), in a child process")
+                    result.update(short_interpreted_run(args, out_dir, torch.get_num_threads(),
+                                                        run["deadline"] - time.time() if "deadline" in run else None))
+                else:
+                    with environment(env):
+                        run_variant(name, attention, args, run, init_state, result)
+                    if served_label(attention):  # the training calls' shapes, besides the check's
+                        result["served_by"] = served_label(attention)
             except (Interrupted, KeyboardInterrupt) as stop:
                 result["status"], result["reason"] = "interrupted", f"stopped by {stop or 'Ctrl-C'}"
                 interrupted.append(name)
@@ -874,13 +1048,14 @@ def main(argv=None):
                 result["status"], result["reason"] = "failed", describe_error(e)
                 result["traceback"] = traceback.format_exc(limit=-8)
                 say(f"  failed {name}: {result['reason']}")
-            summarize(result, args, run)
+            if not result.get("separate_run"):
+                summarize(result, args, run)
             if rank == 0:
                 write_report(report, out_dir, plots=not args.no_plots)
             if result["status"] == "ok":
-                say(f"{name:>15}: val loss {result['final_val_loss']:.4f}, "
-                    f"{result['median_ms_per_step']:.1f} ms/step, {result['tokens_per_s']:,.0f} tokens/s"
-                    + (f", peak {result['peak_memory_gib']:.2f} GiB" if "peak_memory_gib" in result else ""))
+                say(result_line(name, result))
+            elif result["status"] == "failed" and result.get("separate_run"):
+                say(f"  failed {name}: {result['reason']}")
             if interrupted:
                 break
     finally:
@@ -890,11 +1065,10 @@ def main(argv=None):
         for name, result in report["variants"].items():
             if result["status"] == "pending":
                 result["status"], result["reason"] = "skipped", "not reached: the run was interrupted"
-        write_report(report, out_dir, plots=not args.no_plots)
+        plots = write_report(report, out_dir, plots=not args.no_plots)
         say("")
         say(text_table(report["variants"]))
-        plots = "" if args.no_plots else ", loss_curves.png, tokens_per_s.png, peak_memory.png"
-        say(f"\nreport: {os.path.join(out_dir, 'results.md')}, results.json{plots}")
+        say(f"\nreport: {', '.join([os.path.join(out_dir, 'results.md'), 'results.json'] + plots)}")
     if world_size > 1:
         import torch.distributed as dist
         dist.destroy_process_group()

@@ -20,7 +20,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from bench import nanogpt  # noqa: E402
+from bench import nanogpt, nanogpt_cpu  # noqa: E402
 from bench.data import BatchSampler, load_tokens, stdlib_corpus  # noqa: E402
 from bench.model import GPT, GPTConfig, config_from_preset, naive_causal_attention  # noqa: E402
 
@@ -230,6 +230,7 @@ def fake_fa_ck(seen_autotune):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     return types.SimpleNamespace(
         attention=attention, __version__="0.0-test",
+        explain=lambda q, k, v, **kwargs: "q ...\n  triton: skipped, test\n  reference: chosen\n-> reference",
         backends=lambda: {"triton": (True, ""), "ck": (False, "not a ROCm build of torch")})
 
 
@@ -246,14 +247,54 @@ def test_fa_ck_variants_run_or_say_why_not(tmp_path, monkeypatch):
     assert abs(variants["triton"]["val_loss_delta_vs_sdpa"]) < 1e-4
 
 
-def test_triton_on_cpu_is_skipped_unless_asked_for(tmp_path, monkeypatch):
+def fake_short_run(calls):
+    """Stands in for nanogpt_cpu.short_interpreted_run: a finished short run, without the child process."""
+    def short_interpreted_run(args, out_dir, threads, time_budget=None):
+        calls.append(threads)
+        run = {"status": "ok", "steps_done": 2, "train_loss": [[1, 5.1], [2, 5.0]], "val_loss": [[0, 5.3], [2, 4.9]],
+               "final_train_loss": 5.05, "final_val_loss": 4.9, "median_ms_per_step": 4000.0, "tokens_per_s": 16.0}
+        return dict(run, interpreted=True, val_loss_delta_vs_sdpa=1e-7, tolerance_vs_sdpa=0.02,
+                    within_tolerance_of_sdpa=True,
+                    separate_run=dict(nanogpt_cpu.SHORT_RUN, interpreted=True, sdpa=dict(run, median_ms_per_step=15.0)))
+    return short_interpreted_run
+
+
+def test_on_cpu_triton_trains_a_short_interpreted_run_of_its_own(tmp_path, monkeypatch, capsys):
+    calls = []
     monkeypatch.setattr(nanogpt, "import_fa_ck", lambda: fake_fa_ck(set()))
+    monkeypatch.setattr(nanogpt, "short_interpreted_run", fake_short_run(calls))
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     report = run_main(tmp_path, "--attn", "all")
-    assert report["variants"]["triton"]["status"] == "skipped"
-    assert "needs a GPU" in report["variants"]["triton"]["reason"]
-    assert report["variants"]["te"]["status"] == "skipped"
-    assert all(r.get("reason") for r in report["variants"].values() if r["status"] != "ok")
+    variants = report["variants"]
+    assert len(calls) == 1 and variants["triton"]["status"] == "ok"
+    assert "val_loss_delta_vs_sdpa" in variants["triton"]  # its own run's, not the main sdpa's
+    assert variants["triton"]["val_loss_delta_vs_sdpa"] == 1e-7
+    assert variants["auto"]["status"] == "ok" and variants["auto"]["served_by"] == "reference"
+    for name in ("triton-autotune", "triton-fp8"):
+        assert variants[name]["status"] == "skipped" and "only the triton variant" in variants[name]["reason"]
+    assert variants["te"]["status"] == "skipped"
+    assert all(r.get("reason") for r in variants.values() if r["status"] != "ok")
+    rows = {row[0]: row for row in nanogpt.table_rows(variants)}
+    assert "auto (reference)" in rows and "triton" not in rows  # the short run has a table of its own
+    short_rows = {row[0]: row for row in nanogpt.table_rows(nanogpt.short_run_results(variants), separate=True)}
+    assert set(short_rows) == {"sdpa", "triton"}
+    out = capsys.readouterr().out
+    # every skip reason once: before training, and only the names under the table
+    assert out.count(variants["te"]["reason"]) == 1 and out.count(variants["ck"]["reason"]) == 1
+
+
+def test_auto_served_by_the_interpreter_trains_only_when_named(tmp_path, monkeypatch):
+    """In this process TRITON_INTERPRET=1 (conftest): fa_ck's dispatch sends auto to the interpreted
+    triton backend, a minute a step, so `all` skips it and says why."""
+    import fa_ck
+    if fa_ck.backends()["triton"][0] is False:
+        pytest.skip("the triton backend is not available here")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(nanogpt, "short_interpreted_run", fake_short_run([]))
+    report = run_main(tmp_path, "--attn", "all")
+    auto = report["variants"]["auto"]
+    assert auto["status"] == "skipped" and auto["served_by"] == "triton" and auto["interpreted"]
+    assert "name auto in --attn" in auto["reason"]
 
 
 def test_fa_ck_import_error_skips_its_variants(tmp_path, monkeypatch):
@@ -280,8 +321,39 @@ def test_unknown_variant_is_an_error():
         nanogpt.parse_args(["--attn", "sdpa,warp-drive"], on_gpu=False)
 
 
+def test_auto_is_in_all_only_on_the_cpu():
+    assert "auto" in nanogpt.parse_args([], on_gpu=False).variants
+    assert "auto" not in nanogpt.parse_args([], on_gpu=True).variants
+    assert "auto" in nanogpt.parse_args(["--attn", "auto"], on_gpu=True).variants
+
+
+def test_help_gives_each_option_one_default(capsys):
+    with pytest.raises(SystemExit):
+        nanogpt.parse_args(["--help"], on_gpu=False)
+    text = capsys.readouterr().out.split("options:", 1)[1]
+    entries = [" ".join(entry.split()) for entry in text.split("\n  -")]
+    assert len(entries) > 20
+    for entry in entries:
+        assert entry.count("default") <= 1, entry
+    assert any("(default: 0.1)" in entry for entry in entries)  # the plain ones still say theirs
+
+
+def test_default_threads_uses_the_idle_cores(monkeypatch):
+    idle = nanogpt_cpu.idle_cores(sample_s=0.05)
+    assert idle is None or idle >= 0
+    monkeypatch.setattr(nanogpt_cpu.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(nanogpt_cpu, "idle_cores", lambda: 1.9)
+    assert nanogpt_cpu.default_threads() == 2
+    monkeypatch.setattr(nanogpt_cpu, "idle_cores", lambda: 0.1)
+    assert nanogpt_cpu.default_threads() == 1
+    monkeypatch.setattr(nanogpt_cpu, "idle_cores", lambda: None)
+    assert nanogpt_cpu.default_threads() == 2
+
+
 def test_cpu_default_run_writes_the_report(tmp_path):
-    """The command line as a user runs it, with few steps: JSON, markdown and PNGs appear."""
+    """The command line as a user runs it, with few steps: JSON, markdown and PNGs appear; fa_ck's
+    auto dispatch trains beside sdpa, naming its backend, and the Triton kernels' short run in the
+    interpreter matches its sdpa's loss."""
     out = tmp_path / "report"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")
     env.pop("TRITON_INTERPRET", None)
@@ -290,27 +362,42 @@ def test_cpu_default_run_writes_the_report(tmp_path):
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "No GPU found: running the tiny preset" in done.stdout
-    for name in ("results.json", "results.md", "loss_curves.png", "tokens_per_s.png", "peak_memory.png"):
+    for name in ("results.json", "results.md", "loss_curves.png", "tokens_per_s.png"):
         assert (out / name).stat().st_size > 0, name
+    assert not (out / "peak_memory.png").exists()  # nothing measured, nothing drawn
     report = json.loads((out / "results.json").read_text())
     assert report["preset"] == "tiny" and report["device"]["type"] == "cpu"
     assert "nanogpt.py --steps 4" in report["command"]
     assert report["versions"]["torch"] == torch.__version__ and report["date"]
     assert set(report["variants"]) == set(nanogpt.VARIANTS)
-    for name in ("sdpa", "naive"):
+    for name in ("sdpa", "naive", "auto"):
         result = report["variants"][name]
         assert result["status"] == "ok", result
         assert result["steps_done"] == 4 and math.isfinite(result["final_val_loss"])
         assert result["median_ms_per_step"] > 0 and result["tokens_per_s"] > 0
+    auto = report["variants"]["auto"]
+    assert auto["served_by"] == "reference" and abs(auto["val_loss_delta_vs_sdpa"]) < 1e-4
+    triton = report["variants"]["triton"]
+    assert triton["status"] == "ok" and triton["interpreted"], triton.get("reason")
+    run = triton["separate_run"]
+    assert triton["steps_done"] == run["steps"] and run["sdpa"]["steps_done"] == run["steps"]
+    # fp32 on both sides: the kernels' loss sits within float rounding of sdpa's on the same run
+    assert abs(triton["final_val_loss"] - run["sdpa"]["final_val_loss"]) < 1e-4
+    assert abs(triton["val_loss_delta_vs_sdpa"]) < 1e-4
     for name, result in report["variants"].items():
         assert result["status"] in ("ok", "skipped", "failed")
         if result["status"] != "ok":
             assert result["reason"], name
     markdown = (out / "results.md").read_text()
     assert "| sdpa |" in markdown and "| naive |" in markdown and "## Not run" in markdown
-    # the summary table closes stdout
-    summary = done.stdout.rsplit("variant", 1)[1]
-    assert "sdpa" in summary and "naive" in summary and "report:" in summary
+    assert "| auto (reference) |" in markdown and "| triton |" in markdown
+    # the summary tables close stdout: the main run's, then the short interpreted run's
+    main_table, short_table = done.stdout.split("Δ val vs sdpa")[-2:]
+    assert "sdpa" in main_table and "naive" in main_table and "auto (reference)" in main_table
+    assert "triton" in short_table and "report:" in short_table
+    for name, result in report["variants"].items():
+        if result["status"] == "skipped":
+            assert done.stdout.count(f"{name}: {result['reason']}") == 1, name
 
 
 @pytest.mark.skipif(os.environ.get("RUN_NANOGPT_DDP") != "1", reason="set RUN_NANOGPT_DDP=1 (CI runs .ci/nanogpt_ddp.sh)")

@@ -879,8 +879,8 @@ def parse_args(argv, on_gpu):
                         help="seconds for the whole run; each variant gets an equal share of what is left "
                              "and stops early (recorded) when it uses it up")
     parser.add_argument("--threads", type=int, default=None,
-                        help="CPU threads for torch (default on the CPU: the cores idle at the start, "
-                             "at least 1, unless OMP_NUM_THREADS is set)")
+                        help="CPU threads for torch (default on the CPU: every core this process may use, "
+                             "shared among torchrun's processes, unless OMP_NUM_THREADS is set)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     args = parser.parse_args(argv)
 

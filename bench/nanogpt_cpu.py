@@ -18,29 +18,9 @@ SHORT_RUN = dict(preset="tiny", batch=2, block=32, steps=4)
 SHORT_RUN_DIR = "triton-interpreted"
 
 
-def idle_cores(sample_s=0.2):
-    """How many of the machine's cores sat idle over a short sample (Linux /proc/stat), else None."""
-    def snapshot():
-        with open("/proc/stat") as f:
-            lines = f.read().splitlines()
-        fields = [int(x) for x in lines[0].split()[1:]]
-        n_cores = sum(1 for line in lines[1:] if line.startswith("cpu"))
-        return sum(fields), fields[3] + fields[4], n_cores  # idle + iowait
-    try:
-        total0, idle0, n_cores = snapshot()
-        time.sleep(sample_s)
-        total1, idle1, _ = snapshot()
-    except (OSError, ValueError, IndexError):
-        return None
-    return (idle1 - idle0) / max(1, total1 - total0) * n_cores
-
-
 def default_threads():
-    """Every core this process may use that is idle now, at least one: OpenMP's spinning threads
-    crawl on cores that other jobs hold."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    idle = idle_cores()
-    return cores if idle is None else max(1, min(cores, round(idle)))
+    """Every core this process may use (torch's own default takes one per physical core)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def describe_short_run():

@@ -151,7 +151,7 @@ def test_s_dmask_is_what_flash_attn_returns(feat):
               softcap=feat.get("softcap", 0.0))
     q64, k64, v64 = (t.detach().double() for t in (q, k, v))
     probs, _ = reference.probabilities(q64, k64, dtype=torch.float64, **kw)
-    block_n = fa_ck.interface._get_block_size_n(q.device, d, p > 0, kw["causal"])
+    block_n = fa_ck.interface.s_dmask_block_n(q.device, d, p > 0, kw["causal"])
     attn = _normalise_s_dmask(s_dmask, reference.scores(q64, k64, dtype=torch.float64, **kw), block_n)
     assert_close("normalised S_dmask", attn, probs, 1e-6)
     keep = s_dmask >= 0
@@ -168,7 +168,7 @@ def test_varlen_s_dmask_is_what_flash_attn_returns():
     _, _, s_dmask = fa_ck.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), dropout_p=p,
                                                  causal=True, return_attn_probs=True)
     assert s_dmask.shape == (3, hq, max(lens_q), max(lens_k))
-    block_n = fa_ck.interface._get_block_size_n(q.device, d, True, True)
+    block_n = fa_ck.interface.s_dmask_block_n(q.device, d, True, True)
     for i, (sq, sk) in enumerate(zip(lens_q, lens_k)):         # sequence i in the top-left corner
         qi = q[None, cu_q[i]:cu_q[i + 1]].detach().double()
         ki = k[None, cu_k[i]:cu_k[i + 1]].detach().double()

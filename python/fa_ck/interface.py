@@ -265,8 +265,9 @@ def _dropout_mask(name: str):
     return fn
 
 
-def _get_block_size_n(device, head_dim: int, is_dropout: bool, is_causal: bool) -> int:
-    """flash-attn 2.8's _get_block_size_n: the key block its S_dmask is scaled per (its tests normalise with it)."""
+def s_dmask_block_n(device, head_dim: int, is_dropout: bool, is_causal: bool) -> int:
+    """The key block S_dmask is scaled per, as flash-attn 2.8 chooses it (its _get_block_size_n, which its
+    tests normalise S_dmask with)."""
     device = torch.device(device)
     major, minor = torch.cuda.get_device_capability(device) if device.type == "cuda" else (0, 0)
     if head_dim <= 32:
@@ -290,7 +291,7 @@ def _s_dmask(q, k, p: AttnParams, keep, alibi_slopes):
         return q.new_zeros((b, hq, sq, sk))
     s = reference.scores(q, k, scale=p.scale, window=(p.window_left, p.window_right), alibi_slopes=alibi_slopes,
                          softcap=p.softcap)
-    n = _get_block_size_n(q.device, d, p.dropout_p > 0, p.causal)
+    n = s_dmask_block_n(q.device, d, p.dropout_p > 0, p.causal)
     nb = -(-sk // n)
     m = F.pad(s, (0, nb * n - sk), value=-math.inf).view(b, hq, sq, nb, n).amax(-1)
     m = m.flip(-1).cummax(-1).values.flip(-1).repeat_interleave(n, -1)[..., :sk]

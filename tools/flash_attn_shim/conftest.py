@@ -76,7 +76,8 @@ def select(items, cpu: bool = False):
     selected, deselected = [], []
     for it, fn, p in zip(items, fns, params):
         wanted = CPU_HEAD_DIMS if cpu else HEAD_DIMS
-        keep = fn in FUNCTIONS and not (cpu and fn in CPU_SKIP) and ("d" not in p or not dims[fn] & set(wanted) or p["d"] in wanted)
+        at_wanted_dim = "d" not in p or not dims[fn] & set(wanted) or p["d"] in wanted
+        keep = fn in FUNCTIONS and not (cpu and fn in CPU_SKIP) and at_wanted_dim
         if keep and not cpu and fn in KEEP_ONE_IN:
             keep = zlib.crc32(it.name.encode()) % KEEP_ONE_IN[fn] == 0
         if keep and cpu:
@@ -165,4 +166,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                "skip_reasons": dict(skips), "failures": failures}
     out = Path(os.environ.get("FA_SUITE_SUMMARY", Path(str(config.rootpath)) / "summary.json"))
     out.write_text(json.dumps(summary, indent=1) + "\n")
-    terminalreporter.write_line(f"flash_attn suite summary -> {out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    counts_text = ", ".join(f"{k} {v}" for k, v in counts.items())
+    terminalreporter.write_line(f"flash_attn suite summary -> {out}: {counts_text}")

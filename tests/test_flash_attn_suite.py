@@ -1,0 +1,132 @@
+"""tools/flash_attn_suite.sh's own parts, without the network: the selection and skips of its conftest
+(tools/flash_attn_shim/conftest.py) on stand-in test items, and the flash_attn shim's names."""
+import importlib.util
+import itertools
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+import fa_ck
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIM = ROOT / "tools" / "flash_attn_shim"
+
+
+def _load_conftest():
+    spec = importlib.util.spec_from_file_location("fa_suite_conftest", SHIM / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+suite = _load_conftest()
+
+
+def _item(fn, **params):
+    ids = "-".join(str(v) for v in params.values())
+    return types.SimpleNamespace(name=f"{fn}[{ids}]" if params else fn, callspec=types.SimpleNamespace(params=params))
+
+
+def _grid(fn, **axes):
+    return [_item(fn, **dict(zip(axes, vals))) for vals in itertools.product(*axes.values())]
+
+
+def _names(items):
+    return {it.name for it in items}
+
+
+def test_gpu_selection_keeps_listed_tests_at_the_issue_head_dims():
+    causal = _grid("test_flash_attn_causal", seqlen_q=[1, 113], seqlen_k=[239], d=[32, 59, 128, 256],
+                   dtype=[torch.float16, torch.bfloat16], local=[False, True])
+    overflow = _grid("test_flash_attn_bwd_overflow", seqlen=[1, 17], d=[16, 32, 64], causal=[False, True])
+    other = _grid("test_flash_attn_bwd_transpose_other", d=[128]) + [_item("test_something_else")]
+    sel, desel = suite.select(causal + overflow + other)
+    assert len(sel) + len(desel) == len(causal + overflow + other)
+    assert {it.callspec.params["d"] for it in sel if "causal[" in it.name} == {59, 128, 256}
+    assert sum("causal[" in it.name for it in sel) == 2 * 3 * 2 * 2
+    assert _names(overflow) <= _names(sel)            # none of its head dims is wanted: it keeps its own
+    assert not _names(other) & _names(sel)
+
+
+def test_gpu_selection_thins_the_product_tests_stably():
+    items = _grid("test_flash_attn_output", seqlen_q=[113, 128, 256], seqlen_k=[203, 512], d=[59, 128, 256],
+                  causal=[False, True], local=[False, True], alibi=[False, True], dropout_p=[0.0, 0.17],
+                  dtype=[torch.float16, torch.bfloat16], kvpacked=[False, True])
+    sel, _ = suite.select(items)
+    n = len(items) / suite.KEEP_ONE_IN["test_flash_attn_output"]
+    assert 0.7 * n < len(sel) < 1.3 * n
+    assert _names(sel) == _names(suite.select(list(reversed(items)))[0])
+    for key in ("d", "causal", "local", "alibi", "dropout_p", "dtype"):
+        assert {it.callspec.params[key] for it in sel} == {it.callspec.params[key] for it in items}
+
+
+def test_cpu_selection_is_each_feature_alone_at_the_smallest_size():
+    items = _grid("test_flash_attn_output", seqlen_q=[113, 1024], seqlen_k=[203, 1024], d=[59, 128],
+                  causal=[False, True], alibi=[False, True], softcap=[0.0, 50.0], mha_type=["mha", "gqa"],
+                  dtype=[torch.float16, torch.bfloat16])
+    race = _grid("test_flash_attn_race_condition", seqlen_q=[1], seqlen_k=[339], d=[59], causal=[False, True])
+    sel, _ = suite.select(items + race, cpu=True)
+    assert all(it.callspec.params["d"] == 59 and it.callspec.params["dtype"] == torch.float16 for it in sel)
+    assert {(it.callspec.params["seqlen_q"], it.callspec.params["seqlen_k"]) for it in sel} == {(113, 203)}
+    on = sorted(tuple(k for k in ("causal", "alibi", "softcap", "mha_type")
+                      if it.callspec.params[k] not in suite.PLAIN) for it in sel)
+    assert on == [(), ("alibi",), ("causal",), ("mha_type",), ("softcap",)]
+    assert not _names(race) & _names(sel)
+
+
+def test_skip_reasons():
+    assert "flash_attn_with_kvcache" in suite.skip_reason("test_flash_attn_kvcache[x]", {}, False, False)
+    assert suite.skip_reason("test_flash_attn_kvcache[x]", {}, True, False) is None
+    paged = {"paged_kv_block_size": 256}
+    assert "block_table" in suite.skip_reason("test_flash_attn_varlen_causal[x]", paged, False, False)
+    assert suite.skip_reason("test_flash_attn_varlen_causal[x]", paged, False, True) is None
+    assert suite.skip_reason("test_flash_attn_varlen_causal[x]", {"paged_kv_block_size": None}, False, False) is None
+
+
+@pytest.fixture
+def shim(tmp_path, monkeypatch):
+    """The shim package as fetch lays it out, less flash-attn's own files (not needed to import it)."""
+    shutil.copytree(SHIM / "flash_attn", tmp_path / "flash_attn")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "flash_attn" or m.startswith("flash_attn.")]:
+        monkeypatch.delitem(sys.modules, name)
+    import flash_attn
+    yield flash_attn
+    for name in [m for m in sys.modules if m == "flash_attn" or m.startswith("flash_attn.")]:
+        del sys.modules[name]
+
+
+def test_shim_reexports_fa_ck(shim):
+    from flash_attn.flash_attn_interface import HAS_KVCACHE, _get_block_size_n
+    for name in ("flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",
+                 "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func"):
+        assert getattr(shim, name) is getattr(fa_ck, name)
+    assert _get_block_size_n is fa_ck.interface.s_dmask_block_n
+    assert HAS_KVCACHE == hasattr(fa_ck, "flash_attn_with_kvcache")
+    if not HAS_KVCACHE:
+        with pytest.raises(NotImplementedError):
+            shim.flash_attn_with_kvcache()
+    assert suite._paged_kv_supported() is False       # fa_ck refuses a block_table today; update with the feature
+
+
+def test_gpu_query_stand_ins_answer_only_for_a_missing_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", torch.cuda.get_device_capability)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", torch.cuda.get_device_properties)
+    suite.stand_in_for_gpu_queries()
+    assert torch.cuda.get_device_capability("cuda") == (9, 0)
+    assert torch.cuda.get_device_properties("cuda").total_memory >= 16 * 2**30
+
+
+def test_script_parses_and_pins_the_shim_version():
+    assert subprocess.run(["bash", "-n", str(ROOT / "tools" / "flash_attn_suite.sh")]).returncode == 0
+    usage = subprocess.run(["bash", str(ROOT / "tools" / "flash_attn_suite.sh")], capture_output=True, text=True)
+    assert usage.returncode == 2 and "fetch DIR" in usage.stderr
+    script = (ROOT / "tools" / "flash_attn_suite.sh").read_text()
+    version = next(line.split('"')[1] for line in (SHIM / "flash_attn" / "__init__.py").read_text().splitlines()
+                   if line.startswith("__version__"))
+    assert f"VERSION={version}\n" in script

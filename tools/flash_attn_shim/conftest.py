@@ -1,0 +1,170 @@
+"""Runs flash-attn 2.8.3's own tests/test_flash_attn.py against fa_ck through the flash_attn shim.
+
+tools/flash_attn_suite.sh copies this file to the shim's root. It selects the tests that fit one
+10-minute GPU call (select() below), skips those that need what fa_ck lacks, with the reason, and
+writes the counts to summary.json beside it. FA_SUITE_CPU=1 is the CPU mode: the test module's
+"cuda" becomes "cpu" (the runner's copy), the kernels run in the Triton interpreter and only a few
+small cases run; it finds API mismatches, it is no substitute for the GPU run.
+"""
+import json
+import os
+import types
+import zlib
+from collections import Counter
+from pathlib import Path
+
+CPU = os.environ.get("FA_SUITE_CPU") == "1"
+if CPU:
+    os.environ.setdefault("TRITON_INTERPRET", "1")    # read when fa_ck's kernels are decorated, so before fa_ck loads
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+# The issue's groups: output, qkvpacked, varlen, causal, local, alibi, softcap, dropout, deterministic,
+# splitkv, the overflow cases, race_condition; local/alibi/softcap/dropout are parameters of these tests.
+FUNCTIONS = (
+    "test_flash_attn_qkvpacked",
+    "test_flash_attn_varlen_qkvpacked",
+    "test_flash_attn_output",
+    "test_flash_attn_varlen_output",
+    "test_flash_attn_causal",
+    "test_flash_attn_varlen_causal",
+    "test_flash_attn_splitkv",
+    "test_flash_attn_kvcache",
+    "test_flash_attn_race_condition",
+    "test_flash_attn_bwd_overflow",
+    "test_flash_attn_bwd_transpose",
+    "test_flash_attn_bwd_varlen_overflow",
+    "test_flash_attn_deterministic",
+    "test_flash_attn_varlen_deterministic",
+)
+HEAD_DIMS = (59, 128, 256)
+# The two product-of-everything tests have ~24k cases each at three head dims (kvcache ~150k): one in
+# KEEP_ONE_IN[fn] of them, by a CRC of the test id (stable across machines), still covers every
+# combination of the boolean features at each head dim and dtype several times.
+KEEP_ONE_IN = {"test_flash_attn_output": 12, "test_flash_attn_varlen_output": 12, "test_flash_attn_kvcache": 128}
+# CPU mode: head dim 59 (the overflow tests' 16), float16, each test's smallest sequence pair, and
+# each feature alone: cases where at most one parameter is off its plain value.
+CPU_HEAD_DIMS = (59, 16)
+CPU_SKIP = ("test_flash_attn_race_condition",)    # 250 calls of batch 60 each: hours in the interpreter
+PLAIN = (False, 0.0, None, "mha", torch.float16)   # True == 1, so no 1 here
+
+
+def _fn_name(name: str) -> str:
+    return name.split("[", 1)[0]
+
+
+def _size(p: dict):
+    q, k = p.get("seqlen_q", p.get("seqlen")), p.get("seqlen_k", p.get("seqlen"))
+    return None if q is None else (q * k, q, k)
+
+
+def select(items, cpu: bool = False):
+    """(selected, deselected) of pytest items (anything with .name and, when parametrized, .callspec.params).
+
+    GPU: the functions in FUNCTIONS at head dims 59, 128 and 256 (a test none of whose head dims is one
+    of these, like the overflow tests' 16/32/64, keeps its own), both dtypes, every other parameter,
+    thinned by KEEP_ONE_IN. CPU: the far smaller set described at CPU_HEAD_DIMS."""
+    params = [getattr(getattr(it, "callspec", None), "params", {}) for it in items]
+    fns = [_fn_name(it.name) for it in items]
+    dims, smallest = {}, {}
+    for fn, p in zip(fns, params):
+        if "d" in p:
+            dims.setdefault(fn, set()).add(p["d"])
+        if _size(p) is not None:
+            smallest[fn] = min(smallest.get(fn, _size(p)), _size(p))
+    selected, deselected = [], []
+    for it, fn, p in zip(items, fns, params):
+        wanted = CPU_HEAD_DIMS if cpu else HEAD_DIMS
+        at_wanted_dim = "d" not in p or not dims[fn] & set(wanted) or p["d"] in wanted
+        keep = fn in FUNCTIONS and not (cpu and fn in CPU_SKIP) and at_wanted_dim
+        if keep and not cpu and fn in KEEP_ONE_IN:
+            keep = zlib.crc32(it.name.encode()) % KEEP_ONE_IN[fn] == 0
+        if keep and cpu:
+            off = [k for k, v in p.items() if k not in ("d", "seqlen", "seqlen_q", "seqlen_k") and v not in PLAIN]
+            keep = p.get("dtype", torch.float16) == torch.float16 and _size(p) == smallest.get(fn) and len(off) <= 1
+        (selected if keep else deselected).append(it)
+    return selected, deselected
+
+
+def _paged_kv_supported() -> bool:
+    """Whether fa_ck's varlen call takes a block_table (a paged KV cache); fa_ck refuses one first thing."""
+    from flash_attn import flash_attn_varlen_func
+    t = torch.empty(1, 1, 8, device="meta", dtype=torch.float16)
+    cu = torch.zeros(2, device="meta", dtype=torch.int32)
+    try:
+        flash_attn_varlen_func(t, t, t, cu, cu, 1, 1, block_table=torch.zeros(1, 1, dtype=torch.int32))
+    except NotImplementedError:
+        return False
+    except Exception:  # noqa: BLE001 - any other error means the block_table got past the refusal
+        return True
+    return True
+
+
+def skip_reason(name: str, params: dict, has_kvcache: bool, has_paged_kv: bool):
+    """Why fa_ck cannot run this test yet, or None."""
+    if "kvcache" in _fn_name(name) and not has_kvcache:
+        return "needs flash_attn_with_kvcache, which fa_ck does not have yet"
+    if params.get("paged_kv_block_size") is not None and not has_paged_kv:
+        return "needs a paged KV cache (block_table), which fa_ck does not have yet"
+    return None
+
+
+def pytest_configure(config):
+    if not torch.cuda.is_available():     # CPU mode, or counting the GPU selection on a CPU with --collect-only
+        stand_in_for_gpu_queries()
+
+
+def stand_in_for_gpu_queries():
+    """Where there is no GPU, answer the test module's questions about "cuda" (which would raise) as for the
+    sm90 card of the GPU run; any other question goes to torch as before."""
+    capability, properties = torch.cuda.get_device_capability, torch.cuda.get_device_properties
+    if getattr(capability, "_fa_suite", False):
+        return
+
+    def get_device_capability(device=None):
+        return (9, 0) if device == "cuda" else capability(device)      # is_sm90 picks the GPU run's checks
+
+    def get_device_properties(device=None):      # the OOM guards skip nothing on an 80 GB card
+        return types.SimpleNamespace(total_memory=80 * 2**30) if device == "cuda" else properties(device)
+
+    get_device_capability._fa_suite = True
+    torch.cuda.get_device_capability, torch.cuda.get_device_properties = get_device_capability, get_device_properties
+
+
+def pytest_collection_modifyitems(session, config, items):
+    from flash_attn import flash_attn_interface
+    selected, deselected = select(items, cpu=CPU)
+    has_paged_kv = _paged_kv_supported()
+    for it in selected:
+        why = skip_reason(it.name, getattr(getattr(it, "callspec", None), "params", {}),
+                          flash_attn_interface.HAS_KVCACHE, has_paged_kv)
+        if why:
+            it.add_marker(pytest.mark.skip(reason=why))
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+    items[:] = selected
+    config._fa_suite_selected = Counter(_fn_name(it.name) for it in selected)
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    per_fn = getattr(config, "_fa_suite_selected", Counter())
+    lines = [f"flash_attn suite ({'CPU' if CPU else 'GPU'} selection): {len(items)} tests"]
+    lines += [f"  {fn}: {n}" for fn, n in sorted(per_fn.items())]
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    stats = terminalreporter.stats
+    counts = {k: len(stats.get(k, [])) for k in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")}
+    skips = Counter(str(r.longrepr[2]) if isinstance(r.longrepr, tuple) else str(r.longrepr)
+                    for r in stats.get("skipped", []))
+    failures = [{"test": r.nodeid, "message": (r.longreprtext.strip().splitlines() or [""])[-1][:400]}
+                for r in stats.get("failed", []) + stats.get("error", [])]
+    summary = {"mode": "cpu" if CPU else "gpu", "ran": sum(counts.values()),
+               "deselected": len(stats.get("deselected", [])), **counts,
+               "skip_reasons": dict(skips), "failures": failures}
+    out = Path(os.environ.get("FA_SUITE_SUMMARY", Path(str(config.rootpath)) / "summary.json"))
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    counts_text = ", ".join(f"{k} {v}" for k, v in counts.items())
+    terminalreporter.write_line(f"flash_attn suite summary -> {out}: {counts_text}")

@@ -6,6 +6,8 @@ and the CPU tests can use it as is.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,21 +36,97 @@ CK_DEFINES = [
     "-DCK_TILE_FMHA_FWD_SPLITKV_API=0",
     "-DCK_TILE_FMHA_FWD_APPENDKV_API=0",
 ]
-CK_HIP_FLAGS = [
+# Flags for every CK translation unit that any compiler of ours takes (ROCm's hipcc, upstream clang 22).
+CK_BASE_HIP_FLAGS = [
     "-std=c++20",
     "-O3",
     "-fgpu-flush-denormals-to-zero",
-    "-fno-offload-uniform-block",
-    "-mllvm", "--lsr-drop-solution=1",
-    "-mllvm", "-enable-post-misched=0",
     "-Wno-undefined-func-template",
     "-Wno-float-equal",
     "-Wno-deprecated-attributes",
     "-Wno-unused-result",
 ]
-# CK's own CMake adds these for ROCm's clang: they keep everything inlined (no s_swappc in kernels).
-# Upstream clang-22 runs for over 15 minutes on one instance with them, so the CPU check leaves them out.
+# CK's CMakeLists adds these only from the HIP SDK version shown (flat: (major*1000+minor)*100000+patch,
+# "> 600241132" there is ">= 6.2.41133" here); the last column is the first HIP that rejects the flag.
+# (first HIP version with the flags, first HIP version without them or None, flags)
+HIP_VERSION_FLAGS = [
+    ((5, 5, 1), None, ["-mllvm", "--lsr-drop-solution=1"]),
+    ((5, 7, 23303), None, ["-fno-offload-uniform-block"]),
+    ((6, 1, 40091), None, ["-mllvm", "-enable-post-misched=0"]),
+    # keep everything inlined: no s_swappc calls in the kernels
+    ((6, 2, 41133), None, ["-mllvm", "-amdgpu-early-inline-all=true", "-mllvm", "-amdgpu-function-calls=false"]),
+    # ROCm 7.2's LLVM removed the option (hipcc rejects it); CK's CMake adds it only where the compiler takes it
+    ((6, 2, 41133), (7, 2, 0), ["-mllvm", "-amdgpu-coerce-illegal-types=1"]),
+]
+# What the gfx942 compile check (upstream clang 22, tools/ck_compile_check.py) compiles with: the
+# version-gated flags clang 22 takes, less the inlining pair (clang 22 runs for over 15 minutes on one
+# instance with them).
+CK_HIP_FLAGS = CK_BASE_HIP_FLAGS[:3] + [
+    "-fno-offload-uniform-block",
+    "-mllvm", "--lsr-drop-solution=1",
+    "-mllvm", "-enable-post-misched=0",
+] + CK_BASE_HIP_FLAGS[3:]
 ROCM_ONLY_FLAGS = ["-mllvm", "-amdgpu-early-inline-all=true", "-mllvm", "-amdgpu-function-calls=false"]
+# The composable_kernel submodule's pinned commit: what an sdist (which carries no CK) needs from CK_DIR.
+CK_COMMIT = "e31a7a4f29b371c32ea9daf9211b6ae1fed2fa40"
+
+
+def parse_hip_version(text: str, source: str = "HIP version") -> tuple[int, int, int]:
+    """(major, minor, patch) from '6.2.41133-dd7f95766' (torch.version.hip, hipconfig --version) or '6.2'."""
+    m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not m:
+        raise ValueError(f"{source}: cannot read a HIP version from {text!r} (expected e.g. 6.2.41133)")
+    return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def hip_version_flags(version) -> list[str]:
+    """The hipcc flags CK's build gates by HIP version, for HIP `version` (a string or a tuple)."""
+    v = parse_hip_version(version) if isinstance(version, str) else tuple(version)
+    flags: list[str] = []
+    for first, stop, fl in HIP_VERSION_FLAGS:
+        if v >= first and (stop is None or v < stop):
+            flags += fl
+    return flags
+
+
+def ck_hip_flags(version) -> list[str]:
+    """Every hipcc flag of a CK translation unit for HIP `version`, arch flags aside."""
+    return CK_BASE_HIP_FLAGS + hip_version_flags(version) + CK_DEFINES
+
+
+def find_rocm(environ=os.environ, default: str = "/opt/rocm") -> Path | None:
+    """The ROCm SDK torch's cpp_extension would use: $ROCM_HOME/$ROCM_PATH, hipcc on PATH, /opt/rocm.
+    None when there is none; ValueError when ROCM_HOME/ROCM_PATH names a directory without bin/hipcc."""
+    for var in ("ROCM_HOME", "ROCM_PATH"):
+        if environ.get(var):
+            home = Path(environ[var]).expanduser()
+            if not (home / "bin" / "hipcc").is_file():
+                raise ValueError(f"{var}={home} has no bin/hipcc: point it at a ROCm install (e.g. /opt/rocm)")
+            return home
+    hipcc = shutil.which("hipcc", path=environ.get("PATH", ""))
+    if hipcc:
+        home = Path(os.path.realpath(hipcc)).parent.parent
+        return home.parent if home.name == "hip" else home
+    if default and (Path(default) / "bin" / "hipcc").is_file():
+        return Path(default)
+    return None
+
+
+def sdk_hip_version(rocm: Path) -> tuple[int, int, int] | None:
+    """The HIP version of the ROCm SDK at `rocm`: include/hip/hip_version.h, else `hipconfig --version`."""
+    header = rocm / "include" / "hip" / "hip_version.h"
+    if header.is_file():
+        found = dict(re.findall(r"#define\s+HIP_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)", header.read_text()))
+        if len(found) == 3:
+            return int(found["MAJOR"]), int(found["MINOR"]), int(found["PATCH"])
+    hipconfig = rocm / "bin" / "hipconfig"
+    if hipconfig.is_file():
+        try:
+            out = subprocess.run([str(hipconfig), "--version"], capture_output=True, text=True, timeout=60)
+            return parse_hip_version(out.stdout, f"{hipconfig} --version")
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            return None
+    return None
 
 
 class CKNotFound(RuntimeError):
@@ -65,8 +143,10 @@ def find_ck(root: Path = ROOT, environ=os.environ) -> Path:
     ck = root / "composable_kernel"
     if not (ck / "include" / "ck_tile").is_dir():
         raise CKNotFound(
-            "composable_kernel/ is empty: run `git submodule update --init composable_kernel` "
-            "(or clone with --recursive), or set CK_DIR to a composable_kernel checkout")
+            "no CK sources: composable_kernel/ is missing or empty. In a git checkout run "
+            "`git submodule update --init composable_kernel` (or clone with --recursive); an sdist carries "
+            "no CK: set CK_DIR to a composable_kernel checkout "
+            f"(https://github.com/ROCm/composable_kernel at commit {CK_COMMIT})")
     return ck
 
 

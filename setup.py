@@ -1,27 +1,40 @@
 """fa_ck build.
 
 On a ROCm build of PyTorch this compiles the Composable Kernel extension `fa_ck._ck`
-(see build_ck.py). Anywhere else it installs the pure-Python package (Triton and
-reference backends) and says in one line why the CK build was skipped.
+(see build_ck.py) with the ROCm SDK's hipcc. Anywhere else it installs the pure-Python
+package (Triton and reference backends) and says in one line why the CK build was skipped.
 
-Build isolation: pip builds in an isolated environment that has no torch (torch is
-deliberately not a build requirement: pip would fetch a CPU/CUDA torch of several GB).
-So the CK build needs `pip install --no-build-isolation .`. When setup.py finds itself
-isolated while the environment pip was started from has a ROCm torch, it stops and
-says exactly that, rather than silently installing without the kernels.
+Build isolation: pip, uv and `python -m build` build in an isolated environment that has
+no torch (torch is deliberately not a build requirement: they would fetch a CPU/CUDA torch
+of several GB). So the CK build needs `pip install --no-build-isolation .` (or
+`uv pip install --no-build-isolation .`). When setup.py sees no torch while the machine has
+a ROCm SDK, or the environment pip was started from has a ROCm torch, it stops and says
+exactly that, rather than silently installing without the kernels.
+
+Making an sdist (`python setup.py sdist`, `python -m build --sdist`) decides nothing: the
+sdist carries setup.py, build_ck.py and csrc/ but not CK, which its build takes from CK_DIR.
 
 Environment: FA_CK_ARCHS (gfx942; also gfx90a, gfx950, native), FA_CK_HDIMS (e.g. 64,128:
-fewer kernels, faster build), MAX_JOBS, CK_DIR, FA_CK_BUILD=0 (never build CK) / 1 (fail
-if CK cannot be built).
+fewer kernels, faster build), MAX_JOBS, CK_DIR, ROCM_HOME, FA_CK_BUILD=0 (never build CK) /
+1 (fail if CK cannot be built).
 """
 import os
 import subprocess
 import sys
+import tempfile
 
 from setuptools import setup
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_ck  # noqa: E402
+
+# setup.py commands that only describe or pack the sources: they never need torch or ROCm.
+METADATA_COMMANDS = {"sdist", "egg_info", "dist_info", "check"}
+BUILD_COMMANDS = {"build", "build_ext", "build_py", "bdist", "bdist_wheel", "bdist_egg", "install",
+                  "develop", "editable_wheel"}
+NO_ISOLATION = ("pip install --no-build-isolation .   (uv: uv pip install --no-build-isolation . ; "
+                "pypa/build: python -m build --no-isolation)")
+PURE_PYTHON = "or FA_CK_BUILD=0 for the pure-Python package without CK kernels (triton, reference backends)"
 
 
 def _torch_hip():
@@ -31,6 +44,12 @@ def _torch_hip():
     except ImportError:
         return False, None
     return True, getattr(torch.version, "hip", None)
+
+
+def metadata_only(argv):
+    """True when setup.py was asked only for metadata or an sdist (what pip/uv/build run first)."""
+    words = set(argv[1:])
+    return bool(words & METADATA_COMMANDS) and not words & BUILD_COMMANDS
 
 
 def outer_env(environ):
@@ -57,21 +76,61 @@ def outer_torch_hip(environ=os.environ):
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
-def decide(environ=os.environ):
+def build_isolation(environ=os.environ, prefix=sys.prefix, base_prefix=sys.base_prefix):
+    """Which isolated build environment this interpreter runs in, in words; None when none is seen."""
+    if any("pip-build-env-" in p for p in environ.get("PYTHONPATH", "").split(os.pathsep)):
+        return "pip's build isolation"
+    parts = os.path.normpath(prefix).split(os.sep)
+    if any(p.startswith("build-env-") for p in parts):
+        return "python -m build's isolated environment"
+    if any(p.startswith("builds-v") for p in parts) or (environ.get("UV") and prefix != base_prefix):
+        return "uv's build isolation"
+    if prefix != base_prefix and os.path.realpath(prefix).startswith(os.path.realpath(tempfile.gettempdir())):
+        return "a temporary virtual environment, likely a build frontend's isolation"
+    return None
+
+
+def find_rocm(environ=os.environ):
+    """build_ck.find_rocm, with a bad ROCM_HOME/ROCM_PATH as a SystemExit that names it."""
+    try:
+        return build_ck.find_rocm(environ)
+    except ValueError as e:
+        raise SystemExit(f"fa_ck: {e}")
+
+
+def no_rocm_sdk(hip):
+    return (f"fa_ck: torch is a ROCm build (HIP {hip}) but no ROCm SDK was found (ROCM_HOME and ROCM_PATH "
+            "unset, no hipcc on PATH, no /opt/rocm/bin/hipcc); the CK kernels are compiled by ROCm's hipcc. "
+            "Install the ROCm HIP SDK (hipcc) and set ROCM_HOME to it (e.g. ROCM_HOME=/opt/rocm), "
+            f"{PURE_PYTHON}.")
+
+
+def decide(environ=os.environ, prefix=sys.prefix, base_prefix=sys.base_prefix):
     """('build', hip_version) or ('skip', reason); raises SystemExit when the user must act."""
     want = environ.get("FA_CK_BUILD", "")
+    if want not in ("", "0", "1"):
+        raise SystemExit(f"fa_ck: FA_CK_BUILD must be 0, 1 or unset, not {want!r}")
     if want == "0":
         return "skip", "FA_CK_BUILD=0"
     has_torch, hip = _torch_hip()
     if hip:
+        if find_rocm(environ) is None:
+            raise SystemExit(no_rocm_sdk(hip))
         return "build", hip
     if not has_torch:
+        isolation = build_isolation(environ, prefix, base_prefix)
         outer = outer_torch_hip(environ)
         if outer:
             raise SystemExit(
-                f"fa_ck: this environment has a ROCm torch (HIP {outer}), but pip's build isolation hides it "
-                "from the build. Run:  pip install --no-build-isolation .   "
-                "(or FA_CK_BUILD=0 pip install .  for the pure-Python package without CK kernels)")
+                f"fa_ck: this environment has a ROCm torch (HIP {outer}), but {isolation or 'build isolation'} "
+                f"hides it from the build. Run:  {NO_ISOLATION};  {PURE_PYTHON}.")
+        rocm = find_rocm(environ)
+        if rocm is not None:
+            where = f"this build runs in {isolation}" if isolation else "torch is not installed here"
+            raise SystemExit(
+                f"fa_ck: this machine has a ROCm SDK ({rocm}), but torch is not importable by the build "
+                f"({where}), so the CK kernels cannot be built. Install ROCm's PyTorch in your environment "
+                f"and build without isolation:  {NO_ISOLATION};  {PURE_PYTHON}.")
         reason = "no torch importable in the build environment"
     else:
         import torch
@@ -81,18 +140,36 @@ def decide(environ=os.environ):
     return "skip", reason
 
 
-def ck_extension():
+def hip_version(rocm, torch_hip):
+    """(version tuple, where it came from): the SDK's own HIP version, else the one torch was built with."""
+    sdk = build_ck.sdk_hip_version(rocm)
+    if sdk is not None:
+        return sdk, f"the ROCm SDK at {rocm}"
+    try:
+        return build_ck.parse_hip_version(torch_hip, "torch.version.hip"), "torch.version.hip"
+    except ValueError as e:
+        raise SystemExit(f"fa_ck: {e}")
+
+
+def ck_extension(environ=os.environ, gen_dir=None):
     """The fa_ck._ck extension: our csrc glue plus CK's generated instances, compiled by hipcc."""
     from pathlib import Path
-    from torch.utils.cpp_extension import CUDAExtension
 
+    import torch
+    from torch.utils import cpp_extension
+
+    rocm = find_rocm(environ)
+    # Without ROCM_HOME torch's IS_HIP_EXTENSION stays off and CUDAExtension asks for CUDA_HOME instead.
+    if rocm is None or not cpp_extension.IS_HIP_EXTENSION:
+        raise SystemExit(no_rocm_sdk(torch.version.hip))
     try:
-        ck = build_ck.find_ck()
-        archs = build_ck.parse_archs(os.environ.get("FA_CK_ARCHS"))
-        hdims = build_ck.parse_hdims(os.environ.get("FA_CK_HDIMS"))
+        ck = build_ck.find_ck(environ=environ)
+        archs = build_ck.parse_archs(environ.get("FA_CK_ARCHS"))
+        hdims = build_ck.parse_hdims(environ.get("FA_CK_HDIMS"))
     except (build_ck.CKNotFound, ValueError) as e:
         raise SystemExit(f"fa_ck: {e}")
-    gen_dir = Path("build") / "ck_gen"      # a build directory: never committed (.gitignore: build/)
+    version, version_from = hip_version(Path(rocm), torch.version.hip)
+    gen_dir = Path(gen_dir or Path("build") / "ck_gen")   # a build directory: never committed (.gitignore: build/)
     # torch's cpp_extension sends only .cu/.hip files to hipcc: CK's generated .cpp are HIP sources.
     sources = []
     for cpp in build_ck.generate(ck, gen_dir, archs, hdims=hdims):
@@ -101,11 +178,12 @@ def ck_extension():
         sources.append(str(hip))
     glue = ["csrc/ck_fwd.hip", "csrc/ck_bwd.hip", "csrc/binding.cpp"]
     arch_flags = [f"--offload-arch={a}" for a in archs]
-    hip_flags = build_ck.CK_HIP_FLAGS + build_ck.ROCM_ONLY_FLAGS + build_ck.CK_DEFINES + arch_flags
+    hip_flags = build_ck.ck_hip_flags(version) + arch_flags
     cxx_flags = ["-O3", "-std=c++20", f"-DFA_CK_HDIMS_LIST={','.join(map(str, hdims))}"]
-    print(f"fa_ck: building CK extension for {','.join(archs)}: {len(sources)} generated instances "
-          f"(head dims {hdims}) from {ck}; MAX_JOBS={os.environ.get('MAX_JOBS', 'auto')}")
-    return CUDAExtension(
+    print(f"fa_ck: building CK extension for {','.join(archs)} with HIP {'.'.join(map(str, version))} "
+          f"(from {version_from}): {len(sources)} generated instances (head dims {hdims}) from {ck}; "
+          f"MAX_JOBS={environ.get('MAX_JOBS', 'auto')}")
+    return cpp_extension.CUDAExtension(
         name="fa_ck._ck",
         sources=glue + sources,
         include_dirs=[str(p) for p in build_ck.include_dirs(ck)],
@@ -114,6 +192,9 @@ def ck_extension():
 
 
 def main():
+    if metadata_only(sys.argv):
+        setup()
+        return
     action, detail = decide()
     if action == "skip":
         print(f"fa_ck: CK build skipped ({detail}); installing the pure-Python package (triton, reference backends)")

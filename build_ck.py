@@ -186,6 +186,7 @@ def generate(ck: Path, out_dir: Path, archs: list[str], *, api: str = "fwd,bwd",
              filters: str | None = None, hdims: list[int] | None = None,
              receipt: int = RECEIPT) -> list[Path]:
     """Run CK's generate.py into out_dir (a build directory, never committed); return the .cpp files."""
+    out_dir = Path(out_dir).resolve()     # codegen runs in CK's example dir: a relative path would land there
     out_dir.mkdir(parents=True, exist_ok=True)
     if filters is None:
         filters = ",".join(FWD_FILTER if a == "fwd" else BWD_FILTER for a in api.split(","))

@@ -177,6 +177,15 @@ def parse_hdims(value: str | None) -> list[int]:
     return dims
 
 
+def parse_max_jobs(value: str | None) -> int | None:
+    """MAX_JOBS (optional): parallel compile jobs, as torch's BuildExtension reads it."""
+    if value is None or value == "":
+        return None
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"MAX_JOBS must be a positive integer, not {value!r}")
+    return int(value)
+
+
 def codegen_targets(archs: list[str]) -> str:
     # codegen only knows concrete arches; "native" builds whatever the kernels of all known ones are.
     return ",".join(SUPPORTED_ARCHS if "native" in archs else archs)

@@ -166,6 +166,7 @@ def ck_extension(environ=os.environ, gen_dir=None):
         ck = build_ck.find_ck(environ=environ)
         archs = build_ck.parse_archs(environ.get("FA_CK_ARCHS"))
         hdims = build_ck.parse_hdims(environ.get("FA_CK_HDIMS"))
+        build_ck.parse_max_jobs(environ.get("MAX_JOBS"))
     except (build_ck.CKNotFound, ValueError) as e:
         raise SystemExit(f"fa_ck: {e}")
     version, version_from = hip_version(Path(rocm), torch.version.hip)

@@ -195,10 +195,18 @@ def test_torch_without_rocm_home_gets_a_rocm_message(rocm_state, monkeypatch):
     assert "CUDA_HOME" not in str(e.value)
 
 
-def test_bad_archs_name_the_variable(rocm_state):
+def test_bad_settings_name_the_variable(rocm_state):
     env, _ = rocm_state(archs="gfx1100")
     with pytest.raises(SystemExit, match="FA_CK_ARCHS: unsupported arch 'gfx1100'"):
         setup_mod.ck_extension(env, gen_dir=rocm_state.tmp / "gen")
+    env, _ = rocm_state(version="6.3.42131", hdims="80")
+    with pytest.raises(SystemExit, match="FA_CK_HDIMS"):
+        setup_mod.ck_extension(env, gen_dir=rocm_state.tmp / "gen")
+    for bad in ("0", "many", "-2"):
+        with pytest.raises(SystemExit, match=f"MAX_JOBS must be a positive integer, not '{bad}'"):
+            setup_mod.ck_extension({**env, "FA_CK_HDIMS": "64", "MAX_JOBS": bad}, gen_dir=rocm_state.tmp / "gen")
+    with pytest.raises(SystemExit, match="CK_DIR=.* has no include/ck_tile"):
+        setup_mod.ck_extension({**env, "FA_CK_HDIMS": "64", "CK_DIR": str(rocm_state.tmp)}, gen_dir=rocm_state.tmp)
 
 
 # ---------------------------------------------------------------- build_ext with the fake compilers

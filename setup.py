@@ -65,15 +65,25 @@ def outer_env(environ):
     return env
 
 
-def outer_torch_hip(environ=os.environ):
-    """torch.version.hip of the interpreter's own environment, seen from outside pip's isolation."""
-    code = "import torch; print(getattr(torch.version, 'hip', None) or '')"
+def outer_torch(environ=os.environ):
+    """(torch.__version__, torch.version.hip or None) of the interpreter's own environment, seen from
+    outside pip's isolation; None when no torch is found there."""
+    code = "import torch; print(torch.__version__); print(getattr(torch.version, 'hip', None) or '')"
     try:
         r = subprocess.run([sys.executable, "-c", code], env=outer_env(environ),
                            capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return r.stdout.strip() or None if r.returncode == 0 else None
+    lines = r.stdout.splitlines()
+    if r.returncode != 0 or not lines:
+        return None
+    return lines[0].strip(), (lines[1].strip() if len(lines) > 1 else "") or None
+
+
+def outer_torch_hip(environ=os.environ):
+    """torch.version.hip of the interpreter's own environment, seen from outside pip's isolation."""
+    found = outer_torch(environ)
+    return found[1] if found else None
 
 
 def build_isolation(environ=os.environ, prefix=sys.prefix, base_prefix=sys.base_prefix):
@@ -119,19 +129,22 @@ def decide(environ=os.environ, prefix=sys.prefix, base_prefix=sys.base_prefix):
         return "build", hip
     if not has_torch:
         isolation = build_isolation(environ, prefix, base_prefix)
-        outer = outer_torch_hip(environ)
-        if outer:
+        outer_version, outer_hip = outer_torch(environ) or (None, None)
+        if outer_hip:
             raise SystemExit(
-                f"fa_ck: this environment has a ROCm torch (HIP {outer}), but {isolation or 'build isolation'} "
+                f"fa_ck: this environment has a ROCm torch (HIP {outer_hip}), but {isolation or 'build isolation'} "
                 f"hides it from the build. Run:  {NO_ISOLATION};  {PURE_PYTHON}.")
         rocm = find_rocm(environ)
-        if rocm is not None:
+        if rocm is not None and outer_version:
+            reason = f"torch {outer_version}, outside {isolation or 'build isolation'}, is not a ROCm build"
+        elif rocm is not None:
             where = f"this build runs in {isolation}" if isolation else "torch is not installed here"
             raise SystemExit(
                 f"fa_ck: this machine has a ROCm SDK ({rocm}), but torch is not importable by the build "
                 f"({where}), so the CK kernels cannot be built. Install ROCm's PyTorch in your environment "
                 f"and build without isolation:  {NO_ISOLATION};  {PURE_PYTHON}.")
-        reason = "no torch importable in the build environment"
+        else:
+            reason = "no torch importable in the build environment"
     else:
         import torch
         reason = f"torch {torch.__version__} is not a ROCm build"

@@ -32,8 +32,9 @@ def fake_rocm(root: Path) -> Path:
 def torch_state(monkeypatch):
     """Set what setup.py's torch probes see: (importable, torch.version.hip) and the outer env's HIP."""
     def set_(inner, outer=None):
+        """outer: None (no torch outside the isolation) or (torch.__version__, torch.version.hip)."""
         monkeypatch.setattr(setup_mod, "_torch_hip", lambda: inner)
-        monkeypatch.setattr(setup_mod, "outer_torch_hip", lambda environ=None: outer)
+        monkeypatch.setattr(setup_mod, "outer_torch", lambda environ=None: outer)
     return set_
 
 
@@ -119,10 +120,18 @@ def test_isolated_without_torch_elsewhere_installs_pure_python(torch_state, monk
 
 
 def test_isolated_with_rocm_torch_outside_names_the_frontend(torch_state, monkeypatch):
-    torch_state(NO_TORCH, outer="6.3.42131")
+    torch_state(NO_TORCH, outer=("2.9.0+rocm6.3", "6.3.42131"))
     monkeypatch.setattr(build_ck, "find_rocm", lambda environ: None)
     with pytest.raises(SystemExit, match="HIP 6.3.42131.*uv's build isolation.*--no-build-isolation"):
         setup_mod.decide(env(), prefix=UV_PREFIX, base_prefix="/usr")
+
+
+def test_pip_isolated_with_cpu_torch_outside_on_rocm_machine_installs_pure_python(torch_state, tmp_path):
+    torch_state(NO_TORCH, outer=("2.13.0+cpu", None))
+    rocm = fake_rocm(tmp_path / "rocm")
+    pythonpath = os.pathsep.join(["/tmp/pip-build-env-x/site", "/tmp/pip-build-env-x/overlay"])
+    assert setup_mod.decide(env(ROCM_HOME=str(rocm), PYTHONPATH=pythonpath), prefix="/usr", base_prefix="/usr") == \
+        ("skip", "torch 2.13.0+cpu, outside pip's build isolation, is not a ROCm build")
 
 
 def test_isolated_on_rocm_machine_opt_out(torch_state, tmp_path):

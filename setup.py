@@ -173,8 +173,12 @@ def ck_extension(environ=os.environ, gen_dir=None):
 
     rocm = find_rocm(environ)
     # Without ROCM_HOME torch's IS_HIP_EXTENSION stays off and CUDAExtension asks for CUDA_HOME instead.
-    if rocm is None or not cpp_extension.IS_HIP_EXTENSION:
+    if rocm is None:
         raise SystemExit(no_rocm_sdk(torch.version.hip))
+    if not cpp_extension.IS_HIP_EXTENSION:
+        raise SystemExit(f"fa_ck: torch.utils.cpp_extension did not take the ROCm SDK at {rocm} (its ROCM_HOME "
+                         f"is {cpp_extension.ROCM_HOME}), so it would compile for CUDA: set ROCM_HOME={rocm} and "
+                         "run again")
     try:
         ck = build_ck.find_ck(environ=environ)
         archs = build_ck.parse_archs(environ.get("FA_CK_ARCHS"))

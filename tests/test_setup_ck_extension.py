@@ -188,8 +188,14 @@ def test_hip_version_flags_table():
 
 
 def test_torch_without_rocm_home_gets_a_rocm_message(rocm_state, monkeypatch):
-    env, _ = rocm_state()
-    monkeypatch.setattr(cpp_extension, "IS_HIP_EXTENSION", False)    # what torch sets when it finds no ROCm
+    env, rocm = rocm_state()
+    # what torch sets when it finds no ROCm: CUDAExtension would then ask for CUDA_HOME
+    monkeypatch.setattr(cpp_extension, "IS_HIP_EXTENSION", False)
+    monkeypatch.setattr(cpp_extension, "ROCM_HOME", None)
+    with pytest.raises(SystemExit, match=f"did not take the ROCm SDK at {rocm}.*set ROCM_HOME={rocm}") as e:
+        setup_mod.ck_extension(env, gen_dir=rocm_state.tmp / "gen")
+    assert "CUDA_HOME" not in str(e.value)
+    monkeypatch.setattr(build_ck, "find_rocm", lambda environ: None)      # no SDK anywhere, /opt/rocm included
     with pytest.raises(SystemExit, match="no ROCm SDK was found.*ROCM_HOME") as e:
         setup_mod.ck_extension(env, gen_dir=rocm_state.tmp / "gen")
     assert "CUDA_HOME" not in str(e.value)

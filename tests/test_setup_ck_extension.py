@@ -256,3 +256,23 @@ def test_build_ext_runs_fake_hipcc_with_our_flags(rocm_state, monkeypatch, ninja
     assert "-DFA_CK_HDIMS_LIST=64" in host_compiles[0]
     (link,) = [a for a in host if "-shared" in a]
     assert link[link.index("-o") + 1].endswith(".so") and sum(x.endswith(".o") for x in link) == 7
+
+
+def _real_ck():
+    try:
+        return build_ck.find_ck()
+    except build_ck.CKNotFound:
+        cached = sorted((ROOT / ".ckcache").glob("ck-*/include/ck_tile"))
+        return cached[0].parents[1] if cached else None
+
+
+def test_ck_extension_with_the_real_ck_codegen(rocm_state):
+    ck = _real_ck()
+    if ck is None:
+        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
+    env, _ = rocm_state(hdims="64")
+    ext = setup_mod.ck_extension({**env, "CK_DIR": str(ck)}, gen_dir=rocm_state.tmp / "gen")
+    names = [Path(s).name for s in ext.sources]
+    assert "fmha_fwd_api.hip" in names and "fmha_bwd_api.hip" in names
+    fwd = [n for n in names if n.startswith("fmha_fwd_d")]
+    assert fwd and all("_d64_" in n and "_lse_" in n and n.endswith(".hip") for n in fwd)

@@ -2,7 +2,7 @@
 # CK compile check for gfx942 without an AMD GPU (called by .ci/run, no arguments).
 # Installs upstream clang/lld/llvm 22 from Debian when missing, takes CK from $CK_DIR, the
 # composable_kernel submodule or the amd-aiter wheel (cached in .ckcache/, outside git), and
-# compiles a representative subset of our CK instances plus csrc glue device-only (about 5-10 min
+# checks its files against the pin (tools/ck_pin.sha256), compiles a representative subset of our CK instances plus csrc glue device-only (about 5-10 min
 # on 2 cores), then runs tests/test_ck_build.py with clang present. Fails on a compile error, a
 # kernel without MFMA, a CK kernel that makes calls, or a failing test.
 set -euo pipefail
@@ -14,6 +14,9 @@ if ! command -v clang++-22 >/dev/null; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends clang-22 lld-22 llvm-22 >/dev/null
 fi
+# The CK tree must be the pinned commit (tools/ck_pin.sha256) before anything is compiled or recorded.
+echo "== CK tree against its pin =="
+"$PY" tools/ck_pin.py
 echo "== CK compile check (gfx942) =="
 "$PY" tools/ck_compile_check.py --jobs 2 --results "${FA_CK_CHECK_RESULTS:-build/ck_check/ck_compile_check_gfx942.md}"
 if "$PY" -c "import triton" 2>/dev/null; then

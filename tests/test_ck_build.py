@@ -140,6 +140,55 @@ def test_codegen_shipped_set(tmp_path):
     assert any(n.startswith("fmha_bwd_d64_") and "_deterministic_" in n for n in names)
 
 
+# ---------------------------------------------------------------- the CK tree against its pin
+
+def _fake_tree(root: Path, files: dict[str, bytes]) -> Path:
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def test_ck_pin_catches_a_modified_or_missing_file(tmp_path):
+    import ck_pin
+    manifest = ck_pin.read_manifest()
+    picked = ["example/ck_tile/01_fmha/fmha_bwd.hpp", "example/ck_tile/01_fmha/codegen/ops/fmha_bwd.py",
+              "include/ck_tile/ops/fmha/kernel/fmha_bwd_kernel.hpp"]
+    assert all(f in manifest for f in picked) and len(manifest) > 400
+    ck = _ck_tree()
+    if ck is not None:   # a temp copy of a few real files at the pin
+        tree = _fake_tree(tmp_path / "ck", {f: (ck / f).read_bytes() for f in picked})
+        entries = {f: manifest[f] for f in picked}
+    else:                # no CK here: the same check on stand-in files
+        tree = _fake_tree(tmp_path / "ck", {f: f.encode() for f in picked})
+        entries = {f: ck_pin.sha256(tree / f) for f in picked}
+    assert ck_pin.verify(tree, entries) == 3
+    target = tree / picked[1]
+    target.write_bytes(target.read_bytes().replace(b"bn0", b"bn1", 1) + b"\n")
+    with pytest.raises(ck_pin.CKPinMismatch, match=r"CK_DIR.*1 file\(s\) differ, 0 missing.*changed: " + picked[1]):
+        ck_pin.verify(tree, entries)
+    (tree / picked[0]).unlink()
+    with pytest.raises(ck_pin.CKPinMismatch, match="missing: " + picked[0]):
+        ck_pin.verify(tree, entries)
+
+
+def test_compile_check_refuses_an_unpinned_tree_before_compiling(tmp_path, capsys):
+    import ck_compile_check as cc
+    tree = _fake_tree(tmp_path / "ck", {"include/ck_tile/core.hpp": b"// not CK", "example/ck_tile/01_fmha/x": b""})
+    assert cc.main(["--ck", str(tree), "--clang", "no-such-clang", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"the CK tree {tree} (--ck) is not composable_kernel at the pinned commit" in err and "CK_DIR" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_ck_tree_in_use_matches_the_pin():
+    import ck_pin
+    ck = _ck_tree()
+    if ck is None:
+        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
+    assert ck_pin.verify(ck) == len(ck_pin.used_files(ck))     # the manifest lists every file the build reads
+
+
 # ---------------------------------------------------------------- the ck backend without its extension
 
 class _T:  # just what unsupported() looks at

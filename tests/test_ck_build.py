@@ -314,16 +314,22 @@ def _clang_or_skip():
     return ck
 
 
-def _run_map_test(ck, bwd, tmp_path):
-    obj, exe = tmp_path / f"m{bwd}.o", tmp_path / f"m{bwd}"
+def _host_run(ck, src: str, defines: list[str], tmp_path, name: str, opt: str = "-O1") -> dict:
+    """Compile csrc/<src> for the host with clang 22 and the HIP stub, run it, and read its `key value` lines."""
+    obj, exe = tmp_path / f"{name}.o", tmp_path / name
     cmd = [CLANG, "-x", "hip", "--cuda-host-only", "-nogpulib", "-nogpuinc", "-include",
-           "__clang_hip_runtime_wrapper.h", f"-I{ROOT / 'tools' / 'hip_stub'}", "-std=c++20", "-O1", "-w",
-           *build_ck.CK_DEFINES, *[f"-I{p}" for p in build_ck.include_dirs(ck)], f"-DFA_CK_TEST_BWD={bwd}",
-           "-c", "-o", str(obj), str(ROOT / "csrc" / "test_map.cpp")]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+           "__clang_hip_runtime_wrapper.h", f"-I{ROOT / 'tools' / 'hip_stub'}", "-std=c++20", opt, "-w",
+           *build_ck.CK_DEFINES, *[f"-I{p}" for p in build_ck.include_dirs(ck)], *defines,
+           "-c", "-o", str(obj), str(ROOT / "csrc" / src)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
     subprocess.run([CLANG, "-o", str(exe), str(obj)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    return dict(line.split() for line in out.splitlines())
+    return dict(line.split(maxsplit=1) for line in out.splitlines())
+
+
+def _run_map_test(ck, bwd, tmp_path):
+    return _host_run(ck, "test_map.cpp", [f"-DFA_CK_TEST_BWD={bwd}"], tmp_path, f"m{bwd}")
 
 
 def test_arg_mapping_forward(tmp_path):
@@ -411,6 +417,27 @@ def test_bwd_key_tile_and_buckets_match_codegen(tmp_path):
             # dq_acc holds ceil(Sk / tile) slices: the tile must not exceed any kernel's, and is the smallest
             assert int(r[f"d{d}.key_tile"]) == full[bucket], (d, arch)
             assert r[f"d{d}.bwd_bucket"] == str(int(d in full)), (d, arch)
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_generated_dispatchers_serve_every_admitted_call_reading_the_device_once(direction, tmp_path):
+    """CK's dispatcher for the shipped set, behind our glue, with stub kernels: every head dim (multiples
+    of 8 to 256) x dtype x batch/varlen x no mask/causal/window x alibi x dropout x softcap (forward, not
+    with alibi) or deterministic (backward) reaches an instance of its bucket and features; the device's
+    properties are read once per device."""
+    ck = _clang_or_skip()
+    build_ck.generate(ck, tmp_path / "gen", ["gfx942"], api=direction)
+    api = tmp_path / "gen" / f"fmha_{direction}_api.cpp"
+    bwd = int(direction == "bwd")
+    r = _host_run(ck, "test_dispatch.cpp", [f"-DFA_CK_TEST_BWD={bwd}", f'-DFA_CK_API_FILE="{api}"'], tmp_path,
+                  f"dispatch_{direction}", opt="-O0")
+    fails = {k: v for k, v in r.items() if k.startswith("fail.")}
+    n = 32 * 2 * 2 * 3 * (2 * 2 * 2 if bwd else 2 * 2 * 2 - 2)
+    assert (int(r["combos"]), int(r["found"]), int(r["wrong"])) == (n, n, 0), fails
+    assert int(r["props_calls_one_device"]) == 1
+    # a second gfx9 device is read once more; a gfx1100 has no instance (and is read once)
+    assert (r["device1_found"], r["device2_found"], r["device0_found"]) == ("1", "0", "1")
+    assert int(r["props_calls_three_devices"]) == 3
 
 
 def test_binding_compiles_against_torch_headers():

@@ -419,6 +419,16 @@ def test_bwd_key_tile_and_buckets_match_codegen(tmp_path):
             assert r[f"d{d}.bwd_bucket"] == str(int(d in full)), (d, arch)
 
 
+def test_mask_and_alibi_args_agree_with_ck_own_classes(tmp_path):
+    """mask_args() through CK's host-callable mask and ALiBi classes (as its fwd and bwd kernels build them)
+    for every sq, sk in 1..9, window sides -1..9, with and without ALiBi, against the reference semantics."""
+    r = _host_run(_clang_or_skip(), "test_masks.cpp", [], tmp_path, "masks")
+    fails = {k: v for k, v in r.items() if "fail." in k}
+    assert (int(r["cases"]), int(r["entries"])) == (9 * 9 * 11 * 11 * 2, 490050)
+    assert (r["mask_mismatches"], r["bias_mismatches"]) == ("0", "0"), fails
+    assert 0 < int(r["no_mask_cases"]) < int(r["cases"])      # windows that hide nothing run CK's no-mask kernels
+
+
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 def test_generated_dispatchers_serve_every_admitted_call_reading_the_device_once(direction, tmp_path):
     """CK's dispatcher for the shipped set, behind our glue, with stub kernels: every head dim (multiples

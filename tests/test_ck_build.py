@@ -328,8 +328,14 @@ def _host_run(ck, src: str, defines: list[str], tmp_path, name: str, opt: str = 
     return dict(line.split(maxsplit=1) for line in out.splitlines())
 
 
+_MAP_RESULTS: dict = {}
+
+
 def _run_map_test(ck, bwd, tmp_path):
-    return _host_run(ck, "test_map.cpp", [f"-DFA_CK_TEST_BWD={bwd}"], tmp_path, f"m{bwd}")
+    """test_map.cpp's output, built once per direction in a session."""
+    if (ck, bwd) not in _MAP_RESULTS:
+        _MAP_RESULTS[ck, bwd] = _host_run(ck, "test_map.cpp", [f"-DFA_CK_TEST_BWD={bwd}"], tmp_path, f"m{bwd}")
+    return _MAP_RESULTS[ck, bwd]
 
 
 def test_arg_mapping_forward(tmp_path):

@@ -2,9 +2,10 @@
 # CK compile check for gfx942 without an AMD GPU (called by .ci/run, no arguments).
 # Installs upstream clang/lld/llvm 22 from Debian when missing, takes CK from $CK_DIR, the
 # composable_kernel submodule or the amd-aiter wheel (cached in .ckcache/, outside git), and
-# compiles a representative subset of our CK instances plus csrc glue device-only (about 5-10 min
-# on 2 cores), then runs tests/test_ck_build.py with clang present. Fails on a compile error, a
-# kernel without MFMA, a CK kernel that makes calls, or a failing test.
+# checks its files against the pin (tools/ck_pin.sha256), compiles a representative subset of our
+# CK instances plus csrc glue device-only (about 5-10 min on 2 cores), then runs
+# tests/test_ck_build.py with clang present (about 2 min). Fails on a CK tree unlike the pin, a
+# compile error, a kernel without MFMA, a CK kernel that makes calls, or a failing test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$(command -v python || command -v python3)}
@@ -14,12 +15,17 @@ if ! command -v clang++-22 >/dev/null; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends clang-22 lld-22 llvm-22 >/dev/null
 fi
+# The CK tree must be the pinned commit (tools/ck_pin.sha256) before anything is compiled or recorded.
+echo "== CK tree against its pin =="
+"$PY" tools/ck_pin.py
 echo "== CK compile check (gfx942) =="
 "$PY" tools/ck_compile_check.py --jobs 2 --results "${FA_CK_CHECK_RESULTS:-build/ck_check/ck_compile_check_gfx942.md}"
 if "$PY" -c "import triton" 2>/dev/null; then
     echo "== Triton compile check (gfx942, sm_90) =="
     "$PY" tools/ck_compile_check.py --triton
 fi
-# The C++ argument-mapping and binding tests need clang-22 and a CK tree, both present only now.
+# The C++ tests need clang-22 and a CK tree, both present only now: the argument mapping, the mask
+# and ALiBi arguments through CK's own classes, the generated dispatchers behind our glue with stub
+# kernels (every admitted feature combination, device properties read once), the bindings.
 echo "== CK glue tests (host compile of csrc/ with clang-22) =="
 "$PY" -m pytest -q -p no:cacheprovider tests/test_ck_build.py

@@ -135,7 +135,7 @@ std::vector<Tensor> bwd(const Tensor& dout_, const Tensor& q, const Tensor& k, c
     };
     Tensor dk_e = group == 1 ? dk : expanded(k), dv_e = group == 1 ? dv : expanded(v);
     Tensor d = at::empty_like(lse);
-    const int64_t splits = fa_ck::bwd_dq_acc_splits(p.max_seqlen_k, deterministic);
+    const int64_t splits = fa_ck::bwd_dq_acc_splits(p.max_seqlen_k, p.hdim, deterministic);
     std::vector<int64_t> acc_shape{splits};
     for (auto s : q.sizes()) acc_shape.push_back(s);
     Tensor dq_acc = at::zeros(acc_shape, q.options().dtype(at::kFloat));   // CK accumulates into it
@@ -164,5 +164,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("fwd", &fwd, "out, lse = fwd(q, k, v, cu_q, cu_k, max_q, max_k, scale, left, right, alibi, softcap, p, rng)");
     m.def("bwd", &bwd, "dq, dk, dv = bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, scale, left, right, "
                        "alibi, p, rng, deterministic)");
-    m.attr("hdims") = std::vector<int>{FA_CK_HDIMS_LIST};
+    // The head-dim buckets built (FA_CK_HDIMS), per direction: the ck backend admits calls by these.
+    const std::vector<int> built{FA_CK_HDIMS_LIST};
+    std::vector<int> bwd;
+    for (int d : built)
+        if (fa_ck::bwd_has_bucket(d)) bwd.push_back(d);
+    m.attr("hdims") = built;
+    m.attr("fwd_hdims") = built;
+    m.attr("bwd_hdims") = bwd;
 }

@@ -7,12 +7,11 @@
 
 namespace fa_ck {
 
-int64_t bwd_dq_acc_splits(int max_seqlen_k, bool deterministic) {
+int64_t bwd_dq_acc_splits(int max_seqlen_k, int hdim, bool deterministic) {
     // Deterministic mode gives each key tile its own dq slice (summed in a fixed order by
-    // convert_dq) instead of atomics. 16 is the smallest key tile (bn0) of CK's backward tiles,
-    // as in CK's own example; more splits than needed are harmless.
-    constexpr int kN0 = 16;
-    return deterministic ? (max_seqlen_k + kN0 - 1) / kN0 : 1;
+    // convert_dq, which reads ceil(seqlen_k / bn0) of them) instead of atomics.
+    const int tile = bwd_key_tile(hdim);
+    return deterministic ? (max_seqlen_k + tile - 1) / tile : 1;
 }
 
 fmha_bwd_traits bwd_traits(const BwdParams& p) {

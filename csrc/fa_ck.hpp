@@ -42,8 +42,20 @@ struct BwdParams : FwdParams {
     bool deterministic = false;
 };
 
+// Head-dim buckets CK's codegen (receipt 2, gfx9 and gfx950) has backward tiles for: none at 192, so
+// a d129-192 backward runs the 256 bucket. tests/test_ck_build.py checks both against the codegen.
+inline constexpr int kBwdHdims[] = {32, 64, 96, 128, 256};
+inline bool bwd_has_bucket(int hdim) {
+    for (int d : kBwdHdims)
+        if (d == hdim) return true;
+    return false;
+}
+// Keys per tile (bn0) of the deterministic backward kernels that can serve head dim `hdim`: the
+// smallest of them, so the dq_acc slices cover every tile the chosen kernel walks.
+inline int bwd_key_tile(int hdim) { return hdim <= 128 ? 128 : 64; }
+
 // Number of dq accumulation splits CK's backward needs (deterministic mode: one per key tile).
-int64_t bwd_dq_acc_splits(int max_seqlen_k, bool deterministic);
+int64_t bwd_dq_acc_splits(int max_seqlen_k, int hdim, bool deterministic);
 
 // Launch on `stream` (a hipStream_t). Return false when no shipped CK instance serves the call.
 bool fwd(const FwdParams& p, void* stream);

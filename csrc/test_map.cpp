@@ -83,8 +83,17 @@ int main() {
     fa_ck::bwd(b, nullptr);
     const char* c = "bwd";
     P(c, "mask", int(g_bt.mask_type)); P(c, "deterministic", g_bt.is_deterministic); P(c, "dbias", g_bt.has_dbias);
-    P(c, "splits", fa_ck::bwd_dq_acc_splits(b.max_seqlen_k, true));
-    P(c, "splits_nondet", fa_ck::bwd_dq_acc_splits(b.max_seqlen_k, false));
+    P(c, "splits", fa_ck::bwd_dq_acc_splits(b.max_seqlen_k, b.hdim, true));
+    P(c, "splits_nondet", fa_ck::bwd_dq_acc_splits(b.max_seqlen_k, b.hdim, false));
+    P(c, "splits_4k_d128", fa_ck::bwd_dq_acc_splits(4096, 128, true));
+    P(c, "splits_4k_d256", fa_ck::bwd_dq_acc_splits(4096, 256, true));
+    // per head dim: the key tile the workspace is sized by, and whether CK has a backward bucket of it
+    for (int d = 8; d <= 256; d += 8) {
+        char name[32];
+        std::snprintf(name, sizeof name, "d%d", d);
+        P(name, "key_tile", fa_ck::bwd_key_tile(d));
+        P(name, "bwd_bucket", fa_ck::bwd_has_bucket(d));
+    }
     P(c, "stride_dq_acc", g_ba.stride_dq_acc); P(c, "nhead_stride_dq_acc", g_ba.nhead_stride_dq_acc);
     P(c, "batch_stride_dq_acc", g_ba.batch_stride_dq_acc); P(c, "split_stride_dq_acc", g_ba.split_stride_dq_acc);
     P(c, "stride_dk", g_ba.stride_dk); P(c, "nhead_stride_dk", g_ba.nhead_stride_dk);

@@ -43,7 +43,7 @@ def _ck_tree():
 def test_setup_skips_ck_with_one_line_on_non_rocm_torch():
     r = _setup()
     assert r.returncode == 0, r.stderr
-    lines = [l for l in r.stdout.splitlines() if l.startswith("fa_ck:")]
+    lines = [line for line in r.stdout.splitlines() if line.startswith("fa_ck:")]
     assert len(lines) == 1 and "CK build skipped" in lines[0] and "not a ROCm build" in lines[0]
 
 
@@ -140,6 +140,55 @@ def test_codegen_shipped_set(tmp_path):
     assert any(n.startswith("fmha_bwd_d64_") and "_deterministic_" in n for n in names)
 
 
+# ---------------------------------------------------------------- the CK tree against its pin
+
+def _fake_tree(root: Path, files: dict[str, bytes]) -> Path:
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def test_ck_pin_catches_a_modified_or_missing_file(tmp_path):
+    import ck_pin
+    manifest = ck_pin.read_manifest()
+    picked = ["example/ck_tile/01_fmha/fmha_bwd.hpp", "example/ck_tile/01_fmha/codegen/ops/fmha_bwd.py",
+              "include/ck_tile/ops/fmha/kernel/fmha_bwd_kernel.hpp"]
+    assert all(f in manifest for f in picked) and len(manifest) > 400
+    ck = _ck_tree()
+    if ck is not None:   # a temp copy of a few real files at the pin
+        tree = _fake_tree(tmp_path / "ck", {f: (ck / f).read_bytes() for f in picked})
+        entries = {f: manifest[f] for f in picked}
+    else:                # no CK here: the same check on stand-in files
+        tree = _fake_tree(tmp_path / "ck", {f: f.encode() for f in picked})
+        entries = {f: ck_pin.sha256(tree / f) for f in picked}
+    assert ck_pin.verify(tree, entries) == 3
+    target = tree / picked[1]
+    target.write_bytes(target.read_bytes().replace(b"bn0", b"bn1", 1) + b"\n")
+    with pytest.raises(ck_pin.CKPinMismatch, match=r"CK_DIR.*1 file\(s\) differ, 0 missing.*changed: " + picked[1]):
+        ck_pin.verify(tree, entries)
+    (tree / picked[0]).unlink()
+    with pytest.raises(ck_pin.CKPinMismatch, match="missing: " + picked[0]):
+        ck_pin.verify(tree, entries)
+
+
+def test_compile_check_refuses_an_unpinned_tree_before_compiling(tmp_path, capsys):
+    import ck_compile_check as cc
+    tree = _fake_tree(tmp_path / "ck", {"include/ck_tile/core.hpp": b"// not CK", "example/ck_tile/01_fmha/x": b""})
+    assert cc.main(["--ck", str(tree), "--clang", "no-such-clang", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"the CK tree {tree} (--ck) is not composable_kernel at the pinned commit" in err and "CK_DIR" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_ck_tree_in_use_matches_the_pin():
+    import ck_pin
+    ck = _ck_tree()
+    if ck is None:
+        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
+    assert ck_pin.verify(ck) == len(ck_pin.used_files(ck))     # the manifest lists every file the build reads
+
+
 # ---------------------------------------------------------------- the ck backend without its extension
 
 class _T:  # just what unsupported() looks at
@@ -177,6 +226,83 @@ def test_ck_backend_imports_and_explains():
     assert gap(q, q, q, AttnParams(scale=0.1, fp8=True)) == "fp8"
 
 
+def _ck_backend():
+    sys.path.insert(0, str(ROOT / "python"))
+    from fa_ck.backends import ck
+    from fa_ck.params import AttnParams
+    return ck, AttnParams
+
+
+def test_ck_admits_head_dims_per_direction_from_the_built_extension(monkeypatch):
+    ck, AttnParams = _ck_backend()
+    p = AttnParams(scale=0.1)
+    d160, d160g = _T((2, 16, 4, 160)), _T((2, 16, 4, 160), grad=True)
+    d64g, d200 = _T((2, 16, 4, 64), grad=True), _T((2, 16, 4, 200))
+    # the full set: d129-192 backward runs CK's 256 bucket
+    monkeypatch.setattr(ck, "_ck", None)
+    assert ck.capability_gap(d160g, d160, d160, p) is None
+    # FA_CK_HDIMS=64,128,192: the extension holds no backward above 128
+    fake = type("FakeExt", (), {"hdims": [64, 128, 192], "fwd_hdims": [64, 128, 192], "bwd_hdims": [64, 128]})
+    monkeypatch.setattr(ck, "_ck", fake)
+    assert ck.capability_gap(d160, d160, d160, p) is None                      # inference: forward only
+    assert ck.capability_gap(d160g, d160, d160, p) == "backward of head_dim 160 > 128 (built: [64, 128])"
+    with torch.no_grad():
+        assert ck.capability_gap(d160g, d160, d160, p) is None
+    assert ck.capability_gap(d64g, d64g, d64g, p) is None
+    assert ck.capability_gap(d200, d200, d200, p) == "head_dim 200 > 192 (built: [64, 128, 192])"
+    fake.bwd_hdims = []                                                         # FA_CK_HDIMS=192
+    assert "no bwd kernels built" in ck.capability_gap(d64g, d64g, d64g, p)
+
+
+def test_ck_refuses_lse_under_autograd_and_probs_with_dropout():
+    ck, AttnParams = _ck_backend()
+    q, qg = _T((2, 16, 4, 64)), _T((2, 16, 4, 64), grad=True)
+    lse = AttnParams(scale=0.1, extra={"returns_lse": True})
+    assert ck.capability_gap(q, q, q, lse) is None                              # no graph: lse is just an output
+    assert "no gradient through lse" in ck.capability_gap(qg, q, q, lse)
+    assert ck.capability_gap(qg, q, q, AttnParams(scale=0.1)) is None
+    probs = {"returns_lse": True, "returns_attn_probs": True}
+    assert ck.capability_gap(q, q, q, AttnParams(scale=0.1, dropout_p=0.1, extra=dict(probs))) \
+        == "return_attn_probs with dropout (ck cannot replay its dropout mask)"
+    assert ck.capability_gap(q, q, q, AttnParams(scale=0.1, dropout_p=0.1)) is None
+    assert ck.capability_gap(q, q, q, AttnParams(scale=0.1, extra=dict(probs))) is None
+
+
+def test_auto_sends_lse_training_to_triton_and_explains_why(monkeypatch):
+    ck, AttnParams = _ck_backend()
+    from fa_ck import dispatch
+    monkeypatch.setattr(ck, "available", lambda: (True, "faked"))
+    monkeypatch.setattr(dispatch.module("triton"), "unsupported", lambda *a: None)
+    qg = _T((2, 16, 4, 64), grad=True)
+    name, lines = dispatch.choose(qg, qg, qg, AttnParams(scale=0.1, extra={"returns_lse": True}))
+    assert name == "triton" and lines[0].startswith("ck: skipped, lse returned under autograd")
+    assert dispatch.choose(qg, qg, qg, AttnParams(scale=0.1))[0] == "ck"
+
+
+def test_interface_tells_dispatch_what_the_caller_gets_back(monkeypatch):
+    _ck_backend()
+    import fa_ck
+    from fa_ck import dispatch
+    seen = []
+
+    def stop(q, k, v, p, backend="auto"):
+        seen.append(dict(p.extra))
+        raise KeyboardInterrupt    # not an Exception: nothing on the way catches it
+
+    monkeypatch.setattr(dispatch, "choose", stop)
+    q = torch.randn(1, 2, 8, 16)
+    calls = [lambda: fa_ck.attention(q, q, q, return_lse=True), lambda: fa_ck.attention(q, q, q),
+             lambda: fa_ck.explain(q, q, q, return_lse=True),
+             lambda: fa_ck.flash_attn_func(q, q, q, dropout_p=0.1, return_attn_probs=True)]
+    for call in calls:
+        try:
+            call()
+        except KeyboardInterrupt:
+            pass
+    assert seen[0]["returns_lse"] and not seen[1]["returns_lse"] and seen[2]["returns_lse"]
+    assert seen[3] == {"returns_lse": True, "returns_attn_probs": True}
+
+
 # ---------------------------------------------------------------- C++ glue (needs clang-22 and CK)
 
 def _clang_or_skip():
@@ -188,16 +314,28 @@ def _clang_or_skip():
     return ck
 
 
-def _run_map_test(ck, bwd, tmp_path):
-    obj, exe = tmp_path / f"m{bwd}.o", tmp_path / f"m{bwd}"
+def _host_run(ck, src: str, defines: list[str], tmp_path, name: str, opt: str = "-O1") -> dict:
+    """Compile csrc/<src> for the host with clang 22 and the HIP stub, run it, and read its `key value` lines."""
+    obj, exe = tmp_path / f"{name}.o", tmp_path / name
     cmd = [CLANG, "-x", "hip", "--cuda-host-only", "-nogpulib", "-nogpuinc", "-include",
-           "__clang_hip_runtime_wrapper.h", f"-I{ROOT / 'tools' / 'hip_stub'}", "-std=c++20", "-O1", "-w",
-           *build_ck.CK_DEFINES, *[f"-I{p}" for p in build_ck.include_dirs(ck)], f"-DFA_CK_TEST_BWD={bwd}",
-           "-c", "-o", str(obj), str(ROOT / "csrc" / "test_map.cpp")]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+           "__clang_hip_runtime_wrapper.h", f"-I{ROOT / 'tools' / 'hip_stub'}", "-std=c++20", opt, "-w",
+           *build_ck.CK_DEFINES, *[f"-I{p}" for p in build_ck.include_dirs(ck)], *defines,
+           "-c", "-o", str(obj), str(ROOT / "csrc" / src)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
     subprocess.run([CLANG, "-o", str(exe), str(obj)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    return dict(line.split() for line in out.splitlines())
+    return dict(line.split(maxsplit=1) for line in out.splitlines())
+
+
+_MAP_RESULTS: dict = {}
+
+
+def _run_map_test(ck, bwd, tmp_path):
+    """test_map.cpp's output, built once per direction in a session."""
+    if (ck, bwd) not in _MAP_RESULTS:
+        _MAP_RESULTS[ck, bwd] = _host_run(ck, "test_map.cpp", [f"-DFA_CK_TEST_BWD={bwd}"], tmp_path, f"m{bwd}")
+    return _MAP_RESULTS[ck, bwd]
 
 
 def test_arg_mapping_forward(tmp_path):
@@ -224,11 +362,98 @@ def test_arg_mapping_forward(tmp_path):
 def test_arg_mapping_backward(tmp_path):
     r = _run_map_test(_clang_or_skip(), 1, tmp_path)
     assert (r["bwd.mask"], r["bwd.deterministic"], r["bwd.dbias"]) == ("2", "1", "0")
-    assert (r["bwd.splits"], r["bwd.splits_nondet"]) == ("3", "1")     # ceil(40 / 16)
+    # deterministic dq_acc: one slice per key tile of the kernel (128 keys to d128, 64 above)
+    assert (r["bwd.splits"], r["bwd.splits_nondet"]) == ("1", "1")     # ceil(40 / 128)
+    assert (r["bwd.splits_4k_d128"], r["bwd.splits_4k_d256"]) == ("32", "64")
     # dq_acc (splits, B, Sq, Hq, D) contiguous float32
     assert (r["bwd.stride_dq_acc"], r["bwd.nhead_stride_dq_acc"], r["bwd.batch_stride_dq_acc"],
             r["bwd.split_stride_dq_acc"]) == ("512", "64", "2560", "5120")
     assert (r["bwd.stride_dk"], r["bwd.nhead_stride_lsed"], r["bwd.batch_stride_lsed"]) == ("512", "5", "40")
+
+
+_CODEGEN_TILES = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from codegen.ops import fmha_bwd
+out = {}
+for arch in sys.argv[2].split(","):
+    for optdim in ([-1], [64, 128, 192]):
+        pool = fmha_bwd.get_bwd_blobs([arch], "", 2, "simplified", optdim)[0]
+        tiles = {}
+        for by_dtype in pool.dq_dk_dv_pool.values():
+            for by_hdim in by_dtype.values():
+                for hdim, traits in by_hdim.items():
+                    # tiles that split dq by key tile: deterministic, not the single-tile max_seq_q kind
+                    det = [t.tile.F_bn0 for t in traits if t.deterministic == "t" and t.tile.max_seq_q == 0]
+                    tiles[hdim] = min(det + [tiles.get(hdim, 1 << 30)])
+        out[f"{arch} {optdim[0] if optdim == [-1] else 'opt'}"] = tiles
+print(json.dumps(out))
+"""
+
+
+def _codegen_bwd_tiles(ck):
+    """{"<arch> all|opt": {bucket: smallest deterministic key tile}} from CK's own backward codegen (receipt 2),
+    for the full set and for FA_CK_HDIMS=64,128,192."""
+    import json
+    r = subprocess.run([sys.executable, "-c", _CODEGEN_TILES, str(build_ck.fmha_example_dir(ck)),
+                        ",".join(build_ck.SUPPORTED_ARCHS)], capture_output=True, text=True, timeout=120, check=True)
+    return {k.replace("-1", "all"): {int(h): t for h, t in v.items()} for k, v in json.loads(r.stdout).items()}
+
+
+def test_shipped_backward_buckets_match_codegen():
+    ck_tree = _ck_tree()
+    if ck_tree is None:
+        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
+    ck, _ = _ck_backend()
+    tiles = _codegen_bwd_tiles(ck_tree)
+    for arch in build_ck.SUPPORTED_ARCHS:
+        assert sorted(tiles[f"{arch} all"]) == list(ck._SHIPPED["bwd"]), arch
+        assert sorted(tiles[f"{arch} opt"]) == [64, 128], arch       # FA_CK_HDIMS=64,128,192: no 192 backward
+    assert list(ck._SHIPPED["fwd"]) == list(build_ck.HDIMS)
+
+
+def test_bwd_key_tile_and_buckets_match_codegen(tmp_path):
+    ck_tree = _clang_or_skip()
+    r = _run_map_test(ck_tree, 1, tmp_path)
+    tiles = _codegen_bwd_tiles(ck_tree)
+    for d in range(8, 257, 8):
+        for arch in build_ck.SUPPORTED_ARCHS:
+            full = tiles[f"{arch} all"]
+            bucket = min(b for b in full if b >= d)
+            # dq_acc holds ceil(Sk / tile) slices: the tile must not exceed any kernel's, and is the smallest
+            assert int(r[f"d{d}.key_tile"]) == full[bucket], (d, arch)
+            assert r[f"d{d}.bwd_bucket"] == str(int(d in full)), (d, arch)
+
+
+def test_mask_and_alibi_args_agree_with_ck_own_classes(tmp_path):
+    """mask_args() through CK's host-callable mask and ALiBi classes (as its fwd and bwd kernels build them)
+    for every sq, sk in 1..9, window sides -1..9, with and without ALiBi, against the reference semantics."""
+    r = _host_run(_clang_or_skip(), "test_masks.cpp", [], tmp_path, "masks")
+    fails = {k: v for k, v in r.items() if "fail." in k}
+    assert (int(r["cases"]), int(r["entries"])) == (9 * 9 * 11 * 11 * 2, 490050)
+    assert (r["mask_mismatches"], r["bias_mismatches"]) == ("0", "0"), fails
+    assert 0 < int(r["no_mask_cases"]) < int(r["cases"])      # windows that hide nothing run CK's no-mask kernels
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_generated_dispatchers_serve_every_admitted_call_reading_the_device_once(direction, tmp_path):
+    """CK's dispatcher for the shipped set, behind our glue, with stub kernels: every head dim (multiples
+    of 8 to 256) x dtype x batch/varlen x no mask/causal/window x alibi x dropout x softcap (forward, not
+    with alibi) or deterministic (backward) reaches an instance of its bucket and features; the device's
+    properties are read once per device."""
+    ck = _clang_or_skip()
+    build_ck.generate(ck, tmp_path / "gen", ["gfx942"], api=direction)
+    api = tmp_path / "gen" / f"fmha_{direction}_api.cpp"
+    bwd = int(direction == "bwd")
+    r = _host_run(ck, "test_dispatch.cpp", [f"-DFA_CK_TEST_BWD={bwd}", f'-DFA_CK_API_FILE="{api}"'], tmp_path,
+                  f"dispatch_{direction}", opt="-O0")
+    fails = {k: v for k, v in r.items() if k.startswith("fail.")}
+    n = 32 * 2 * 2 * 3 * (2 * 2 * 2 if bwd else 2 * 2 * 2 - 2)
+    assert (int(r["combos"]), int(r["found"]), int(r["wrong"])) == (n, n, 0), fails
+    assert int(r["props_calls_one_device"]) == 1
+    # a second gfx9 device is read once more; a gfx1100 has no instance (and is read once)
+    assert (r["device1_found"], r["device2_found"], r["device0_found"]) == ("1", "0", "1")
+    assert int(r["props_calls_three_devices"]) == 3
 
 
 def test_binding_compiles_against_torch_headers():

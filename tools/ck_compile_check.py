@@ -11,7 +11,8 @@ has no MFMA, or when a CK kernel makes calls (s_swappc).
 
 CK sources: --ck, else $CK_DIR, else the composable_kernel/ submodule when populated, else
 the CK tree inside the amd-aiter wheel (pip download, unpacked under .ckcache/, never committed;
-that tree is composable_kernel at the commit our submodule pins).
+that tree is composable_kernel at the commit our submodule pins). Whichever it is, its files are
+checked against tools/ck_pin.sha256 (tools/ck_pin.py) before anything is compiled.
 
 Spill counts from upstream clang are not a ROCm build's (see the README's ROCm section): they are reported,
 never gated on.
@@ -32,10 +33,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 import build_ck  # noqa: E402
+import ck_pin  # noqa: E402
 
 AITER_WHEEL = "amd-aiter==0.1.7.post2.dev18"
-CK_COMMIT = "e31a7a4f29b371c32ea9daf9211b6ae1fed2fa40"   # what that wheel carries; the submodule pin
+CK_COMMIT = ck_pin.CK_COMMIT   # what that wheel carries; the submodule pin
 CACHE = ROOT / ".ckcache"
 STUB = ROOT / "tools" / "hip_stub"
 
@@ -45,7 +48,8 @@ SUBSET = [
     ("fwd fp16 d128 batch", "fwd", "fmha_fwd_d128_fp16_batch_*_psddv_nlogits_nbias_nmask_lse_ndropout_*"),
     ("fwd bf16 d128 batch causal", "fwd", "fmha_fwd_d128_bf16_batch_*_psddv_nlogits_nbias_mask_lse_ndropout_*"),
     ("fwd fp16 d64 group causal", "fwd", "fmha_fwd_d64_fp16_group_*_nlogits_nbias_mask_lse_ndropout_*"),
-    ("fwd bf16 d64 batch alibi+mask+dropout", "fwd", "fmha_fwd_d64_bf16_batch_*_psddv_nlogits_alibi_mask_lse_dropout_*"),
+    ("fwd bf16 d64 batch alibi+mask+dropout", "fwd",
+     "fmha_fwd_d64_bf16_batch_*_psddv_nlogits_alibi_mask_lse_dropout_*"),
     ("fwd fp16 d128 batch softcap", "fwd", "fmha_fwd_d128_fp16_batch_*_psddv_logits_nbias_nmask_lse_ndropout_*"),
     ("bwd fp16 d128 batch causal", "bwd",
      "*@*@fmha_bwd_d128_fp16_batch_*_npad_nbias_ndbias_mask_ndropout_ndeterministic_*"),
@@ -81,12 +85,18 @@ def ck_from_wheel(cache: Path = CACHE) -> Path:
 
 
 def locate_ck(arg: str | None) -> Path:
+    return locate_ck_and_source(arg)[0]
+
+
+def locate_ck_and_source(arg: str | None) -> tuple[Path, str]:
+    """(CK tree, where it came from, in words for error messages)."""
     if arg:
-        return Path(arg).resolve()
+        return Path(arg).resolve(), "--ck"
     try:
-        return build_ck.find_ck()
+        ck = build_ck.find_ck()
+        return ck, ("CK_DIR" if os.environ.get("CK_DIR") else "the composable_kernel submodule")
     except build_ck.CKNotFound:
-        return ck_from_wheel()
+        return ck_from_wheel(), f"the amd-aiter wheel's tree cached in {CACHE}"
 
 
 # ---------------------------------------------------------------- compiling and reading the ISA
@@ -104,7 +114,7 @@ def compile_one(clang, ck, arch, src: Path, out_dir: Path) -> dict:
     r = subprocess.run(clang_cmd(clang, ck, arch, src, out), capture_output=True, text=True)
     res = {"src": src, "seconds": time.time() - t0, "ok": r.returncode == 0, "asm": out}
     if r.returncode:
-        res["error"] = "\n".join(l for l in r.stderr.splitlines() if "error" in l)[:2000] or r.stderr[-2000:]
+        res["error"] = "\n".join(x for x in r.stderr.splitlines() if "error" in x)[:2000] or r.stderr[-2000:]
     return res
 
 
@@ -147,11 +157,16 @@ def short(src: Path) -> str:
 # ---------------------------------------------------------------- the CK check
 
 def run_ck(args) -> int:
+    ck, source = locate_ck_and_source(args.ck)
+    try:   # before anything is generated or compiled: results must be of the pinned CK
+        ck_pin.verify(ck, source=source)
+    except ck_pin.CKPinMismatch as e:
+        print(f"ck_compile_check: {e}", file=sys.stderr)
+        return 2
     clang = args.clang
     if not shutil.which(clang):
         print(f"ck_compile_check: {clang} not found (apt-get install clang-22 lld-22 llvm-22)", file=sys.stderr)
         return 2
-    ck = locate_ck(args.ck)
     work = Path(args.out).resolve()
     shutil.rmtree(work, ignore_errors=True)
     t_start = time.time()
@@ -237,12 +252,13 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
     path.write_text(
         f"# CK FMHA compile check, {args.arch}\n\n"
         f"- date: {datetime.date.today().isoformat()}\n- compiler: {clang_version} (upstream, device-only, "
-        f"HIP stub tools/hip_stub; not ROCm's compiler)\n- CK: ROCm/composable_kernel {CK_COMMIT}\n"
+        f"HIP stub tools/hip_stub; not ROCm's compiler)\n- CK: ROCm/composable_kernel {CK_COMMIT} "
+        f"(files checked against tools/ck_pin.sha256)\n"
         f"- command: `python tools/ck_compile_check.py --jobs {args.jobs}` ({elapsed / 60:.1f} min on "
         f"{os.cpu_count()} cores)\n- shipped set (setup.py, this arch): {n_fwd} forward + {n_bwd} backward kernels\n\n"
         "Register and spill figures come from upstream clang, not ROCm's: CK chooses code paths by compiler "
-        "and HIP version, so a ROCm build can differ (see the README's ROCm section). What this proves: the kernels compile "
-        "for gfx942, use MFMA, and make no calls. These kernels have not been run on an MI300X.\n\n"
+        "and HIP version, so a ROCm build can differ (see the README's ROCm section). What this proves: the kernels "
+        "compile for gfx942, use MFMA, and make no calls. These kernels have not been run on an MI300X.\n\n"
         f"{table}\n")
     print(f"wrote {path}")
 

@@ -234,6 +234,7 @@ def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
     _check_bool("return_lse", return_lse)
     q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
                                    deterministic, backend, fp8)
+    p.extra["returns_lse"] = return_lse
     out, lse, _ = _run(q, k, v, p, backend)
     out = out.transpose(1, 2)
     return (out, lse) if return_lse else out
@@ -247,6 +248,7 @@ def explain(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
     _check_bool("return_lse", return_lse)
     q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
                                    deterministic, backend, fp8, draw_rng=False)
+    p.extra["returns_lse"] = return_lse
     head = (f"q {tuple(q.transpose(1, 2).shape)} k {tuple(k.transpose(1, 2).shape)} {q.dtype} on {q.device}; "
             f"features: {', '.join(p.features()) or 'none'}; backend={dispatch.requested(backend)!r}")
     try:
@@ -316,6 +318,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     p = _params(q, k, batch=q.shape[0], causal=causal, scale=softmax_scale, window_size=window_size,
                 alibi_slopes=alibi_slopes, softcap=softcap, dropout_p=dropout_p,
                 deterministic=deterministic, fp8=False)
+    p.extra["returns_lse"] = p.extra["returns_attn_probs"] = return_attn_probs
     out, lse, name = _run(q, k, v, p, backend)
     if not return_attn_probs:
         return out
@@ -388,6 +391,7 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
         p.k_descale = _check_descale("k_descale", k_descale, b, hkv, q.device, "k and v")
         p.v_descale = _check_descale("v_descale", v_descale, b, hkv, q.device, "k and v")
         p.out_dtype = out_dtype or torch.bfloat16
+    p.extra["returns_lse"] = return_lse
     out, lse, _ = _run(q, k, v, p, backend)
     return (out, lse) if return_lse else out
 
@@ -411,6 +415,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                 deterministic=deterministic, fp8=False, seqlens=(int(max_seqlen_q), int(max_seqlen_k)))
     p.cu_seqlens_q, p.cu_seqlens_k = cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous()
     p.max_seqlen_q, p.max_seqlen_k = int(max_seqlen_q), int(max_seqlen_k)
+    p.extra["returns_lse"] = p.extra["returns_attn_probs"] = return_attn_probs
     out, lse, name = _run(q, k, v, p, backend)
     if not return_attn_probs:
         return out

@@ -5,7 +5,10 @@ extension, available() says why. What CK's FMHA cannot express is named by unsup
 `auto` sends those calls to triton:
 - softcap together with ALiBi (CK has no such instance), and softcap when a gradient is needed
   (CK's backward has no softcap);
-- head dims that are not a multiple of 8 or above 256 (or above the largest built with FA_CK_HDIMS);
+- head dims that are not a multiple of 8 or above the largest bucket built (FA_CK_HDIMS) for the forward,
+  or for the backward when a gradient is recorded;
+- lse handed back under autograd (CK's backward takes no gradient through lse), and
+  return_attn_probs with dropout (ck cannot replay its dropout mask);
 - float32, fp8, CPU tensors, tensors too large for CK's 32-bit strides.
 Dropout works, but CK draws its own Philox stream from [seed, offset]: the same rng gives a
 different mask than the triton backend (each backend's forward and backward agree with each other).
@@ -35,11 +38,19 @@ def available() -> tuple[bool, str]:
                        "build it with `pip install --no-build-isolation .` (README, section ROCm)")
     if not torch.cuda.is_available():
         return False, "no ROCm GPU visible"
-    return True, f"CK FMHA, head dims {list(_ck.hdims)}"
+    return True, f"CK FMHA, head dims {built_hdims('fwd')} (backward {built_hdims('bwd')})"
 
 
-def _built_hdims() -> list[int]:
-    return list(_ck.hdims) if _ck is not None else [32, 64, 96, 128, 192, 256]
+# What a full build holds; CK's codegen has no d192 backward tile, so d129-192 backward runs the 256 bucket.
+_SHIPPED = {"fwd": (32, 64, 96, 128, 192, 256), "bwd": (32, 64, 96, 128, 256)}
+
+
+def built_hdims(direction: str) -> list[int]:
+    """The head-dim buckets the extension holds kernels for, per direction ('fwd' or 'bwd'): what the
+    extension reports it was built with (FA_CK_HDIMS), else the full shipped set."""
+    if _ck is None:
+        return list(_SHIPPED[direction])
+    return sorted(getattr(_ck, f"{direction}_hdims"))
 
 
 def unsupported(q, k, v, p: AttnParams) -> str | None:
@@ -47,9 +58,20 @@ def unsupported(q, k, v, p: AttnParams) -> str | None:
     return why if not ok else capability_gap(q, k, v, p)
 
 
+def _hdim_gap(d: int, direction: str) -> str | None:
+    dims = built_hdims(direction)
+    name = "head_dim" if direction == "fwd" else "backward of head_dim"
+    if not dims:
+        return f"{name} {d}: no {direction} kernels built (FA_CK_HDIMS)"
+    if d > max(dims):
+        return f"{name} {d} > {max(dims)} (built: {dims})"
+    return None
+
+
 def capability_gap(q, k, v, p: AttnParams) -> str | None:
-    """What the CK instances we ship cannot do for this call (None: they can), whether or not
-    the extension is built here."""
+    """What the CK instances built here (or, without the extension, shipped) cannot do for this call
+    (None: they can). A call that records a gradient needs the backward too, so it is checked here,
+    before the forward runs, never after."""
     if not q.is_cuda:
         return "CPU tensors"
     if p.fp8:
@@ -61,15 +83,21 @@ def capability_gap(q, k, v, p: AttnParams) -> str | None:
         return "v head dim differs from q's"
     if d % 8:
         return f"head_dim {d} not a multiple of 8"
-    if d > max(_built_hdims()):
-        return f"head_dim {d} > {max(_built_hdims())}"
-    if p.softcap > 0:
-        if p.alibi_slopes is not None:
-            return "softcap with alibi"
-        if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-            return "softcap backward"
+    gap = _hdim_gap(d, "fwd")
+    if gap:
+        return gap
+    if p.softcap > 0 and p.alibi_slopes is not None:
+        return "softcap with alibi"
+    if p.dropout_p > 0 and p.extra.get("returns_attn_probs"):
+        return "return_attn_probs with dropout (ck cannot replay its dropout mask)"
     if any(s > _INT32_MAX for t in (q, k, v) for s in t.stride()):
         return "strides beyond CK's 32-bit indexing"
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        if p.softcap > 0:
+            return "softcap backward"
+        if p.extra.get("returns_lse"):
+            return "lse returned under autograd (CK's backward takes no gradient through lse)"
+        return _hdim_gap(d, "bwd")
     return None
 
 

@@ -130,3 +130,12 @@ def test_script_parses_and_pins_the_shim_version():
     version = next(line.split('"')[1] for line in (SHIM / "flash_attn" / "__init__.py").read_text().splitlines()
                    if line.startswith("__version__"))
     assert f"VERSION={version}\n" in script
+
+
+def test_selection_runs_in_turns_of_one_test_per_function():
+    items = _grid("test_flash_attn_causal", d=[59, 128]) + _grid("test_flash_attn_splitkv", d=[59, 128, 256]) + \
+        [_item("test_flash_attn_bwd_transpose")]
+    order = [it.name.split("[")[0] for it in suite.interleaved(items)]
+    assert order == ["test_flash_attn_causal", "test_flash_attn_splitkv", "test_flash_attn_bwd_transpose",
+                     "test_flash_attn_causal", "test_flash_attn_splitkv", "test_flash_attn_splitkv"]
+    assert sorted(it.name for it in suite.interleaved(items)) == sorted(it.name for it in items)

@@ -75,12 +75,15 @@ PEAK_FLOPS = [
 ]
 
 # Learning rate per preset (GPT-3 paper's values for these sizes; the tiny one likes it higher).
-PRESET_LR = {"tiny": 1e-3, "gpt2": 6e-4, "gpt2-medium": 3e-4, "gpt2-large": 2.5e-4}
+PRESET_LR = {"tiny": 1e-3, "gpt2": 6e-4, "gpt2-long": 6e-4, "gpt2-medium": 3e-4, "gpt2-large": 2.5e-4}
 
 # Defaults with no GPU: small enough to finish in seconds on a laptop or CI runner.
 # eval_every None: five evaluations per run, whatever --steps is.
-CPU_DEFAULTS = dict(preset="tiny", batch=8, block=128, steps=30, eval_every=None, eval_iters=2)
-GPU_DEFAULTS = dict(preset="gpt2", batch=64, block=None, steps=1000, eval_every=None, eval_iters=10)
+# On a GPU the whole model is compiled, as nanoGPT does, and batch None keeps GPU_TOKENS_PER_STEP
+# tokens per step at any block size (64 x 1024 for gpt2, 8 x 8192 for gpt2-long).
+CPU_DEFAULTS = dict(preset="tiny", batch=8, block=128, steps=30, eval_every=None, eval_iters=2, compile=False)
+GPU_DEFAULTS = dict(preset="gpt2", batch=None, block=None, steps=1000, eval_every=None, eval_iters=10, compile=True)
+GPU_TOKENS_PER_STEP = 64 * 1024
 
 # How far a variant's final val loss may sit from sdpa's: exact attention within 0.02, fp8 within
 # 0.05 (e4m3 rounds q, k, P and v, ~5 % of each output)
@@ -843,7 +846,8 @@ class HelpFormatter(argparse.HelpFormatter):
 
 def parse_args(argv, on_gpu):
     def per_device(key):
-        return f"(default {GPU_DEFAULTS[key]} on a GPU, {CPU_DEFAULTS[key]} on the CPU)"
+        gpu = {None: f"{GPU_TOKENS_PER_STEP} tokens / block"}.get(GPU_DEFAULTS[key], GPU_DEFAULTS[key])
+        return f"(default {gpu} on a GPU, {CPU_DEFAULTS[key]} on the CPU)"
 
     parser = argparse.ArgumentParser(
         description="Train nanoGPT once per attention variant and report loss, speed and memory.",
@@ -860,7 +864,8 @@ def parse_args(argv, on_gpu):
                         help="split each step's batch into this many micro-batches (same data, less memory)")
     parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None,
                         help="autocast dtype (default bf16 on a GPU, fp32 on the CPU)")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the whole model")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"torch.compile the whole model, fa_ck's ops inside the graph {per_device('compile')}")
     parser.add_argument("--eval-every", type=int, default=None, help="steps between validation evaluations (default steps / 5)")
     parser.add_argument("--eval-iters", type=int, default=None, help=f"validation batches per evaluation {per_device('eval_iters')}")
     parser.add_argument("--data", default=None,
@@ -890,6 +895,8 @@ def parse_args(argv, on_gpu):
             setattr(args, key, value)
     if args.block is None:
         args.block = PRESETS[args.preset]["block_size"]
+    if args.batch is None:
+        args.batch = max(1, GPU_TOKENS_PER_STEP // args.block)
     if args.dtype is None:
         args.dtype = "bf16" if on_gpu else "fp32"
     if args.lr is None:

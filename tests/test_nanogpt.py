@@ -400,3 +400,50 @@ def test_ddp_two_processes():
                           env=dict(os.environ, PYTHON=sys.executable))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "nanogpt DDP check passed" in done.stdout
+
+
+def test_gpu_runs_compile_and_keep_the_tokens_per_step():
+    gpu = nanogpt.parse_args([], on_gpu=True)
+    assert gpu.compile and (gpu.preset, gpu.block, gpu.batch) == ("gpt2", 1024, 64)
+    long = nanogpt.parse_args(["--preset", "gpt2-long"], on_gpu=True)
+    assert (long.block, long.batch) == (8192, 8)
+    assert nanogpt.parse_args(["--preset", "gpt2-long", "--block", "16384"], on_gpu=True).batch == 4
+    assert not nanogpt.parse_args(["--no-compile"], on_gpu=True).compile
+    assert not nanogpt.parse_args([], on_gpu=False).compile
+    assert nanogpt.parse_args(["--compile"], on_gpu=False).compile
+    assert nanogpt.parse_args(["--batch", "3"], on_gpu=True).batch == 3
+
+
+def test_long_context_preset_is_gpt2_at_8k():
+    long = config_from_preset("gpt2-long")
+    gpt2 = config_from_preset("gpt2")
+    assert (long.n_layer, long.n_head, long.n_embd, long.vocab_size) == (gpt2.n_layer, gpt2.n_head, gpt2.n_embd,
+                                                                         gpt2.vocab_size)
+    assert long.block_size == 8192 and "gpt2-long" in nanogpt.PRESET_LR
+
+
+def test_compiled_model_takes_fa_ck_without_a_graph_break_and_trains_as_eager():
+    """fullgraph=True fails on any graph break, fa_ck's ops included; aot_eager traces forward and
+    backward as the GPU's inductor does, without compiling C++ here."""
+    import fa_ck
+
+    def attention(q, k, v):
+        return fa_ck.attention(q, k, v, causal=True)
+    torch.manual_seed(0)
+    init = GPT(TINY, attention).state_dict()
+    idx = torch.randint(0, TINY.vocab_size, (3, 24))     # one batch, so that the loss must fall
+    losses = {}
+    for compiled in (False, True):
+        model = GPT(TINY, attention)
+        model.load_state_dict(init)
+        run = torch.compile(model, fullgraph=True, backend="aot_eager") if compiled else model
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        losses[compiled] = []
+        for step in range(4):
+            _, loss = run(idx[:, :-1].contiguous(), idx[:, 1:].contiguous())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses[compiled].append(loss.item())
+    assert losses[True][-1] < losses[True][0]
+    assert max(abs(a - b) for a, b in zip(losses[True], losses[False])) < 1e-5

@@ -299,19 +299,20 @@ _MFMA_SHAPE = re.compile(r"^\s+v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
 
 
 def amd_loop(asm: str) -> dict:
-    """The key-block (query-block) loop of an amdgcn kernel: of the ranges a backward branch closes,
-    the one with the most MFMAs (the shortest of those) -> its instructions, MFMAs and their FLOPs,
-    ds_read / ds_write and exponentials."""
+    """The key-block (query-block) loop of an amdgcn kernel: of the innermost loops (ranges a backward
+    branch closes, holding no other), the one with the most MFMAs (the shortest of those) -> its
+    instructions, MFMAs and their FLOPs, ds_read / ds_write and exponentials."""
     labels = {m.group(1): m.start() for m in _LABEL.finditer(asm)}
+    loops = [(labels[m.group(1)], m.end()) for m in _BRANCH.finditer(asm)
+             if labels.get(m.group(1), m.start() + 1) <= m.start()]
     best = None
-    for m in _BRANCH.finditer(asm):
-        start = labels.get(m.group(1), m.start() + 1)
-        if start > m.start():
+    for start, end in loops:
+        if any(start <= a and b <= end and (a, b) != (start, end) for a, b in loops):
             continue
-        ops = _INSTR.findall(asm, start, m.end())
+        ops = _INSTR.findall(asm, start, end)
         key = (sum(o.startswith("v_mfma") for o in ops), -len(ops))
         if best is None or key > best[0]:
-            best = (key, ops, asm[start:m.end()])
+            best = (key, ops, asm[start:end])
     if best is None or not best[0][0]:
         return {}
     _, ops, body = best

@@ -16,7 +16,12 @@ Gates:
 - an attention kernel without matrix instructions (MFMA, wgmma, mma.sync, tcgen05.mma); an fp8 one
   (FP8) with any but fp8 ones (v_mfma_*fp8* / *bf8* on gfx942, v_mfma_*_f8f6f4 with fp8 operands on
   gfx950, .e4m3 / .e5m2 on NVIDIA, tcgen05.mma kind::f8f6f4 on sm100): no emulation through fp16;
-- on AMD a VGPR spill or scratch (up to d128, without dropout or ALiBi: amd_spills_gated);
+- on AMD a VGPR spill or scratch (up to d128, without dropout or ALiBi: amd_spills_gated), or a pointer
+  compiled without the attributes the HIP launcher gives it (16-byte aligned, within 2 GiB: buffer loads);
+- on gfx942 the attention kernels' figures against bench/results/triton_gfx942_gate.json (gate_check): new
+  spills, fewer waves (occupancy, or registers past a step), more MFMA work per useful FLOP (32x32 MFMAs on
+  16-row waves compute QK^T and dP twice), or more key-block loop instructions per FLOP than INSTR_SLACK
+  allows; a change that moves them for good reason rewrites the file with --write-gate;
 - on sm90 a Gluon kernel's stack past GLUON_STACK_BYTES, ptxas serialising its wgmmas (its -v notes
   say so, Triton does not), or shared memory other than sizes.py estimates (config.py refuses tiles
   and drops TMA stores by that estimate).
@@ -25,6 +30,9 @@ The Triton kernels the tests define for themselves are compiled too (tests_own_l
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
     python tools/triton_compile_check.py --targets gfx950 sm89 sm100 sm120 --fp8-only   (CI)
     python tools/triton_compile_check.py --targets sm90 --match gluon "d256"   (a few rows)
+    python tools/triton_compile_check.py --targets gfx942 --write-gate      (new gfx942 defaults: the gate file)
+    FA_CK_TRITON_CONFIG='{"fwd": {"num_warps": 8}}' python tools/triton_compile_check.py --targets gfx942 \
+        --amd-options '{"matrix_instr_nonkdim": 16}' --match fwd_kernel    (try a variant: not gated)
 """
 from __future__ import annotations
 

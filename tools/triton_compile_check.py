@@ -33,6 +33,9 @@ The Triton kernels the tests define for themselves are compiled too (tests_own_l
     python tools/triton_compile_check.py --targets gfx942 --write-gate      (new gfx942 defaults: the gate file)
     FA_CK_TRITON_CONFIG='{"fwd": {"num_warps": 8}}' python tools/triton_compile_check.py --targets gfx942 \
         --amd-options '{"matrix_instr_nonkdim": 16}' --match fwd_kernel    (try a variant: not gated)
+    python tools/triton_compile_check.py --amd-reference flash_attn-2.8.3.post2.tar.gz   (AMD's own kernels,
+        their default configs, for gfx942: not in CI; the sdist from `pip download flash-attn==2.8.3.post2
+        --no-deps --no-binary :all: --no-build-isolation`, as tools/flash_attn_suite.sh fetches it)
 """
 from __future__ import annotations
 
@@ -538,6 +541,98 @@ def write_gate(now: dict) -> None:
                          f'--targets gfx942 --write-gate",\n "rows": {{\n{rows}\n }}\n}}\n')
 
 
+# ---------------------------------------------------------------- AMD's own (optional, not in CI)
+
+AMD_VERSION = "2.8.3.post2"     # flash-attn whose flash_attn_triton_amd kernels are compared (never committed)
+# AMD's kernels' useful FLOPs of a loop step per BLOCK_M * BLOCK_N * head dim, as STEP_FLOPS
+AMD_STEP = {"attn_fwd": 4, **{f"_bwd_kernel_{k}_{m}": f for k, f in (("dkdv", 8), ("dq", 6))
+                              for m in ("causal", "noncausal")}}
+
+
+def amd_reference_package(where: str):
+    """flash-attn's flash_attn_triton_amd (under `where`: an sdist's tarball or directory) imported as a
+    package of its own, without flash_attn's __init__ (which wants the CUDA extension)."""
+    import importlib.util
+    import tarfile
+    path = Path(where)
+    if path.is_file():
+        out = Path(os.environ.get("TMPDIR", "/tmp")) / f"fa_ck_amd_ref_{os.getpid()}"
+        with tarfile.open(path) as tar:
+            tar.extractall(out, [m for m in tar.getmembers() if "/flash_attn_triton_amd/" in m.name], filter="data")
+        path = out
+    found = next(path.rglob("flash_attn_triton_amd/fwd_prefill.py"), None)
+    if found is None:
+        raise SystemExit(f"no flash_attn_triton_amd/fwd_prefill.py under {where}")
+    spec = importlib.util.spec_from_file_location("fa_amd_ref", found.parent / "__init__.py",
+                                                  submodule_search_locations=[str(found.parent)])
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules["fa_amd_ref"] = pkg             # (its __init__ is empty; the modules import .utils)
+    return (importlib.import_module("fa_amd_ref.fwd_prefill"), importlib.import_module("fa_amd_ref.bwd_prefill_split"))
+
+
+def amd_reference_launches(where: str, target: str = "gfx942") -> list:
+    """AMD's forward (its default config, no autotune) and its default ("split") backward for the
+    bf16 calls of CALLS without features, recorded on CPU tensors and specialised as for fa_ck's."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+    fwd, bwd = amd_reference_package(where)
+    backend = make_backend(gpu_target(target))
+    log = []
+
+    def jit_run(self, *args, grid, warmup=False, **kwargs):
+        log.append((self, args, kwargs))
+
+    def tuned_run(self, *args, **kwargs):
+        config = self.configs[0]
+        log.append((self.fn, args, dict(kwargs, **config.all_kwargs())))
+    launches = []
+    with mock.patch.object(JITFunction, "run", jit_run), mock.patch.object(Autotuner, "run", tuned_run):
+        for call in CALLS:
+            if call.dtype != torch.bfloat16 or call.lens or call.hq != call.hkv or Call(call.d, causal=call.causal,
+                                                                                         s=call.s) != call:
+                continue
+            log.clear()
+            q, k, v, do = (torch.randn(call.b, call.s, call.hq, call.d, dtype=call.dtype) for _ in range(4))
+            o, lse = torch.zeros_like(q), torch.zeros(call.b, call.hq, call.s)
+            dq, dk, dv = (torch.zeros_like(t) for t in (q, k, v))
+            scale = call.d ** -0.5
+            fwd.attention_prefill_forward_triton_impl(q, k, v, o, scale, None, call.causal, None, "bshd", None, None,
+                                                      call.s, call.s, None, None, 0.0, None, None, False, True,
+                                                      None, None, None, None)
+            bwd.attention_prefill_backward_triton_split_impl(do, q, k, v, o, lse, dq, dk, dv, scale, None, call.causal,
+                                                             "bshd", None, None, call.s, call.s, 0.0, None, None, True,
+                                                             *[None] * 8)
+            for kernel, args, kwargs in log:
+                if kernel.fn.__name__ in AMD_STEP:
+                    parts = specialise(kernel, args, kwargs, backend)
+                    if not any(la.kernel is kernel and (la.signature, la.constexprs, la.attrs, la.options) == parts
+                               for la in launches):
+                        launches.append(Launch(kernel, *parts, f"AMD {AMD_VERSION}: {call.label}"))
+    return launches
+
+
+def amd_reference_rows(where: str, workers: int) -> str:
+    """Markdown: AMD's kernels compiled for gfx942, with the figures of the gate table."""
+    launches = amd_reference_launches(where)
+    lines = ["| kernel | call | config | VGPR (AGPR) | occupancy | spill | LDS B | MFMA work | loop instr /16k FLOP "
+             "| loop ds_read/ds_write/exp |", "|" + "---|" * 10]
+    for launch, st in zip(launches, compile_all([("gfx942", la) for la in launches], workers)):
+        if "error" in st:
+            lines.append(f"| {launch.name} | {launch.call} | does not compile: {st['error']} |")
+            continue
+        c = launch.values
+        m, n, d = c["BLOCK_M"], c["BLOCK_N"], c.get("BLOCK_DMODEL", c.get("HEAD_DIM"))
+        useful = AMD_STEP[launch.name] * m * n * d / launch.options.get("num_warps", 4)
+        work = st.get("loop_instrs") and (round(st["loop_mfma_flops"] / useful, 2),
+                                          round(st["loop_instrs"] * 16384 / useful, 1))
+        config = f"{m}x{n} w{launch.options.get('num_warps', 4)} s{launch.options.get('num_stages')} " \
+                 f"wpe{launch.options.get('waves_per_eu', 0)}"
+        lines.append(f"| {launch.name} | {launch.call} | {config} | {st['vgpr']} ({st['agpr']}) | {st['occupancy']} | "
+                     f"{st['vgpr_spill']} | {st['lds']} | {work and work[0]} | {work and work[1]} | "
+                     f"{st.get('loop_ds_read')}/{st.get('loop_ds_write')}/{st.get('loop_exp')} |")
+    return "\n".join(lines)
+
+
 def table(rows: list) -> str:
     """Markdown: one row per (target, launch, figures)."""
     lines = [("| target | kernel | first call | config | constexprs | VGPR/REG | AGPR | SGPR | spill | LDS/smem B "
@@ -572,8 +667,15 @@ def main(argv=None) -> int:
                     "this run's gfx942 figures (after a change that the gate fails for good reason)")
     ap.add_argument("--amd-options", default="", help="JSON compile options added to every AMD launch, to try "
                     "what fa_ck does not launch with, e.g. '{\"waves_per_eu\": 2, \"matrix_instr_nonkdim\": 16}'")
+    ap.add_argument("--amd-reference", metavar="SDIST", default=None,
+                    help=f"only compile AMD's Triton kernels of flash-attn {AMD_VERSION}'s sdist (a tarball or its "
+                    "directory; `pip download flash-attn==VERSION --no-deps --no-binary :all:`) for gfx942")
     args = ap.parse_args(argv)
     t0 = time.time()
+    if args.amd_reference:
+        print(amd_reference_rows(args.amd_reference, args.jobs))
+        print(f"\ncompiled in {time.time() - t0:.0f} s with triton {triton.__version__} (compile-checked only)")
+        return 0
     jobs, failures = [], []
     for target in args.targets:
         calls = [c for c in (FP8_CALLS if args.fp8_only else CALLS + FP8_CALLS) if not c.fp8 or fp8_target(target)]

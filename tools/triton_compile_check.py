@@ -570,9 +570,10 @@ def amd_reference_package(where: str):
     return (importlib.import_module("fa_amd_ref.fwd_prefill"), importlib.import_module("fa_amd_ref.bwd_prefill_split"))
 
 
-def amd_reference_launches(where: str, target: str = "gfx942") -> list:
-    """AMD's forward (its default config, no autotune) and its default ("split") backward for the
-    bf16 calls of CALLS without features, recorded on CPU tensors and specialised as for fa_ck's."""
+def amd_reference_launches(where: str, target: str = "gfx942", tuned: bool = False) -> list:
+    """AMD's forward (its default config, or with `tuned` each of its CDNA autotune configs) and its
+    default ("split") backward for the bf16 calls of CALLS without features, recorded on CPU tensors
+    and specialised as for fa_ck's."""
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
     fwd, bwd = amd_reference_package(where)
@@ -583,8 +584,8 @@ def amd_reference_launches(where: str, target: str = "gfx942") -> list:
         log.append((self, args, kwargs))
 
     def tuned_run(self, *args, **kwargs):
-        config = self.configs[0]
-        log.append((self.fn, args, dict(kwargs, **config.all_kwargs())))
+        for config in fwd.get_cdna_autotune_configs() if tuned else self.configs[:1]:
+            log.append((self.fn, args, dict(kwargs, **config.all_kwargs())))
     launches = []
     with mock.patch.object(JITFunction, "run", jit_run), mock.patch.object(Autotuner, "run", tuned_run):
         for call in CALLS:
@@ -611,9 +612,9 @@ def amd_reference_launches(where: str, target: str = "gfx942") -> list:
     return launches
 
 
-def amd_reference_rows(where: str, workers: int) -> str:
+def amd_reference_rows(where: str, workers: int, tuned: bool) -> str:
     """Markdown: AMD's kernels compiled for gfx942, with the figures of the gate table."""
-    launches = amd_reference_launches(where)
+    launches = amd_reference_launches(where, tuned=tuned)
     lines = ["| kernel | call | config | VGPR (AGPR) | occupancy | spill | LDS B | MFMA work | loop instr /16k FLOP "
              "| loop ds_read/ds_write/exp |", "|" + "---|" * 10]
     for launch, st in zip(launches, compile_all([("gfx942", la) for la in launches], workers)):
@@ -670,10 +671,12 @@ def main(argv=None) -> int:
     ap.add_argument("--amd-reference", metavar="SDIST", default=None,
                     help=f"only compile AMD's Triton kernels of flash-attn {AMD_VERSION}'s sdist (a tarball or its "
                     "directory; `pip download flash-attn==VERSION --no-deps --no-binary :all:`) for gfx942")
+    ap.add_argument("--amd-tuned", action="store_true", help="with --amd-reference: the forward in each of AMD's "
+                    "CDNA autotune configs (its MI300X tuning) rather than its default")
     args = ap.parse_args(argv)
     t0 = time.time()
     if args.amd_reference:
-        print(amd_reference_rows(args.amd_reference, args.jobs))
+        print(amd_reference_rows(args.amd_reference, args.jobs, args.amd_tuned))
         print(f"\ncompiled in {time.time() - t0:.0f} s with triton {triton.__version__} (compile-checked only)")
         return 0
     jobs, failures = [], []

@@ -246,8 +246,8 @@ def default_tiles(kernel: str, spec: CallSpec, gluon: bool, tma: bool = False) -
     if wide and d > 128:                     # fp32 rows of 256: the smallest tiles fit shared memory
         return _tiles(16, 32, 4, 1) if kernel != "fwd" else _tiles(32, 32, 4, 1)
     if arch.startswith("hip"):               # MI300X: 64-wide wavefronts, 512 VGPRs at occupancy 1, 256 at 2
-        # 4 warps of 32 query rows, so that 32x32 MFMAs compute nothing twice; at d128 the 16-bit forward's
-        # 32 keys, dQ's 16 and the masked dK/dV's single stage keep them within 256 VGPRs
+        # 4 warps, the forward's and dQ's of 32 query rows each, so that 32x32 MFMAs compute nothing twice;
+        # at d128 the 16-bit forward's 32 keys, dQ's 16 and the masked dK/dV's one stage fit 256 VGPRs (2 waves)
         if kernel == "fwd":
             return _tiles(128, 64 if (d <= 64 and not wide) or (spec.fp8 and d <= 128) else 32, 4, 2)
         if kernel == "bwd_dkdv":

@@ -16,7 +16,12 @@ Gates:
 - an attention kernel without matrix instructions (MFMA, wgmma, mma.sync, tcgen05.mma); an fp8 one
   (FP8) with any but fp8 ones (v_mfma_*fp8* / *bf8* on gfx942, v_mfma_*_f8f6f4 with fp8 operands on
   gfx950, .e4m3 / .e5m2 on NVIDIA, tcgen05.mma kind::f8f6f4 on sm100): no emulation through fp16;
-- on AMD a VGPR spill or scratch (up to d128, without dropout or ALiBi: amd_spills_gated);
+- on AMD a VGPR spill or scratch (up to d128, without dropout or ALiBi: amd_spills_gated), or a pointer
+  compiled without the attributes the HIP launcher gives it (16-byte aligned, within 2 GiB: buffer loads);
+- on gfx942 the attention kernels' figures against bench/results/triton_gfx942_gate.json (gate_check): new
+  spills, fewer waves (occupancy, or registers past a step), more MFMA work per useful FLOP (32x32 MFMAs on
+  16-row waves compute QK^T and dP twice), or more key-block loop instructions per FLOP than INSTR_SLACK
+  allows; a change that moves them for good reason rewrites the file with --write-gate;
 - on sm90 a Gluon kernel's stack past GLUON_STACK_BYTES, ptxas serialising its wgmmas (its -v notes
   say so, Triton does not), or shared memory other than sizes.py estimates (config.py refuses tiles
   and drops TMA stores by that estimate).
@@ -25,6 +30,12 @@ The Triton kernels the tests define for themselves are compiled too (tests_own_l
     python tools/triton_compile_check.py [--targets gfx942 sm90] [--results FILE] [--fp8-only]
     python tools/triton_compile_check.py --targets gfx950 sm89 sm100 sm120 --fp8-only   (CI)
     python tools/triton_compile_check.py --targets sm90 --match gluon "d256"   (a few rows)
+    python tools/triton_compile_check.py --targets gfx942 --write-gate      (new gfx942 defaults: the gate file)
+    FA_CK_TRITON_CONFIG='{"fwd": {"num_warps": 8}}' python tools/triton_compile_check.py --targets gfx942 \
+        --amd-options '{"matrix_instr_nonkdim": 16}' --match fwd_kernel    (try a variant: not gated)
+    python tools/triton_compile_check.py --amd-reference flash_attn-2.8.3.post2.tar.gz   (AMD's own kernels,
+        their default configs, for gfx942: not in CI; the sdist from `pip download flash-attn==2.8.3.post2
+        --no-deps --no-binary :all: --no-build-isolation`, as tools/flash_attn_suite.sh fetches it)
 """
 from __future__ import annotations
 
@@ -39,6 +50,7 @@ import concurrent.futures as cf  # noqa: E402
 import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import importlib  # noqa: E402
+import json  # noqa: E402
 import multiprocessing  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
@@ -291,6 +303,52 @@ def mfma_is_fp8(line: str) -> bool:
     return all(int(fields.get(f, 0)) in (0, 1) for f in ("cbsz", "blgp"))
 
 
+_INSTR = re.compile(r"^\s+([a-z_][a-z0-9_.]*)\b", re.M)
+_LABEL = re.compile(r"^(\.LBB\d+_\d+):", re.M)
+_BRANCH = re.compile(r"^\s+s_(?:cbranch_\w+|branch)\s+(\.LBB\d+_\d+)", re.M)
+_MFMA_SHAPE = re.compile(r"^\s+v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
+
+
+def amd_loop(asm: str) -> dict:
+    """The key-block (query-block) loop of an amdgcn kernel: of the innermost loops (ranges a backward
+    branch closes, holding no other), the one with the most MFMAs (the shortest of those) -> its
+    instructions, MFMAs and their FLOPs, ds_read / ds_write and exponentials."""
+    labels = {m.group(1): m.start() for m in _LABEL.finditer(asm)}
+    loops = [(labels[m.group(1)], m.end()) for m in _BRANCH.finditer(asm)
+             if labels.get(m.group(1), m.start() + 1) <= m.start()]
+    best = None
+    for start, end in loops:
+        if any(start <= a and b <= end and (a, b) != (start, end) for a, b in loops):
+            continue
+        ops = _INSTR.findall(asm, start, end)
+        key = (sum(o.startswith("v_mfma") for o in ops), -len(ops))
+        if best is None or key > best[0]:
+            best = (key, ops, asm[start:end])
+    if best is None or not best[0][0]:
+        return {}
+    _, ops, body = best
+    return {"loop_instrs": len(ops), "loop_mfma": best[0][0],
+            "loop_mfma_flops": sum(2 * int(a) * int(b) * int(c) for a, b, c in _MFMA_SHAPE.findall(body)),
+            "loop_ds_read": sum(o.startswith("ds_read") for o in ops),
+            "loop_ds_write": sum(o.startswith("ds_write") for o in ops),
+            "loop_exp": sum(o.startswith("v_exp") for o in ops)}
+
+
+# useful FLOPs of one loop step per BLOCK_M * BLOCK_N * BLOCK_D: QK^T and PV; dK/dV: S^T, dV, dP^T, dK; dQ: S, dP, dQ
+STEP_FLOPS = {"fwd_kernel": 4, "bwd_dkdv_kernel": 8, "bwd_dq_kernel": 6}
+
+
+def loop_work(launch: "Launch", st: dict) -> dict:
+    """Per useful FLOP of a loop step (a wave's share of BLOCK_M x BLOCK_N x BLOCK_D): the MFMA work
+    (1.0: none wasted) and the loop's instructions per 16k FLOP (one 32x32x8 MFMA's worth)."""
+    c = launch.values
+    if launch.name not in STEP_FLOPS or not st.get("loop_instrs"):
+        return {}
+    useful = STEP_FLOPS[launch.name] * c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_D"] / launch.options.get("num_warps", 4)
+    return {"mfma_work": round(st["loop_mfma_flops"] / useful, 2),
+            "instr_per_16k": round(st["loop_instrs"] * 16384 / useful, 1)}
+
+
 def figures(k, target: str) -> dict:
     """A compiled kernel's resources and matrix instructions (all, and those that multiply fp8)."""
     if target.startswith("gfx"):
@@ -300,6 +358,7 @@ def figures(k, target: str) -> dict:
               for f in ("vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch", "occupancy")}
         ops = re.findall(r"^\s*(v_mfma_\w+[^\n]*)", asm, re.M)
         fp8 = [o for o in ops if mfma_is_fp8(o)]
+        st.update(amd_loop(asm))
     else:
         ptx = k.asm["ptx"]
         st = _cuda_usage(k.asm["cubin"])
@@ -365,6 +424,11 @@ def smem_estimate(launch: Launch) -> int | None:
     return None
 
 
+# what Triton's HIP launcher gives a pointer to a 16-byte aligned tensor of at most 2 GiB (HIPBackend.
+# get_tensor_specialization, parse_attr): without them the loads are not buffer loads and take far more registers
+HIP_POINTER_ATTRS = (["tt.divisibility", 16], ["tt.pointer_range", 32])
+
+
 def amd_spills_gated(c: dict) -> bool:
     """Whether AMD spills fail a launch: up to d128 without dropout or ALiBi. Past them the default
     tiles are known to spill; the table reports it."""
@@ -380,6 +444,11 @@ def gates(target: str, launch: Launch, st: dict) -> list:
         elif c.get("FP8") and (not st["fp8_ops"] or st["fp8_ops"] < st["matrix_ops"]):
             bad.append(f"{st['fp8_ops']} fp8 and {st['matrix_ops'] - st['fp8_ops']} other matrix instructions "
                        "(want fp8 only: no emulation through fp16)")
+    if target.startswith("gfx"):
+        bare = [name for i, (name, ty) in enumerate(launch.signature.items()) if isinstance(ty, str)
+                and ty.startswith("*") and not all(a in launch.attrs.get((i,), []) for a in HIP_POINTER_ATTRS)]
+        if bare:
+            bad.append(f"pointers {bare} compiled without {HIP_POINTER_ATTRS} (the HIP launcher gives them)")
     if target.startswith("gfx") and (st["vgpr_spill"] or st["scratch"]) and amd_spills_gated(c):
         bad.append(f"spills ({st['vgpr_spill']} VGPRs, {st['scratch']} bytes of scratch)")
     if launch.name in GLUON_STACK_BYTES:
@@ -394,17 +463,196 @@ def gates(target: str, launch: Launch, st: dict) -> list:
     return bad
 
 
+GATE_FILE = ROOT / "bench" / "results" / "triton_gfx942_gate.json"
+GATED = ("fwd_kernel", "bwd_dkdv_kernel", "bwd_dq_kernel")
+INSTR_SLACK = 1.05          # loop instructions per FLOP may grow this much (scheduling noise between versions)
+
+
+def reg_waves(vgpr: int) -> int:
+    """Waves per SIMD a gfx942 kernel's registers allow (512 VGPRs and AGPRs in granules of 8)."""
+    return min(8, 512 // max(8, -(-vgpr // 8) * 8))
+
+
+def gate_rows(rows: list) -> dict:
+    """The gfx942 rows of the attention kernels, by kernel and first call -> the figures the gate keeps."""
+    out = {}
+    for target, launch, st in rows:
+        if target != "gfx942" or launch.name not in GATED:
+            continue
+        key = f"{launch.name} | {launch.call}"
+        key = key if key not in out else f"{key} | {launch.describe()}"
+        out[key] = {"config": launch.config(), "vgpr": st["vgpr"], "agpr": st["agpr"],
+                    "reg_waves": reg_waves(st["vgpr"]), "occupancy": st["occupancy"], "spill": st["vgpr_spill"],
+                    "scratch": st["scratch"], "lds": st["lds"],
+                    **loop_work(launch, st), **{f: st.get(f, 0) for f in ("loop_ds_read", "loop_ds_write", "loop_exp")}}
+    return out
+
+
+def gate_check(now: dict, before: dict, complete: bool) -> list:
+    """What regressed against the gate file: new spills, fewer waves (by the compiler's occupancy or by
+    registers alone), more MFMA work or more loop instructions per FLOP; with every call compiled
+    (complete), rows that appeared or went too."""
+    bad = []
+    for key, b in before.items():
+        n = now.get(key)
+        if n is None:
+            if complete:
+                bad.append(f"{key}: in {GATE_FILE.name} but not compiled (rewrite it with --write-gate)")
+            continue
+        was = f"(was {b['config']}, now {n['config']})"
+        if n["spill"] > b["spill"] or n["scratch"] > b["scratch"]:
+            bad.append(f"{key}: spills {n['spill']} VGPRs, {n['scratch']} B scratch, was {b['spill']}, "
+                       f"{b['scratch']} {was}")
+        if n["occupancy"] < b["occupancy"]:
+            bad.append(f"{key}: occupancy {n['occupancy']}, was {b['occupancy']} {was}")
+        if n["reg_waves"] < b["reg_waves"]:
+            bad.append(f"{key}: {n['vgpr']} registers allow {n['reg_waves']} waves, {b['vgpr']} allowed "
+                       f"{b['reg_waves']} {was}")
+        if n.get("mfma_work", 0) > b.get("mfma_work", 0) + 0.01:
+            bad.append(f"{key}: MFMA work {n['mfma_work']} per useful FLOP, was {b['mfma_work']} {was}")
+        if n.get("instr_per_16k", 0) > b.get("instr_per_16k", 0) * INSTR_SLACK:
+            bad.append(f"{key}: {n['instr_per_16k']} loop instructions per 16k FLOP, was {b['instr_per_16k']} "
+                       f"(+{INSTR_SLACK - 1:.0%} allowed) {was}")
+    if complete:
+        bad += [f"{key}: not in {GATE_FILE.name} (add it with --write-gate)" for key in sorted(set(now) - set(before))]
+    return bad
+
+
+def gate_table(now: dict, before: dict) -> str:
+    """Markdown: gfx942's attention kernels as fa_ck launches them, beside the gate file's figures."""
+    lines = ["| kernel | first call | config | VGPR (AGPR) | waves: occupancy / registers | spill | LDS B "
+             "| MFMA work | loop instr /16k FLOP | loop ds_read/ds_write/exp | gate file |", "|" + "---|" * 11]
+    for key, n in now.items():
+        b = before.get(key)
+        kernel, call = key.split(" | ", 1)
+        then = "new" if b is None else "same" if b == n else (
+            f"{b['config']}: {b['vgpr']} ({b['agpr']}), {b['occupancy']}/{b['reg_waves']}, spill {b['spill']}, "
+            f"{b.get('mfma_work')}, {b.get('instr_per_16k')}, {b['loop_ds_read']}/{b['loop_ds_write']}/{b['loop_exp']}")
+        lines.append(f"| {kernel} | {call} | {n['config']} | {n['vgpr']} ({n['agpr']}) | {n['occupancy']} / "
+                     f"{n['reg_waves']} | {n['spill']} | {n['lds']} | {n.get('mfma_work', '')} | "
+                     f"{n.get('instr_per_16k', '')} | {n['loop_ds_read']}/{n['loop_ds_write']}/{n['loop_exp']} "
+                     f"| {then} |")
+    return "\n".join(lines)
+
+
+def write_gate(now: dict) -> None:
+    rows = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in now.items())
+    GATE_FILE.write_text(f'{{"triton": "{triton.__version__}",\n "command": "python tools/triton_compile_check.py '
+                         f'--targets gfx942 --write-gate",\n "rows": {{\n{rows}\n }}\n}}\n')
+
+
+# ---------------------------------------------------------------- AMD's own (optional, not in CI)
+
+AMD_VERSION = "2.8.3.post2"     # flash-attn whose flash_attn_triton_amd kernels are compared (never committed)
+# AMD's kernels' useful FLOPs of a loop step per BLOCK_M * BLOCK_N * head dim, as STEP_FLOPS
+AMD_STEP = {"attn_fwd": 4, **{f"_bwd_kernel_{k}_{m}": f for k, f in (("dkdv", 8), ("dq", 6))
+                              for m in ("causal", "noncausal")}}
+
+
+def amd_reference_package(where: str):
+    """flash-attn's flash_attn_triton_amd (under `where`: an sdist's tarball or directory) imported as a
+    package of its own, without flash_attn's __init__ (which wants the CUDA extension)."""
+    import importlib.util
+    import tarfile
+    path = Path(where)
+    if path.is_file():
+        import atexit
+        import shutil
+        import tempfile
+        out = Path(tempfile.mkdtemp(prefix="fa_ck_amd_ref_"))
+        atexit.register(shutil.rmtree, out, True)
+        with tarfile.open(path) as tar:
+            tar.extractall(out, [m for m in tar.getmembers() if "/flash_attn_triton_amd/" in m.name], filter="data")
+        path = out
+    found = next(path.rglob("flash_attn_triton_amd/fwd_prefill.py"), None)
+    if found is None:
+        raise SystemExit(f"no flash_attn_triton_amd/fwd_prefill.py under {where}")
+    spec = importlib.util.spec_from_file_location("fa_amd_ref", found.parent / "__init__.py",
+                                                  submodule_search_locations=[str(found.parent)])
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules["fa_amd_ref"] = pkg             # (its __init__ is empty; the modules import .utils)
+    return (importlib.import_module("fa_amd_ref.fwd_prefill"), importlib.import_module("fa_amd_ref.bwd_prefill_split"))
+
+
+def amd_reference_launches(where: str, target: str = "gfx942", tuned: bool = False) -> list:
+    """AMD's forward (its default config, or with `tuned` each of its CDNA autotune configs) and its
+    default ("split") backward for the bf16 calls of CALLS without features, recorded on CPU tensors
+    and specialised as for fa_ck's."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+    fwd, bwd = amd_reference_package(where)
+    backend = make_backend(gpu_target(target))
+    log = []
+
+    def jit_run(self, *args, grid, warmup=False, **kwargs):
+        log.append((self, args, kwargs))
+
+    def tuned_run(self, *args, **kwargs):
+        for config in fwd.get_cdna_autotune_configs()[0][:-1] if tuned else self.configs[:1]:   # (less its fall-back)
+            log.append((self.fn, args, dict(kwargs, **config.all_kwargs())))
+    launches = []
+    with mock.patch.object(JITFunction, "run", jit_run), mock.patch.object(Autotuner, "run", tuned_run):
+        for call in CALLS:
+            if call.dtype != torch.bfloat16 or call.lens or call.hq != call.hkv or Call(call.d, causal=call.causal,
+                                                                                         s=call.s) != call:
+                continue
+            log.clear()
+            q, k, v, do = (torch.randn(call.b, call.s, call.hq, call.d, dtype=call.dtype) for _ in range(4))
+            o, lse = torch.zeros_like(q), torch.zeros(call.b, call.hq, call.s)
+            dq, dk, dv = (torch.zeros_like(t) for t in (q, k, v))
+            scale = call.d ** -0.5
+            fwd.attention_prefill_forward_triton_impl(q, k, v, o, scale, None, call.causal, None, "bshd", None, None,
+                                                      call.s, call.s, None, None, 0.0, None, None, False, True,
+                                                      None, None, None, None)
+            bwd.attention_prefill_backward_triton_split_impl(do, q, k, v, o, lse, dq, dk, dv, scale, None, call.causal,
+                                                             "bshd", None, None, call.s, call.s, 0.0, None, None, True,
+                                                             *[None] * 8)
+            for kernel, args, kwargs in log:
+                if kernel.fn.__name__ in AMD_STEP:
+                    parts = specialise(kernel, args, kwargs, backend)
+                    if not any(la.kernel is kernel and (la.signature, la.constexprs, la.attrs, la.options) == parts
+                               for la in launches):
+                        launches.append(Launch(kernel, *parts, f"AMD {AMD_VERSION}: {call.label}"))
+    return launches
+
+
+def amd_reference_rows(where: str, workers: int, tuned: bool) -> str:
+    """Markdown: AMD's kernels compiled for gfx942, with the figures of the gate table."""
+    launches = amd_reference_launches(where, tuned=tuned)
+    lines = ["| kernel | call | config | VGPR (AGPR) | occupancy | spill | LDS B | MFMA work | loop instr /16k FLOP "
+             "| loop ds_read/ds_write/exp |", "|" + "---|" * 10]
+    for launch, st in zip(launches, compile_all([("gfx942", la) for la in launches], workers)):
+        if "error" in st:
+            lines.append(f"| {launch.name} | {launch.call} | does not compile: {st['error']} |")
+            continue
+        c = launch.values
+        m, n, d = c["BLOCK_M"], c["BLOCK_N"], c.get("BLOCK_DMODEL", c.get("HEAD_DIM"))
+        useful = AMD_STEP[launch.name] * m * n * d / launch.options.get("num_warps", 4)
+        work = st.get("loop_instrs") and (round(st["loop_mfma_flops"] / useful, 2),
+                                          round(st["loop_instrs"] * 16384 / useful, 1))
+        config = f"{m}x{n} w{launch.options.get('num_warps', 4)} s{launch.options.get('num_stages')} " \
+                 f"wpe{launch.options.get('waves_per_eu', 0)}"
+        lines.append(f"| {launch.name} | {launch.call} | {config} | {st['vgpr']} ({st['agpr']}) | {st['occupancy']} | "
+                     f"{st['vgpr_spill']} | {st['lds']} | {work and work[0]} | {work and work[1]} | "
+                     f"{st.get('loop_ds_read')}/{st.get('loop_ds_write')}/{st.get('loop_exp')} |")
+    return "\n".join(lines)
+
+
 def table(rows: list) -> str:
     """Markdown: one row per (target, launch, figures)."""
     lines = [("| target | kernel | first call | config | constexprs | VGPR/REG | AGPR | SGPR | spill | LDS/smem B "
-              "| occupancy | matrix ops | ptxas wgmma notes | compile s |"), "|" + "---|" * 14]
+              "| occupancy | matrix ops | MFMA work | loop instr /16k FLOP | loop ds_read/ds_write/exp "
+              "| ptxas wgmma notes | compile s |"), "|" + "---|" * 17]
     for target, launch, st in rows:
+        work = loop_work(launch, st)
+        loop = (f"{work['mfma_work']} | {work['instr_per_16k']} | "
+                f"{st['loop_ds_read']}/{st['loop_ds_write']}/{st['loop_exp']}") if work else " | | "
         notes = ", ".join(n for n in (st.get("wgmma_serialised") and f"serialised ({st['wgmma_serialised']})",
                                       st.get("injected_waits") and f"{st['injected_waits']} injected wait(s)") if n)
         ops = f"{st['matrix_ops']} ({st['fp8_ops']} fp8)" if st["fp8_ops"] else st["matrix_ops"]
         lines.append(f"| {target} | {launch.name} | {launch.call} | {launch.config()} | {launch.describe()} | "
                      f"{st['vgpr']} | {st['agpr']} | {st['sgpr']} | {st['vgpr_spill']} | {st['lds']} | "
-                     f"{st['occupancy']} | {ops} | {notes} | {st['seconds']} |")
+                     f"{st['occupancy']} | {ops} | {loop} | {notes} | {st['seconds']} |")
     return "\n".join(lines)
 
 
@@ -420,12 +668,28 @@ def main(argv=None) -> int:
     ap.add_argument("--match", nargs="+", default=None,
                     help="compile only the launches whose kernel, first call or constexprs contain one of these")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiles in parallel (processes)")
+    ap.add_argument("--write-gate", action="store_true", help=f"rewrite {GATE_FILE.relative_to(ROOT)} from "
+                    "this run's gfx942 figures (after a change that the gate fails for good reason)")
+    ap.add_argument("--amd-options", default="", help="JSON compile options added to every AMD launch, to try "
+                    "what fa_ck does not launch with, e.g. '{\"waves_per_eu\": 2, \"matrix_instr_nonkdim\": 16}'")
+    ap.add_argument("--amd-reference", metavar="SDIST", default=None,
+                    help=f"only compile AMD's Triton kernels of flash-attn {AMD_VERSION}'s sdist (a tarball or its "
+                    "directory; `pip download flash-attn==VERSION --no-deps --no-binary :all:`) for gfx942")
+    ap.add_argument("--amd-tuned", action="store_true", help="with --amd-reference: the forward in each of AMD's "
+                    "CDNA autotune configs (its MI300X tuning) rather than its default")
     args = ap.parse_args(argv)
     t0 = time.time()
+    if args.amd_reference:
+        print(amd_reference_rows(args.amd_reference, args.jobs, args.amd_tuned))
+        print(f"\ncompiled in {time.time() - t0:.0f} s with triton {triton.__version__} (compile-checked only)")
+        return 0
     jobs, failures = [], []
     for target in args.targets:
         calls = [c for c in (FP8_CALLS if args.fp8_only else CALLS + FP8_CALLS) if not c.fp8 or fp8_target(target)]
         launches, refused = capture(target, calls)
+        if args.amd_options and target.startswith("gfx"):
+            for launch in launches:
+                launch.options = dict(launch.options, **json.loads(args.amd_options))
         failures += refused
         if not (args.fp8_only or args.match):
             launches += tests_own(target)
@@ -442,6 +706,18 @@ def main(argv=None) -> int:
                      for why in gates(target, launch, st)]
     text = table(rows)
     print(text)
+    if "gfx942" in args.targets and not args.fp8_only:
+        now = gate_rows(rows)
+        before = json.loads(GATE_FILE.read_text())["rows"] if GATE_FILE.exists() else {}
+        print("\n== gfx942 defaults against " + str(GATE_FILE.relative_to(ROOT)) + " ==\n" + gate_table(now, before))
+        tried = args.amd_options or os.environ.get("FA_CK_TRITON_CONFIG")
+        if args.write_gate and not (tried or args.match or failures):
+            write_gate(now)
+            print(f"wrote {GATE_FILE.relative_to(ROOT)}")
+        elif tried:
+            print("(not gated: FA_CK_TRITON_CONFIG or --amd-options changes what is compiled)")
+        else:
+            failures += [f"gfx942 gate: {why}" for why in gate_check(now, before, complete=not args.match)]
     print(f"\n{len(rows)} kernels compiled in {time.time() - t0:.0f} s ({captured:.0f} s capturing the launches) "
           f"with triton {triton.__version__}")
     if args.results:

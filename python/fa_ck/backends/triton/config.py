@@ -245,12 +245,14 @@ def default_tiles(kernel: str, spec: CallSpec, gluon: bool, tma: bool = False) -
         return _tiles(16, 32, 4, 1) if kernel == "bwd_dkdv" else _tiles(32, 16, 4, 1)
     if wide and d > 128:                     # fp32 rows of 256: the smallest tiles fit shared memory
         return _tiles(16, 32, 4, 1) if kernel != "fwd" else _tiles(32, 32, 4, 1)
-    if arch.startswith("hip"):               # MI300X: 64-wide wavefronts, 512 VGPRs at occupancy 1
+    if arch.startswith("hip"):               # MI300X: 64-wide wavefronts, 512 VGPRs at occupancy 1, 256 at 2
+        # 4 warps, the forward's and dQ's of 32 query rows each, so that 32x32 MFMAs compute nothing twice;
+        # at d128 the 16-bit forward's 32 keys, dQ's 16 and the masked dK/dV's one stage fit 256 VGPRs (2 waves)
         if kernel == "fwd":
-            return _tiles(128, 32 if wide else 64, 8 if d <= 64 else 4, 2) if d <= 128 else _tiles(64, 32, 4, 2)
+            return _tiles(128, 64 if (d <= 64 and not wide) or (spec.fp8 and d <= 128) else 32, 4, 2)
         if kernel == "bwd_dkdv":
-            return _tiles(16, 64 if d <= 128 else 32, 4, 2)
-        return _tiles(128, 32, 8, 2) if d <= 64 else _tiles(64, 32, 4, 2)
+            return _tiles(16, 64, 4, 1 if 64 < d <= 128 and spec.masked and not wide else 2)
+        return _tiles(128, 32 if d <= 64 and not wide else 16, 4, 2)
     sm = spec.sm or 80
     stages = 3 if sm >= 80 else 2
     if kernel == "fwd":

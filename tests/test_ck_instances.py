@@ -155,7 +155,7 @@ def test_spill_gate(ck_spill, fails, tmp_path, monkeypatch):
         calls.append(flags)
         out = Path(out_dir) / "k.s"
         out.write_text(_asm("k", ck_spill, 4 * ck_spill))
-        return {"src": s, "seconds": 1.0, "ok": True, "asm": out}
+        return {"src": s, "seconds": 1.0, "cpu": 0.9, "ok": True, "asm": out}
 
     monkeypatch.setattr(cc, "compile_one", fake_compile)
     rows = [dict(label="fwd", kernel="fmha_fwd_d128_fp16_batch_x", seconds=70.0, src=src,

@@ -119,12 +119,20 @@ def clang_cmd(clang: str, ck: Path, arch: str, src: Path, out: Path, flags: list
 
 
 def compile_one(clang, ck, arch, src: Path, out_dir: Path, flags: list[str] | None = None) -> dict:
+    """seconds: wall time; cpu: the compiler's own CPU seconds (user + system, from wait4), which the build-time
+    arithmetic uses: on shared cores the wall time grows with the load, the CPU time hardly."""
     out = out_dir / (src.stem + ".s")
     t0 = time.time()
-    r = subprocess.run(clang_cmd(clang, ck, arch, src, out, flags), capture_output=True, text=True)
-    res = {"src": src, "seconds": time.time() - t0, "ok": r.returncode == 0, "asm": out}
-    if r.returncode:
-        res["error"] = "\n".join(x for x in r.stderr.splitlines() if "error" in x)[:2000] or r.stderr[-2000:]
+    proc = subprocess.Popen(clang_cmd(clang, ck, arch, src, out, flags), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    res = {"src": src, "seconds": time.time() - t0, "cpu": usage.ru_utime + usage.ru_stime,
+           "ok": proc.returncode == 0, "asm": out}
+    if proc.returncode:
+        res["error"] = "\n".join(x for x in stderr.splitlines() if "error" in x)[:2000] or stderr[-2000:]
     return res
 
 
@@ -224,7 +232,8 @@ def run_ck(args) -> int:
         for fut in cf.as_completed(futs):
             label, src, expect = futs[fut]
             res = fut.result()
-            print(f"  compiled {src.name[:90]} in {res['seconds']:.0f}s{'' if res['ok'] else '  FAILED'}", flush=True)
+            print(f"  compiled {src.name[:90]} in {res['seconds']:.0f}s ({res['cpu']:.0f} s CPU)"
+                  f"{'' if res['ok'] else '  FAILED'}", flush=True)
             if not res["ok"]:
                 failures.append(f"{src.name}: does not compile:\n{res['error']}")
                 continue
@@ -234,7 +243,7 @@ def run_ck(args) -> int:
             if not kernels:
                 failures.append(f"{src.name}: no kernel in the output")
             for k in kernels:
-                rows.append(dict(label=label, kernel=short(src), seconds=res["seconds"], src=src, **k))
+                rows.append(dict(label=label, kernel=short(src), seconds=res["seconds"], cpu=res["cpu"], src=src, **k))
                 if expect and k["mfma"] == 0:
                     failures.append(f"{src.name}: no MFMA instruction")
                 if k["calls"]:
@@ -279,7 +288,8 @@ def spill_gate(clang, ck, arch, rows, out_dir: Path, jobs: int, failures: list) 
                             build_ck.ck_example_flags(direction_of(src.name))): src for src in spilling}
         for fut in cf.as_completed(futs):
             src, res = futs[fut], fut.result()
-            print(f"  compiled {src.name[:90]} with CK's example flags in {res['seconds']:.0f}s"
+            print(f"  compiled {src.name[:90]} with CK's example flags in {res['seconds']:.0f}s "
+                  f"({res['cpu']:.0f} s CPU)"
                   f"{'' if res['ok'] else '  FAILED'}", flush=True)
             if not res["ok"]:
                 failures.append(f"{src.name}: does not compile with CK's example flags:\n{res['error']}")
@@ -305,10 +315,10 @@ HDIM_CHOICES = (None, (64, 128, 256), (64, 128), (128,), (64,))
 
 
 def per_kind_seconds(rows) -> dict[tuple[str, int], float]:
-    """Mean measured compile seconds per (kernel kind, head dim) of the compiled subset."""
+    """Mean measured compile CPU seconds (wall seconds where there is no CPU figure) per (kernel kind, head dim)."""
     seconds: dict[tuple[str, int], list[float]] = {}
     for r in rows:
-        seconds.setdefault(build_ck.kernel_kind(r["kernel"]), []).append(r["seconds"])
+        seconds.setdefault(build_ck.kernel_kind(r["kernel"]), []).append(r.get("cpu", r["seconds"]))
     return {k: sum(v) / len(v) for k, v in seconds.items()}
 
 
@@ -346,12 +356,13 @@ def build_time_table(ck, arch, rows, counts, cores: int = 64) -> str:
 
 def format_table(rows) -> str:
     head = ("| instance | kernel | VGPR (incl. AGPR) | AGPR | SGPR | VGPR spill | SGPR spill | scratch B | LDS B "
-            "| waves/SIMD | MFMA | calls | compile s | spill V/S, CK's flags |")
+            "| waves/SIMD | MFMA | calls | compile s (wall) | compile s (CPU) | spill V/S, CK's flags |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         lines.append(f"| {r['label']} | {r['kernel']} | {r['vgpr']} | {r['agpr']} | {r['sgpr']} | "
                      f"{r['vgpr_spill']} | {r['sgpr_spill']} | {r['scratch']} | {r['lds']} | {r['occupancy']} | "
-                     f"{r['mfma']} | {r['calls']} | {r['seconds']:.0f} | {r.get('ck_flags_spill', '-')} |")
+                     f"{r['mfma']} | {r['calls']} | {r['seconds']:.0f} | {r.get('cpu', 0):.0f} | "
+                     f"{r.get('ck_flags_spill', '-')} |")
     return "\n".join(lines)
 
 
@@ -389,7 +400,8 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
         "| kind | " + " | ".join(f"d{h}" for h in dims) + " | all |\n|" + "---|" * (len(dims) + 2) + "\n"
         f"{count_rows}\n\n"
         "Build time by arithmetic (tools/ck_compile_check.py `build_time_table`): each kernel kind's mean compile "
-        "seconds above (one compile per job, two jobs on shared cores) times its instance count, per head dim, from "
+        "CPU seconds above (the compiler's own user + system time; its wall time on these shared cores is longer) "
+        "times its instance count, per head dim, from "
         "CK's codegen listing for each FA_CK_HDIMS; wall time is core time / 64, or the longest single compile if "
         "that is longer (perfect packing, one architecture). Head dims the check does not compile take the nearest "
         "compiled head dim's seconds (named in the last column): an underestimate for d192 and d256, whose tiles "

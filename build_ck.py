@@ -25,6 +25,17 @@ HDIMS = (32, 64, 96, 128, 192, 256)
 RECEIPT = 2
 FWD_FILTER = "fmha_fwd_*_lse_*"
 BWD_FILTER = "*@*@*"
+# Instances of receipt 2 that fa_ck's dispatch can never reach, left out of the build (fnmatch on kernel names;
+# codegen filters cannot say "not", so generate() applies these around CK's codegen):
+# - forward d192 with a v head dim of 128 (tile b128x128x32x128x32x192): capability_gap sends every call whose v
+#   head dim differs from q's to triton, so hdim_v <= 128 with hdim_q in 129..192 never reaches CK;
+# - backward dq/dk/dv kernels padding the head dim to 1 (pd1dv1): CK's dispatcher tries the pd8dv8 kernel first
+#   for head dims that are multiples of 8, and capability_gap sends every other head dim to triton.
+FWD_EXCLUDE = ("fmha_fwd_d192_*_b128x128x32x128x32x192_*",)
+BWD_EXCLUDE = ("fmha_bwd_d*_pd1dv1_*",)
+# What the shipped set is, per architecture, with every head dim (tests/test_ck_instances.py and the compile check
+# hold the codegen to it): forward kernels, and backward dot_do_o + convert_dq + dq_dk_dv kernels.
+SHIPPED_COUNTS = {"fwd": 480, "bwd": 820}
 
 # Flags for every CK translation unit. FAST_EXP2 is what CK's forward is tuned with; the bf16
 # rounding mode 3 is what CK's backward example builds with (flash-attn uses the same pair).
@@ -67,6 +78,24 @@ CK_HIP_FLAGS = CK_BASE_HIP_FLAGS[:3] + [
     "-mllvm", "-enable-post-misched=0",
 ] + CK_BASE_HIP_FLAGS[3:]
 ROCM_ONLY_FLAGS = ["-mllvm", "-amdgpu-early-inline-all=true", "-mllvm", "-amdgpu-function-calls=false"]
+# What CK's own example build (example/ck_tile/01_fmha/CMakeLists.txt at the pin, CMake's default Release) compiles
+# each instance with, per direction, beyond the version-gated flags it shares with us: -O3 -DNDEBUG (Release),
+# -std=c++20 (CK_CXX_STANDARD), and the instance libraries' PRIVATE options. Unlike ours, its forward instances get
+# no bf16 rounding mode and no SPLITKV/APPENDKV defines (those are INTERFACE options, for the example's own code).
+CK_EXAMPLE_FLAGS = {
+    "fwd": ["-Wno-undefined-func-template", "-Wno-float-equal", "-DCK_TILE_FMHA_FWD_FAST_EXP2=1",
+            "-fgpu-flush-denormals-to-zero"],
+    "bwd": ["-Wno-undefined-func-template", "-Wno-float-equal", "-fgpu-flush-denormals-to-zero",
+            "-DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3"],
+}
+
+
+def ck_example_flags(direction: str, gated=None) -> list[str]:
+    """CK's example flags for a `direction` ("fwd"/"bwd") instance; gated: the version-gated flags (default: the
+    set upstream clang 22 takes, as the compile check uses for fa_ck's own flags)."""
+    if gated is None:
+        gated = [f for f in CK_HIP_FLAGS if f not in CK_BASE_HIP_FLAGS]
+    return ["-std=c++20", "-O3", "-DNDEBUG"] + list(gated) + CK_EXAMPLE_FLAGS[direction]
 # The composable_kernel submodule's pinned commit: what an sdist (which carries no CK) needs from CK_DIR.
 CK_COMMIT = "e31a7a4f29b371c32ea9daf9211b6ae1fed2fa40"
 
@@ -193,19 +222,75 @@ def codegen_targets(archs: list[str]) -> str:
 
 def generate(ck: Path, out_dir: Path, archs: list[str], *, api: str = "fwd,bwd",
              filters: str | None = None, hdims: list[int] | None = None,
-             receipt: int = RECEIPT) -> list[Path]:
-    """Run CK's generate.py into out_dir (a build directory, never committed); return the .cpp files."""
+             receipt: int = RECEIPT, exclude=None) -> list[Path]:
+    """Run CK's generate.py into out_dir (a build directory, never committed); return the .cpp files.
+    exclude: kernel-name patterns left out (default: FWD_EXCLUDE / BWD_EXCLUDE for the apis asked; () for none)."""
     out_dir = Path(out_dir).resolve()     # codegen runs in CK's example dir: a relative path would land there
     out_dir.mkdir(parents=True, exist_ok=True)
     if filters is None:
         filters = ",".join(FWD_FILTER if a == "fwd" else BWD_FILTER for a in api.split(","))
-    cmd = [sys.executable, str(fmha_example_dir(ck) / "generate.py"),
-           "--targets", codegen_targets(archs), "--api", api, "--receipt", str(receipt),
-           "--filter", filters, "--output_dir", str(out_dir)]
+    subprocess.run(codegen_cmd(ck, archs, api, filters, hdims, receipt, exclude, ["--output_dir", str(out_dir)]),
+                   check=True, cwd=fmha_example_dir(ck))
+    return sorted(out_dir.glob("*.cpp"))
+
+
+# Runs CK's generate.py with fnmatch.fnmatch also refusing the names matching any of argv[1]'s patterns (JSON).
+_CODEGEN_EXCLUDING = """\
+import fnmatch, json, runpy, sys
+exclude = json.loads(sys.argv.pop(1))
+_match = fnmatch.fnmatch
+fnmatch.fnmatch = lambda name, pat: _match(name, pat) and not any(_match(name, x) for x in exclude)
+sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0])
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def codegen_cmd(ck: Path, archs: list[str], api: str, filters: str, hdims, receipt: int, exclude, extra) -> list[str]:
+    import json
+    script = str(fmha_example_dir(ck) / "generate.py")
+    cmd = [sys.executable, script]
+    if exclude is None:
+        exclude = [x for a in api.split(",") for x in (FWD_EXCLUDE if a == "fwd" else BWD_EXCLUDE)]
+    if exclude:
+        cmd = [sys.executable, "-c", _CODEGEN_EXCLUDING, json.dumps(list(exclude)), script]
+    cmd += ["--targets", codegen_targets(archs), "--api", api, "--receipt", str(receipt), "--filter", filters]
     if hdims and sorted(hdims) != sorted(HDIMS):
         cmd += ["--optdim", ",".join(map(str, hdims))]
-    subprocess.run(cmd, check=True, cwd=fmha_example_dir(ck))
-    return sorted(out_dir.glob("*.cpp"))
+    return cmd + list(extra)
+
+
+def list_instances(ck: Path, archs: list[str], *, api: str = "fwd,bwd", hdims: list[int] | None = None,
+                   receipt: int = RECEIPT, exclude=None) -> list[str]:
+    """The kernel names generate() would write (CK's codegen --list_blobs: nothing generated, nothing compiled)."""
+    import tempfile
+    filters = ",".join(FWD_FILTER if a == "fwd" else BWD_FILTER for a in api.split(","))
+    with tempfile.TemporaryDirectory() as tmp:
+        listing = Path(tmp) / "blobs.txt"
+        subprocess.run(codegen_cmd(ck, archs, api, filters, hdims, receipt, exclude, ["--list_blobs", str(listing)]),
+                       check=True, cwd=fmha_example_dir(ck), capture_output=True)
+        names = [Path(line.strip()).stem for line in listing.read_text().splitlines() if line.strip()]
+    return sorted(n for n in names if "_api" not in n)
+
+
+KERNEL_KINDS = ("fwd", "bwd_dot_do_o", "bwd_convert_dq", "bwd_dq_dk_dv")
+
+
+def kernel_kind(name: str) -> tuple[str, int]:
+    """(kind, head dim bucket) of a generated kernel's name: kind is one of KERNEL_KINDS."""
+    m = re.match(r"fmha_(fwd|bwd_dot_do_o|bwd_convert_dq|bwd)_d(\d+)_", name)
+    if not m:
+        raise ValueError(f"not a CK FMHA kernel name: {name}")
+    return ("bwd_dq_dk_dv" if m[1] == "bwd" else m[1]), int(m[2])
+
+
+def count_instances(names) -> dict[tuple[str, int], int]:
+    """{(kind, head dim): number of kernels} of a list of kernel names (or generated files)."""
+    counts: dict[tuple[str, int], int] = {}
+    for n in names:
+        key = kernel_kind(Path(str(n)).stem)
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def include_dirs(ck: Path) -> list[Path]:

@@ -2,10 +2,13 @@
 # CK compile check for gfx942 without an AMD GPU (called by .ci/run, no arguments).
 # Installs upstream clang/lld/llvm 22 from Debian when missing, takes CK from $CK_DIR, the
 # composable_kernel submodule or the amd-aiter wheel (cached in .ckcache/, outside git), and
-# checks its files against the pin (tools/ck_pin.sha256), compiles a representative subset of our
-# CK instances plus csrc glue device-only (about 5-10 min on 2 cores), then runs
-# tests/test_ck_build.py with clang present (about 2 min). Fails on a CK tree unlike the pin, a
-# compile error, a kernel without MFMA, a CK kernel that makes calls, or a failing test.
+# checks its files against the pin (tools/ck_pin.sha256), counts the shipped instances per kernel
+# kind and head dim, compiles a representative subset of our CK instances plus csrc glue device-only
+# (about 5-10 min on 2 cores), compiles each kernel that spills again with CK's own example flags
+# (about 2 min more while three d128 forwards spill), then runs tests/test_ck_build.py and
+# tests/test_ck_instances.py with clang present (about 4 min). Fails on a CK tree unlike the pin, an
+# instance count unlike build_ck.SHIPPED_COUNTS, a compile error, a kernel without MFMA, a CK kernel
+# that makes calls, a spill that CK's example flags do not have, or a failing test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$(command -v python || command -v python3)}
@@ -28,4 +31,4 @@ fi
 # and ALiBi arguments through CK's own classes, the generated dispatchers behind our glue with stub
 # kernels (every admitted feature combination, device properties read once), the bindings.
 echo "== CK glue tests (host compile of csrc/ with clang-22) =="
-"$PY" -m pytest -q -p no:cacheprovider tests/test_ck_build.py
+"$PY" -m pytest -q -p no:cacheprovider tests/test_ck_build.py tests/test_ck_instances.py

@@ -3,8 +3,8 @@
 CK mode (default): generates a representative subset of the CK FMHA instances setup.py ships
 (CK's own codegen), compiles them and our csrc glue device-only with upstream clang and
 tools/hip_stub (no ROCm needed), prints one row per kernel (VGPR, AGPR, SGPR, spills, LDS,
-occupancy, MFMA count) and fails when something does not compile, when an attention kernel
-has no MFMA, or when a CK kernel makes calls (s_swappc).
+occupancy, MFMA count, compile seconds) and fails when something does not compile, when an attention
+kernel has no MFMA, when a CK kernel makes calls (s_swappc), or on a spill our flags cause.
 
 --triton: compiles Triton kernels with triton.compile for ("hip", "gfx942", 64) and
 ("cuda", 90, 32); `compile_triton` is the reusable piece.
@@ -14,8 +14,11 @@ the CK tree inside the amd-aiter wheel (pip download, unpacked under .ckcache/, 
 that tree is composable_kernel at the commit our submodule pins). Whichever it is, its files are
 checked against tools/ck_pin.sha256 (tools/ck_pin.py) before anything is compiled.
 
-Spill counts from upstream clang are not a ROCm build's (see the README's ROCm section): they are reported,
-never gated on.
+Spills: a kernel that spills with fa_ck's flags (our_flags(): setup.py's, as close as upstream clang allows) is
+compiled again with CK's own example flags (build_ck.ck_example_flags); the check fails when CK's flags do not
+spill (our flags cause it) and records the spill as the compiler's when they do. It also counts the shipped
+instances per kernel kind and head dim (failing when they differ from build_ck.SHIPPED_COUNTS) and turns the
+measured compile seconds into a build-time table for the default and some FA_CK_HDIMS subsets.
 """
 from __future__ import annotations
 
@@ -101,20 +104,35 @@ def locate_ck_and_source(arg: str | None) -> tuple[Path, str]:
 
 # ---------------------------------------------------------------- compiling and reading the ISA
 
-def clang_cmd(clang: str, ck: Path, arch: str, src: Path, out: Path) -> list[str]:
+def our_flags() -> list[str]:
+    """setup.py's flags for a CK instance (build_ck.ck_hip_flags of HIP 6.2-7.1) as close as upstream clang 22 allows:
+    without -amdgpu-coerce-illegal-types (clang 22 rejects it) and the inlining pair build_ck.ROCM_ONLY_FLAGS (see
+    docs/rocm.md: clang 22 takes over 20 minutes on one instance with it)."""
+    return build_ck.CK_HIP_FLAGS + build_ck.CK_DEFINES
+
+
+def clang_cmd(clang: str, ck: Path, arch: str, src: Path, out: Path, flags: list[str] | None = None) -> list[str]:
     inc = [f"-I{p}" for p in build_ck.include_dirs(ck)]
     return ([clang, "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-nogpulib", "-nogpuinc",
              "-include", "__clang_hip_runtime_wrapper.h", f"-I{STUB}"]
-            + build_ck.CK_HIP_FLAGS + build_ck.CK_DEFINES + inc + ["-S", "-o", str(out), str(src)])
+            + (our_flags() if flags is None else flags) + inc + ["-S", "-o", str(out), str(src)])
 
 
-def compile_one(clang, ck, arch, src: Path, out_dir: Path) -> dict:
+def compile_one(clang, ck, arch, src: Path, out_dir: Path, flags: list[str] | None = None) -> dict:
+    """seconds: wall time; cpu: the compiler's own CPU seconds (user + system, from wait4), which the build-time
+    arithmetic uses: on shared cores the wall time grows with the load, the CPU time hardly."""
     out = out_dir / (src.stem + ".s")
     t0 = time.time()
-    r = subprocess.run(clang_cmd(clang, ck, arch, src, out), capture_output=True, text=True)
-    res = {"src": src, "seconds": time.time() - t0, "ok": r.returncode == 0, "asm": out}
-    if r.returncode:
-        res["error"] = "\n".join(x for x in r.stderr.splitlines() if "error" in x)[:2000] or r.stderr[-2000:]
+    proc = subprocess.Popen(clang_cmd(clang, ck, arch, src, out, flags), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    res = {"src": src, "seconds": time.time() - t0, "cpu": usage.ru_utime + usage.ru_stime,
+           "ok": proc.returncode == 0, "asm": out}
+    if proc.returncode:
+        res["error"] = "\n".join(x for x in stderr.splitlines() if "error" in x)[:2000] or stderr[-2000:]
     return res
 
 
@@ -176,9 +194,16 @@ def run_ck(args) -> int:
     # 1. the whole shipped set through CK's codegen: instance count, and its dispatchers compile
     full = work / "full"
     shipped = build_ck.generate(ck, full, [args.arch])
-    n_fwd = sum(p.name.startswith("fmha_fwd_d") for p in shipped)
-    n_bwd = sum(p.name.startswith("fmha_bwd_") and "api" not in p.name for p in shipped)
+    counts = build_ck.count_instances(p for p in shipped if "_api" not in p.name)
+    n_fwd = sum(n for (kind, _), n in counts.items() if kind == "fwd")
+    n_bwd = sum(n for (kind, _), n in counts.items() if kind != "fwd")
     print(f"shipped set (setup.py): {n_fwd} forward + {n_bwd} backward kernels for {args.arch}")
+    print("  " + ", ".join(f"{kind} d{h}: {n}" for (kind, h), n in counts.items()))
+    failures = []
+    want = build_ck.SHIPPED_COUNTS
+    if (n_fwd, n_bwd) != (want["fwd"], want["bwd"]):
+        failures.append(f"the shipped set has {n_fwd} forward + {n_bwd} backward kernels, build_ck.SHIPPED_COUNTS "
+                        f"says {want['fwd']} + {want['bwd']}: a filter or the CK pin changed the set")
 
     # 2. the subset's kernels
     jobs = []   # (label, src, expect_mfma)
@@ -200,14 +225,15 @@ def run_ck(args) -> int:
             ("dispatch", full / "fmha_fwd_api.cpp", None), ("dispatch", full / "fmha_bwd_api.cpp", None)]
     asm_dir = work / "asm"
     asm_dir.mkdir(parents=True, exist_ok=True)
-    failures, rows = [], []
+    rows = []
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futs = {pool.submit(compile_one, clang, ck, args.arch, src, asm_dir): (label, src, exp)
                 for label, src, exp in jobs + glue}
         for fut in cf.as_completed(futs):
             label, src, expect = futs[fut]
             res = fut.result()
-            print(f"  compiled {src.name[:90]} in {res['seconds']:.0f}s{'' if res['ok'] else '  FAILED'}", flush=True)
+            print(f"  compiled {src.name[:90]} in {res['seconds']:.0f}s ({res['cpu']:.0f} s CPU)"
+                  f"{'' if res['ok'] else '  FAILED'}", flush=True)
             if not res["ok"]:
                 failures.append(f"{src.name}: does not compile:\n{res['error']}")
                 continue
@@ -217,49 +243,170 @@ def run_ck(args) -> int:
             if not kernels:
                 failures.append(f"{src.name}: no kernel in the output")
             for k in kernels:
-                rows.append(dict(label=label, kernel=short(src), seconds=res["seconds"], **k))
+                rows.append(dict(label=label, kernel=short(src), seconds=res["seconds"], cpu=res["cpu"], src=src, **k))
                 if expect and k["mfma"] == 0:
                     failures.append(f"{src.name}: no MFMA instruction")
                 if k["calls"]:
                     failures.append(f"{src.name}: {k['calls']} calls (s_swappc) in the kernel")
     order = {label: i for i, (label, _, _) in enumerate(SUBSET)}
     rows.sort(key=lambda r: (order[r["label"]], r["kernel"]))
+    # 4. the spill gate: a kernel that spills with our flags is compiled again with CK's example flags
+    spill_notes = spill_gate(clang, ck, args.arch, rows, work / "asm_ck_flags", args.jobs, failures)
     table = format_table(rows)
     print(table)
+    for note in spill_notes:
+        print("  " + note)
+    # 5. build time by arithmetic: the measured seconds per kernel kind times the instance counts
+    estimate = build_time_table(ck, args.arch, rows, counts)
+    print(estimate)
     elapsed = time.time() - t_start
     status = "FAILED" if failures else "passed"
     print(f"ck_compile_check: {len(rows)} kernels + {len(glue)} glue/dispatch units, {status}, {elapsed / 60:.1f} min")
     for f in failures:
         print("FAIL:", f)
     if args.results and not failures:
-        write_results(Path(args.results), table, clang_version, args, elapsed, n_fwd, n_bwd)
+        write_results(Path(args.results), table, clang_version, args, elapsed, counts, spill_notes, estimate)
     return 1 if failures else 0
+
+
+def direction_of(kernel: str) -> str:
+    return "fwd" if kernel.startswith("fmha_fwd") else "bwd"
+
+
+def spill_gate(clang, ck, arch, rows, out_dir: Path, jobs: int, failures: list) -> list[str]:
+    """Compile every kernel that spills with our flags again with CK's own example flags (build_ck.ck_example_flags).
+    Spills there too: the compiler's (recorded, not a failure). None there: our flags' (a failure)."""
+    spilling = {r["src"]: r for r in rows if r["vgpr_spill"] or r["sgpr_spill"]}
+    for r in rows:
+        r["ck_flags_spill"] = "-"
+    if not spilling:
+        return ["no kernel spills with fa_ck's flags"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    notes = []
+    with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futs = {pool.submit(compile_one, clang, ck, arch, src, out_dir,
+                            build_ck.ck_example_flags(direction_of(src.name))): src for src in spilling}
+        for fut in cf.as_completed(futs):
+            src, res = futs[fut], fut.result()
+            print(f"  compiled {src.name[:90]} with CK's example flags in {res['seconds']:.0f}s "
+                  f"({res['cpu']:.0f} s CPU)"
+                  f"{'' if res['ok'] else '  FAILED'}", flush=True)
+            if not res["ok"]:
+                failures.append(f"{src.name}: does not compile with CK's example flags:\n{res['error']}")
+                continue
+            theirs = {k["name"]: k for k in parse_amdgcn(res["asm"].read_text())}
+            for r in rows:
+                if r["src"] != src or r["name"] not in theirs:
+                    continue
+                t = theirs[r["name"]]
+                r["ck_flags_spill"] = f"{t['vgpr_spill']}/{t['sgpr_spill']}"
+                ours = f"{r['vgpr_spill']} VGPRs/{r['sgpr_spill']} SGPRs ({r['scratch']} B scratch)"
+                if t["vgpr_spill"] or t["sgpr_spill"]:
+                    notes.append(f"{r['kernel']}: spills {ours} with fa_ck's flags and {t['vgpr_spill']}/"
+                                 f"{t['sgpr_spill']} ({t['scratch']} B) with CK's example flags: the compiler's")
+                else:
+                    failures.append(f"{r['kernel']}: spills {ours} with fa_ck's flags, none with CK's example "
+                                    "flags (build_ck.ck_example_flags): fa_ck's flags cause it")
+    return sorted(notes)
+
+
+# FA_CK_HDIMS choices the build-time table shows (None: the default, every head dim)
+HDIM_CHOICES = (None, (64, 128, 256), (64, 128), (128,), (64,))
+
+
+def per_kind_seconds(rows) -> dict[tuple[str, int], float]:
+    """Mean measured compile CPU seconds (wall seconds where there is no CPU figure) per (kernel kind, head dim)."""
+    seconds: dict[tuple[str, int], list[float]] = {}
+    for r in rows:
+        seconds.setdefault(build_ck.kernel_kind(r["kernel"]), []).append(r.get("cpu", r["seconds"]))
+    return {k: sum(v) / len(v) for k, v in seconds.items()}
+
+
+def seconds_for(measured: dict, kind: str, hdim: int) -> tuple[float, str]:
+    """Measured seconds for (kind, hdim); else the nearest measured head dim of that kind (the larger one on a
+    tie, the largest for head dims above every measured one), with where it came from."""
+    if (kind, hdim) in measured:
+        return measured[(kind, hdim)], "measured"
+    dims = sorted(h for k, h in measured if k == kind)
+    near = min(dims, key=lambda h: (abs(h - hdim), -h))
+    return measured[(kind, near)], f"d{near}'s"
+
+
+def build_time_table(ck, arch, rows, counts, cores: int = 64) -> str:
+    measured = per_kind_seconds(rows)
+    lines = ["| FA_CK_HDIMS | forward kernels | backward kernels | core-hours | wall on 64 cores (min) | "
+             "head dims timed from another's |", "|---|---|---|---|---|---|"]
+    for hd in HDIM_CHOICES:
+        c = counts if hd is None else build_ck.count_instances(
+            build_ck.list_instances(ck, [arch], hdims=list(hd)))
+        total, borrowed = 0.0, set()
+        for (kind, h), n in c.items():
+            sec, src = seconds_for(measured, kind, h)
+            total += n * sec
+            if src != "measured":
+                borrowed.add(f"d{h} {'fwd' if kind == 'fwd' else 'bwd'} ({src})")
+        n_f = sum(n for (k, _), n in c.items() if k == "fwd")
+        longest = max(seconds_for(measured, k, h)[0] for (k, h) in c)
+        wall = max(total / cores, longest) / 60
+        name = "all (default)" if hd is None else ",".join(map(str, hd))
+        lines.append(f"| {name} | {n_f} | {sum(c.values()) - n_f} | {total / 3600:.1f} | {wall:.0f} | "
+                     f"{', '.join(sorted(borrowed)) or '-'} |")
+    return "\n".join(lines)
 
 
 def format_table(rows) -> str:
     head = ("| instance | kernel | VGPR (incl. AGPR) | AGPR | SGPR | VGPR spill | SGPR spill | scratch B | LDS B "
-            "| waves/SIMD | MFMA | calls | compile s |")
+            "| waves/SIMD | MFMA | calls | compile s (wall) | compile s (CPU) | spill V/S, CK's flags |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         lines.append(f"| {r['label']} | {r['kernel']} | {r['vgpr']} | {r['agpr']} | {r['sgpr']} | "
                      f"{r['vgpr_spill']} | {r['sgpr_spill']} | {r['scratch']} | {r['lds']} | {r['occupancy']} | "
-                     f"{r['mfma']} | {r['calls']} | {r['seconds']:.0f} |")
+                     f"{r['mfma']} | {r['calls']} | {r['seconds']:.0f} | {r.get('cpu', 0):.0f} | "
+                     f"{r.get('ck_flags_spill', '-')} |")
     return "\n".join(lines)
 
 
-def write_results(path: Path, table: str, clang_version: str, args, elapsed: float, n_fwd: int, n_bwd: int):
+def write_results(path: Path, table: str, clang_version: str, args, elapsed: float, counts: dict,
+                  spill_notes: list[str], estimate: str):
     path.parent.mkdir(parents=True, exist_ok=True)
+    # keep what follows the CK part (the Triton table is added by hand from `--triton`)
+    tail = ""
+    if path.is_file() and "\nTriton (" in path.read_text():
+        tail = "\nTriton (" + path.read_text().split("\nTriton (", 1)[1]
+    n_fwd = sum(n for (kind, _), n in counts.items() if kind == "fwd")
+    n_bwd = sum(counts.values()) - n_fwd
+    dims = sorted({h for _, h in counts})
+    count_rows = "\n".join(f"| {kind} | " + " | ".join(str(counts.get((kind, h), 0)) for h in dims) +
+                           f" | {sum(counts.get((kind, h), 0) for h in dims)} |" for kind in build_ck.KERNEL_KINDS)
+    ours = " ".join(our_flags())
     path.write_text(
         f"# CK FMHA compile check, {args.arch}\n\n"
         f"- date: {datetime.date.today().isoformat()}\n- compiler: {clang_version} (upstream, device-only, "
         f"HIP stub tools/hip_stub; not ROCm's compiler)\n- CK: ROCm/composable_kernel {CK_COMMIT} "
         f"(files checked against tools/ck_pin.sha256)\n"
         f"- command: `python tools/ck_compile_check.py --jobs {args.jobs}` ({elapsed / 60:.1f} min on "
-        f"{os.cpu_count()} cores)\n- shipped set (setup.py, this arch): {n_fwd} forward + {n_bwd} backward kernels\n\n"
+        f"{os.cpu_count()} cores, shared)\n- shipped set (setup.py, this arch): {n_fwd} forward + {n_bwd} backward "
+        f"kernels\n- fa_ck's flags (setup.py's for HIP 6.2-7.1 less `-mllvm -amdgpu-coerce-illegal-types=1`, which "
+        f"clang 22 rejects, and the inlining pair `{' '.join(build_ck.ROCM_ONLY_FLAGS)}`): `{ours}`\n"
+        f"- CK's example flags (spill gate): fwd `{' '.join(build_ck.ck_example_flags('fwd'))}`, bwd "
+        f"`{' '.join(build_ck.ck_example_flags('bwd'))}`\n\n"
         "Register and spill figures come from upstream clang, not ROCm's: CK chooses code paths by compiler "
-        "and HIP version, so a ROCm build can differ (see the README's ROCm section). What this proves: the kernels "
-        "compile for gfx942, use MFMA, and make no calls. These kernels have not been run on an MI300X.\n\n"
-        f"{table}\n")
+        "and HIP version, so a ROCm build can differ (see docs/rocm.md). What this proves: the kernels "
+        "compile for gfx942, use MFMA, make no calls, and spill no more with fa_ck's flags than with CK's own "
+        "example flags. These kernels have not been run on an MI300X.\n\n"
+        f"{table}\n\nSpill gate (a kernel that spills with fa_ck's flags, compiled again with CK's example flags):\n\n"
+        + "".join(f"- {n}\n" for n in spill_notes) +
+        "\nInstances generated per kernel kind and head dim (the shipped set, build_ck.SHIPPED_COUNTS):\n\n"
+        "| kind | " + " | ".join(f"d{h}" for h in dims) + " | all |\n|" + "---|" * (len(dims) + 2) + "\n"
+        f"{count_rows}\n\n"
+        "Build time by arithmetic (tools/ck_compile_check.py `build_time_table`): each kernel kind's mean compile "
+        "CPU seconds above (the compiler's own user + system time; its wall time on these shared cores is longer) "
+        "times its instance count, per head dim, from "
+        "CK's codegen listing for each FA_CK_HDIMS; wall time is core time / 64, or the longest single compile if "
+        "that is longer (perfect packing, one architecture). Head dims the check does not compile take the nearest "
+        "compiled head dim's seconds (named in the last column): an underestimate for d192 and d256, whose tiles "
+        "are larger.\n\n"
+        f"{estimate}\n{tail}")
     print(f"wrote {path}")
 
 

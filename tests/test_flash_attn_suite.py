@@ -69,7 +69,8 @@ def test_cpu_selection_is_each_feature_alone_at_the_smallest_size():
     items = _grid("test_flash_attn_output", seqlen_q=[113, 1024], seqlen_k=[203, 1024], d=[59, 128],
                   causal=[False, True], alibi=[False, True], softcap=[0.0, 50.0], mha_type=["mha", "gqa"],
                   dtype=[torch.float16, torch.bfloat16])
-    race = _grid("test_flash_attn_race_condition", seqlen_q=[1], seqlen_k=[339], d=[59], causal=[False, True])
+    race = _grid("test_flash_attn_race_condition", seqlen_q=[1], seqlen_k=[339], d=[59], causal=[False, True]) + \
+        _grid("test_flash_attn_deterministic", seqlen_q=[113], seqlen_k=[203], d=[59])
     sel, _ = suite.select(items + race, cpu=True)
     assert all(it.callspec.params["d"] == 59 and it.callspec.params["dtype"] == torch.float16 for it in sel)
     assert {(it.callspec.params["seqlen_q"], it.callspec.params["seqlen_k"]) for it in sel} == {(113, 203)}

@@ -34,7 +34,7 @@ The Triton kernels the tests define for themselves are compiled too (tests_own_l
     FA_CK_TRITON_CONFIG='{"fwd": {"num_warps": 8}}' python tools/triton_compile_check.py --targets gfx942 \
         --amd-options '{"matrix_instr_nonkdim": 16}' --match fwd_kernel    (try a variant: not gated)
     python tools/triton_compile_check.py --amd-reference flash_attn-2.8.3.post2.tar.gz   (AMD's own kernels,
-        their default configs, for gfx942: not in CI; the sdist from `pip download flash-attn==2.8.3.post2
+        their default configs, for gfx942, printed in CI; the sdist from `pip download flash-attn==2.8.3.post2
         --no-deps --no-binary :all: --no-build-isolation`, as tools/flash_attn_suite.sh fetches it)
 """
 from __future__ import annotations
@@ -541,7 +541,7 @@ def write_gate(now: dict) -> None:
                          f'--targets gfx942 --write-gate",\n "rows": {{\n{rows}\n }}\n}}\n')
 
 
-# ---------------------------------------------------------------- AMD's own (optional, not in CI)
+# ---------------------------------------------------------------- AMD's own (printed beside ours, not gated)
 
 AMD_VERSION = "2.8.3.post2"     # flash-attn whose flash_attn_triton_amd kernels are compared (never committed)
 # AMD's kernels' useful FLOPs of a loop step per BLOCK_M * BLOCK_N * head dim, as STEP_FLOPS

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 import build_ck  # noqa: E402
+import ck_compile_check as cc  # noqa: E402
 
 CLANG = shutil.which("clang++-22")
 
@@ -28,13 +29,6 @@ def _setup(env_extra=None, pythonpath=None, args=("--version",)):
     return subprocess.run([sys.executable, "setup.py", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
-
-def _ck_tree():
-    try:
-        return build_ck.find_ck()
-    except build_ck.CKNotFound:
-        cached = sorted((ROOT / ".ckcache").glob("ck-*/include/ck_tile"))
-        return cached[0].parents[1] if cached else None
 
 
 # ---------------------------------------------------------------- setup.py
@@ -128,7 +122,7 @@ def test_submodule_gitlink_pinned():
 
 
 def test_codegen_shipped_set(tmp_path):
-    ck = _ck_tree()
+    ck = cc.ck_tree_here()
     if ck is None:
         pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
     files = build_ck.generate(ck, tmp_path, ["gfx942"], hdims=[64])
@@ -155,7 +149,7 @@ def test_ck_pin_catches_a_modified_or_missing_file(tmp_path):
     picked = ["example/ck_tile/01_fmha/fmha_bwd.hpp", "example/ck_tile/01_fmha/codegen/ops/fmha_bwd.py",
               "include/ck_tile/ops/fmha/kernel/fmha_bwd_kernel.hpp"]
     assert all(f in manifest for f in picked) and len(manifest) > 400
-    ck = _ck_tree()
+    ck = cc.ck_tree_here()
     if ck is not None:   # a temp copy of a few real files at the pin
         tree = _fake_tree(tmp_path / "ck", {f: (ck / f).read_bytes() for f in picked})
         entries = {f: manifest[f] for f in picked}
@@ -173,7 +167,6 @@ def test_ck_pin_catches_a_modified_or_missing_file(tmp_path):
 
 
 def test_compile_check_refuses_an_unpinned_tree_before_compiling(tmp_path, capsys):
-    import ck_compile_check as cc
     tree = _fake_tree(tmp_path / "ck", {"include/ck_tile/core.hpp": b"// not CK", "example/ck_tile/01_fmha/x": b""})
     assert cc.main(["--ck", str(tree), "--clang", "no-such-clang", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -183,7 +176,7 @@ def test_compile_check_refuses_an_unpinned_tree_before_compiling(tmp_path, capsy
 
 def test_ck_tree_in_use_matches_the_pin():
     import ck_pin
-    ck = _ck_tree()
+    ck = cc.ck_tree_here()
     if ck is None:
         pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
     assert ck_pin.verify(ck) == len(ck_pin.used_files(ck))     # the manifest lists every file the build reads
@@ -308,7 +301,7 @@ def test_interface_tells_dispatch_what_the_caller_gets_back(monkeypatch):
 def _clang_or_skip():
     if CLANG is None:
         pytest.skip("clang++-22 not installed (.ci/ck_check.sh installs it)")
-    ck = _ck_tree()
+    ck = cc.ck_tree_here()
     if ck is None:
         pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
     return ck
@@ -401,7 +394,7 @@ def _codegen_bwd_tiles(ck):
 
 
 def test_shipped_backward_buckets_match_codegen():
-    ck_tree = _ck_tree()
+    ck_tree = cc.ck_tree_here()
     if ck_tree is None:
         pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
     ck, _ = _ck_backend()
@@ -469,7 +462,6 @@ def test_binding_compiles_against_torch_headers():
 
 
 def test_amdgcn_parser():
-    import ck_compile_check as cc
     asm = textwrap.dedent("""
         k0:
         \tv_mfma_f32_32x32x8_f16 a[0:15], v[0:1], v[2:3], a[0:15]

@@ -17,17 +17,10 @@ import build_ck  # noqa: E402
 import ck_compile_check as cc  # noqa: E402
 
 
-def _ck_tree():
-    try:
-        return build_ck.find_ck()
-    except build_ck.CKNotFound:
-        cached = sorted((ROOT / ".ckcache").glob("ck-*/include/ck_tile"))
-        return cached[0].parents[1] if cached else None
-
 
 @pytest.fixture(scope="module")
 def ck():
-    tree = _ck_tree()
+    tree = cc.ck_tree_here()
     if tree is None:
         pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
     return tree

@@ -20,7 +20,9 @@ from torch.utils import cpp_extension
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 import build_ck  # noqa: E402
+import ck_compile_check as cc  # noqa: E402
 import setup as setup_mod  # noqa: E402  (setup() runs only under __main__)
 
 COERCE = ["-mllvm", "-amdgpu-coerce-illegal-types=1"]
@@ -258,16 +260,9 @@ def test_build_ext_runs_fake_hipcc_with_our_flags(rocm_state, monkeypatch, ninja
     assert link[link.index("-o") + 1].endswith(".so") and sum(x.endswith(".o") for x in link) == 7
 
 
-def _real_ck():
-    try:
-        return build_ck.find_ck()
-    except build_ck.CKNotFound:
-        cached = sorted((ROOT / ".ckcache").glob("ck-*/include/ck_tile"))
-        return cached[0].parents[1] if cached else None
-
 
 def test_ck_extension_with_the_real_ck_codegen(rocm_state):
-    ck = _real_ck()
+    ck = cc.ck_tree_here()
     if ck is None:
         pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
     env, _ = rocm_state(hdims="64")

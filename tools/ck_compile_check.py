@@ -63,6 +63,16 @@ SUBSET = [
 
 # ---------------------------------------------------------------- CK sources
 
+def ck_tree_here(cache: Path = CACHE) -> Path | None:
+    """A CK tree already on this machine (CK_DIR, the submodule, or the wheel's tree unpacked in the
+    cache), or None; downloads nothing."""
+    try:
+        return build_ck.find_ck()
+    except build_ck.CKNotFound:
+        cached = sorted(cache.glob("ck-*/include/ck_tile"))
+        return cached[0].parents[1] if cached else None
+
+
 def ck_from_wheel(cache: Path = CACHE) -> Path:
     """Unpack only the CK subtree of the amd-aiter wheel into the cache (downloaded once)."""
     dest = cache / f"ck-{CK_COMMIT[:12]}"

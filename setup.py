@@ -80,12 +80,6 @@ def outer_torch(environ=os.environ):
     return lines[0].strip(), (lines[1].strip() if len(lines) > 1 else "") or None
 
 
-def outer_torch_hip(environ=os.environ):
-    """torch.version.hip of the interpreter's own environment, seen from outside pip's isolation."""
-    found = outer_torch(environ)
-    return found[1] if found else None
-
-
 def build_isolation(environ=os.environ, prefix=sys.prefix, base_prefix=sys.base_prefix):
     """Which isolated build environment this interpreter runs in, in words; None when none is seen."""
     if any("pip-build-env-" in p for p in environ.get("PYTHONPATH", "").split(os.pathsep)):

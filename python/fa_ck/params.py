@@ -68,3 +68,48 @@ class AttnParams:
         if self.fp8:
             f.append("fp8")
         return f
+
+
+@dataclass
+class KVCacheParams:
+    """One decoding call against a KV cache (flash_attn_with_kvcache), after the interface has checked
+    it, rotated q and the new keys, and appended the new keys and values to the cache.
+
+    q (B, Sq, Hq, D). The cache is dense, k_cache/v_cache (B_cache, S_cache, Hkv, D), or paged,
+    (num_blocks, page_size, Hkv, D) with `block_table`. Batch row b reads cache row batch_idx[b]
+    (dense) or the pages block_table[b] (paged), keys leftpad[b] <= j < seqlens_k[b] (absolute
+    positions in that row). Masks and ALiBi are bottom-right aligned on the visible keys: with
+    sk_b = seqlens_k[b] - leftpad[b], query i sits at key position leftpad[b] + sk_b - Sq + i.
+    """
+    scale: float
+    seqlens_k: torch.Tensor                       # int32 (B,): keys after the append, leftpad included
+    causal: bool = False                          # as asked; already folded into window_right
+    window_left: int = -1
+    window_right: int = -1
+    alibi_slopes: Optional[torch.Tensor] = None   # float32, (Hq,) or (B, Hq)
+    softcap: float = 0.0
+    leftpad: Optional[torch.Tensor] = None        # int32 (B,): first visible key of each row (None: 0)
+    batch_idx: Optional[torch.Tensor] = None      # int32 (B,): cache row of each batch row (None: b)
+    block_table: Optional[torch.Tensor] = None    # int32 (B, max_blocks): paged cache
+    num_splits: int = 0                           # key splits; 0 lets the backend choose
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def paged(self) -> bool:
+        return self.block_table is not None
+
+    def features(self) -> list[str]:
+        f = ["paged" if self.paged else "dense cache"]
+        if self.causal:
+            f.append("causal")
+        if self.window_left >= 0 or (self.window_right >= 0 and not (self.causal and self.window_right == 0)):
+            f.append("window")
+        if self.alibi_slopes is not None:
+            f.append("alibi")
+        if self.softcap > 0:
+            f.append("softcap")
+        if self.leftpad is not None:
+            f.append("leftpad")
+        if self.batch_idx is not None:
+            f.append("cache_batch_idx")
+        return f

@@ -49,6 +49,7 @@ if __package__ in (None, ""):
     # run as a script (python bench/nanogpt.py): make `bench` importable as a package
     sys.path.insert(0, REPO_ROOT)
 
+from bench.attention_share import attention_ms_per_step  # noqa: E402
 from bench.data import BatchSampler, load_tokens  # noqa: E402
 from bench.model import GPT, PRESETS, config_dict, config_from_preset, naive_causal_attention  # noqa: E402
 from bench.nanogpt_cpu import default_threads, describe_short_run, short_interpreted_run  # noqa: E402
@@ -570,6 +571,8 @@ def summarize(result, args, run):
         result["tokens_per_s"] = tokens_per_step / (median_ms / 1e3)
         per_device_tokens_per_s = result["tokens_per_s"] / run["world_size"]
         result["mfu"] = run["model_info"]["mfu"](per_device_tokens_per_s)
+        if result.get("attention_ms_per_step") is not None:
+            result["attention_share"] = result["attention_ms_per_step"] / median_ms
     if result.get("peak_memory_bytes") is not None:
         result["peak_memory_gib"] = result["peak_memory_bytes"] / 2**30
 
@@ -580,6 +583,22 @@ def free_device_memory(device):
         torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
+
+
+def measure_attention(attention, args, run, result):
+    """Milliseconds of each step spent in attention (bench/attention_share.py says how)."""
+    config = run["config"]
+    if result.get("interpreted"):
+        return  # an interpreted kernel's time says nothing about attention's share
+    free_device_memory(run["device"])
+    try:
+        with run["autocast"]:
+            result["attention_ms_per_step"] = attention_ms_per_step(
+                attention, micro_batch=args.batch // run["grad_accum"], n_head=config.n_head, seq_len=args.block,
+                head_dim=config.n_embd // config.n_head, n_layer=config.n_layer, grad_accum=run["grad_accum"],
+                device=run["device"], dtype=run["dtype"])
+    except Exception as error:  # the share is a side measurement: the training result stands without it
+        result.setdefault("notes", []).append(f"attention share not measured: {describe_error(error)}")
 
 
 def is_out_of_memory(error):
@@ -596,6 +615,7 @@ def run_variant(name, attention, args, run, init_state, result):
         try:
             train_variant(name, attention, args, run, init_state, result)
             result["status"] = "ok"
+            measure_attention(attention, args, run, result)
             return
         except Exception as error:
             can_split = args.batch % (2 * run["grad_accum"]) == 0
@@ -686,12 +706,13 @@ def table_rows(results, separate=False):
             (fmt(delta, "+.4f") + (f" {check}" if check else "")) if delta is not None else "–",
             fmt(r.get("median_ms_per_step"), ".1f"), fmt(r.get("tokens_per_s"), ",.0f"),
             fmt(None if r.get("mfu") is None else 100 * r["mfu"], ".1f"),
+            fmt(None if r.get("attention_share") is None else 100 * r["attention_share"], ".0f"),
             fmt(r.get("peak_memory_gib"), ".2f"), "; ".join(notes)])
     return rows
 
 
 TABLE_HEADER = ["variant", "steps", "train loss", "val loss", "Δ val vs sdpa", "ms/step",
-                "tokens/s", "MFU %", "peak mem GiB", "notes"]
+                "tokens/s", "MFU %", "attn %", "peak mem GiB", "notes"]
 
 
 def markdown_report(report):
@@ -716,7 +737,9 @@ def markdown_report(report):
               f"(the bar is ±{SANITY_TOLERANCE}"
               + "".join(f", ±{bar} for {name}" for name, bar in TOLERANCE_BY_VARIANT.items()) + "). ms/step: "
               f"median after the first {report['training']['timing_skip']} steps. MFU: nanoGPT's estimate "
-              "against the device's dense bf16 peak (– where the peak is not known)."]
+              "against the device's dense bf16 peak (– where the peak is not known). attn %: attention's "
+              "forward and backward timed alone at the step's shapes, times the calls a step makes, over "
+              "ms/step (bench/attention_share.py)."]
     short = short_run_results(report["variants"])
     if short:
         lines += ["", "## fa_ck's Triton kernels in Triton's interpreter", "",

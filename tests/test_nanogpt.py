@@ -343,6 +343,41 @@ def test_default_threads_uses_every_core_it_may(monkeypatch):
     assert nanogpt_cpu.default_threads() == 3
 
 
+def test_attention_share_times_the_calls_the_model_makes():
+    """The share times attention on q, k, v shaped and strided as the model hands them over, forward
+    and backward, and counts one call per layer and micro-batch."""
+    from bench import attention_share
+    seen = []
+
+    def recording(q, k, v):
+        seen.append([(tuple(t.shape), t.stride(), t.dtype, t.requires_grad) for t in (q, k, v)])
+        return naive_causal_attention(q, k, v)
+
+    model = GPT(TINY, recording)
+    model(torch.zeros((3, 16), dtype=torch.long))
+    in_the_model = seen[0]
+    seen.clear()
+    ms = attention_share.attention_ms_per_step(recording, micro_batch=3, n_head=TINY.n_head, seq_len=16,
+                                               head_dim=TINY.n_embd // TINY.n_head, n_layer=TINY.n_layer,
+                                               grad_accum=2, device=torch.device("cpu"), dtype=torch.float32,
+                                               warmup=1, iters=3)
+    assert ms > 0 and len(seen) == 4
+    assert all(call == in_the_model for call in seen)
+
+
+def test_report_gives_attention_share_per_variant(tmp_path):
+    report = run_main(tmp_path, "--attn", "naive,sdpa")
+    for name in ("naive", "sdpa"):
+        result = report["variants"][name]
+        assert 0 < result["attention_share"] == result["attention_ms_per_step"] / result["median_ms_per_step"]
+    row = next(line for line in (tmp_path / "out" / "results.md").read_text().splitlines()
+               if line.startswith("| sdpa |"))
+    header = next(line for line in (tmp_path / "out" / "results.md").read_text().splitlines()
+                  if line.startswith("| variant |"))
+    column = header.split(" | ").index("attn %")
+    assert row.split(" | ")[column] == f"{100 * report['variants']['sdpa']['attention_share']:.0f}"
+
+
 def test_cpu_default_run_writes_the_report(tmp_path):
     """The command line as a user runs it, with few steps: JSON, markdown and PNGs appear; fa_ck's
     auto dispatch trains beside sdpa, naming its backend, and the Triton kernels' short run in the

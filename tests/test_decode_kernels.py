@@ -225,12 +225,31 @@ def test_every_config_decode_config_returns_is_valid():
         assert cfg.combine_block_s <= max(1, 2 * cfg.num_splits - 1), where
 
 
-def test_chosen_splits_fill_the_gpu_and_no_more():
-    b1 = config.decode_config(_spec())                         # 8 programs: splits fill 132 SMs
-    assert b1.num_splits * 8 >= 132 * 2 and b1.num_splits <= config.DECODE_CHOSEN_SPLITS_MAX
-    assert config.decode_config(_spec(batch=64, capacity=8192)).num_splits == 1     # 512 programs already
+def _fill(spec, cfg) -> float:
+    """How full the last round of resident split programs is."""
+    n = spec.batch * spec.heads_kv * cfg.row_tiles * cfg.num_splits
+    slots = spec.sm_count * config.DECODE_RESIDENT["hip" if spec.arch.startswith("hip") else "cuda"]
+    return n / (-(-n // slots) * slots)
+
+
+@pytest.mark.parametrize("arch", ["cuda:sm90", "hip:gfx942"])
+@pytest.mark.parametrize("batch,capacity", [(1, 131072), (1, 8192), (8, 8192), (64, 8192), (64, 32768), (256, 4096)])
+def test_chosen_splits_fill_the_gpu(arch, batch, capacity):
+    """Chosen splits fill the last round of programs, and fewer splits would not; or, where the
+    cache's keys allow too few splits for that, as many as they allow."""
+    spec = _spec(arch=arch, batch=batch, capacity=capacity, sm_count=304 if arch.startswith("hip") else 132)
+    cfg = config.decode_config(spec)
+    most = capacity // config.DECODE_SPLIT_KEYS
+    assert _fill(spec, cfg) >= config.DECODE_ROUND_FILL or cfg.num_splits == most
+    for fewer in range(1, cfg.num_splits):
+        assert _fill(spec, dataclasses.replace(cfg, num_splits=fewer)) < config.DECODE_ROUND_FILL
+
+
+def test_chosen_splits_keep_enough_keys_and_the_callers_count():
     assert config.decode_config(_spec(capacity=512)).num_splits == 2                # few keys: few splits
+    assert config.decode_config(_spec(capacity=100)).num_splits == 1
     assert config.decode_config(_spec(num_splits=5)).num_splits == 5               # the caller's
+    assert config.decode_config(_spec(num_splits=5, capacity=100)).num_splits == 2     # (2 blocks of 64 keys)
 
 
 def test_decode_configs_are_frozen_and_the_spec_is_their_whole_key():

@@ -576,7 +576,8 @@ def _gcd(a: int, b: int) -> int:
 
 # ---------------------------------------------------------------------------------- decoding
 
-DECODE_PROGRAMS_PER_SM = 4     # split programs that chosen splits aim for per SM (several resident at once)
+DECODE_RESIDENT = {"hip": 2, "cuda": 3}   # split programs an SM holds at once at the default tiles (LDS, smem)
+DECODE_ROUND_FILL = 0.9        # chosen splits: the fewest whose programs fill their last round of SMs this much
 DECODE_SPLIT_KEYS = 256        # the fewest cache keys per chosen split: shorter ones do not pay for the combine
 DECODE_CHOSEN_SPLITS_MAX = 128
 DECODE_GRID_Z = 65535          # splits are the split kernel's grid z
@@ -610,10 +611,6 @@ class DecodeSpec:
         """Packed rows per kv head: each query times the q heads that read that kv head."""
         return self.seqlen_q * (self.heads_q // self.heads_kv)
 
-    @property
-    def sm(self) -> int:
-        return int(self.arch.split("sm")[-1]) if self.arch.startswith("cuda:sm") else 0
-
 
 @dataclass(frozen=True)
 class DecodeConfig:
@@ -631,15 +628,11 @@ class DecodeConfig:
 DECODE_KERNELS = {"decode": DecodeConfig}
 
 
-def _pow2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
 def decode_tiles(spec: DecodeSpec) -> dict:
     """Tiles by architecture and head dim: one tile holds up to 64 packed rows; 64 keys per block
     (32 past d128), wide enough for full-width loads of each key's row."""
     d = block_d(spec.head_dim)
-    bm = min(max(16, _pow2(spec.rows)), 64)
+    bm = min(block_d(spec.rows), 64)         # (a power of two from 16)
     if spec.arch == "interpreter":           # 32 keys: pages of 16 are gathered, larger ones read whole
         return _tiles(bm, 32, 4, 1)
     bn = 64 if d <= 128 else 32
@@ -647,19 +640,25 @@ def decode_tiles(spec: DecodeSpec) -> dict:
         return _tiles(bm, bn, 4, 2)
     # Triton's NVIDIA pipeliner gives the block table's load stages of its own: paged calls take two
     # more to keep two K / V blocks in flight, as dense ones do
-    stages = 3 if spec.sm >= 80 else 2
+    stages = 3 if spec.arch.startswith("cuda:sm") and int(spec.arch[7:]) >= 80 else 2
     return _tiles(bm, bn, 4, stages + 2 if spec.page_size else stages)
 
 
 def decode_splits(spec: DecodeSpec, block_m: int, block_n: int) -> int:
-    """Key splits that fill the GPU: none where the tiles alone give each SM two programs, else
-    enough for DECODE_PROGRAMS_PER_SM, each over at least DECODE_SPLIT_KEYS of the cache's keys."""
+    """Key splits that fill the GPU: the fewest whose programs fill the SMs' rounds of resident programs
+    to DECODE_ROUND_FILL (else the best fill), each split over at least DECODE_SPLIT_KEYS of the cache."""
     programs = spec.batch * spec.heads_kv * -(-spec.rows // block_m)
-    target = spec.sm_count * DECODE_PROGRAMS_PER_SM
-    if 2 * programs >= target:
-        return 1
-    most = min(DECODE_CHOSEN_SPLITS_MAX, spec.capacity // max(DECODE_SPLIT_KEYS, block_n))
-    return max(1, min(-(-target // programs), most))
+    slots = spec.sm_count * DECODE_RESIDENT["hip" if spec.arch.startswith("hip") else "cuda"]
+    most = max(1, min(DECODE_CHOSEN_SPLITS_MAX, spec.capacity // max(DECODE_SPLIT_KEYS, block_n)))
+    best, best_fill = 1, 0.0
+    for splits in range(1, most + 1):
+        n = programs * splits
+        fill = n / (-(-n // slots) * slots)
+        if fill >= DECODE_ROUND_FILL:
+            return splits
+        if fill > best_fill:
+            best, best_fill = splits, fill
+    return best
 
 
 @functools.lru_cache(maxsize=4096)
@@ -685,4 +684,5 @@ def decode_config(spec: DecodeSpec) -> DecodeConfig:
     else:
         splits = decode_splits(spec, k["block_m"], k["block_n"])
     return DecodeConfig(**k, num_splits=splits, row_tiles=-(-spec.rows // k["block_m"]),
-                        whole_pages=spec.page_size >= k["block_n"], combine_block_s=min(_pow2(splits), 16))
+                        whole_pages=spec.page_size >= k["block_n"],
+                        combine_block_s=min(1 << (splits - 1).bit_length(), 16))

@@ -294,10 +294,11 @@ def test_decode_overrides_are_checked_against_the_fields(asked, match):
 ])
 def test_what_the_decode_kernels_cannot_serve(change, match):
     d, page = change.get("d", 64), change.get("page", 0)
-    q = torch.randn(1, 1, 4, d, dtype=change.get("dtype", F16))
+    on = {"device": DEVICE}
+    q = torch.randn(1, 1, 4, d, dtype=change.get("dtype", F16), **on)
     shape = (4, page, 2, d) if page else (1, 64, 2, d)
-    cache = torch.zeros(shape, dtype=change.get("cache_dtype", F16))
-    table = torch.zeros(1, 4, dtype=torch.int32) if page else None
-    p = KVCacheParams(scale=1.0, seqlens_k=torch.ones(1, dtype=torch.int32), block_table=table)
+    cache = torch.zeros(shape, dtype=change.get("cache_dtype", F16), **on)
+    table = torch.zeros(1, 4, dtype=torch.int32, **on) if page else None
+    p = KVCacheParams(scale=1.0, seqlens_k=torch.ones(1, dtype=torch.int32, **on), block_table=table)
     why = tb.kvcache_unsupported(q, cache, cache, p)
     assert why is not None and match in why, why

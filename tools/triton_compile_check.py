@@ -187,6 +187,7 @@ DECODE_CALLS = [
     DecodeCall(), DecodeCall(b=64, cache=2048), DecodeCall(page=16), DecodeCall(b=64, cache=8192, page=256),
     DecodeCall(64, torch.float16, sq=4, hq=32, hkv=1, page=64, causal=True), DecodeCall(256, cache=8192),
     DecodeCall(96, sq=4, cache=4096, window=(512, 0), softcap=30.0, alibi=True, leftpad=True),
+    DecodeCall(64, torch.float16, sq=4, hq=8, hkv=8, cache=4096, window=(256, 0)),
 ]
 
 

@@ -2,8 +2,9 @@
 the --targets named, without a GPU; print one row per kernel (registers, spills, LDS/shared,
 occupancy, matrix instructions) and fail when a kernel does not compile or lacks what it must have.
 
-Where the kernels come from: the representative calls below (CALLS, FP8_CALLS) run through fa_ck's
-public API on CPU tensors with the device faked to the target's (fake_device: the triton backend's
+Where the kernels come from: the representative calls below (CALLS, FP8_CALLS; DECODE_CALLS through the
+backend's kvcache_forward, where flash_attn_with_kvcache ends) run through fa_ck's public API on CPU
+tensors with the device faked to the target's (fake_device: the triton backend's
 device facts patched, every launch recorded instead of run). The recorded launches are deduplicated
 by (kernel, Triton's specialisation of the arguments, constexprs) and each is compiled as Triton's
 own launcher compiles it: its binder specialises the arguments (a pointer's dtype and 16-byte
@@ -80,7 +81,7 @@ keyed = importlib.import_module("fa_ck.backends.triton.fast_path.keyed")
 # multiprocessors (CUs) per target: the persistent Gluon grids' programs (not part of a compile)
 SMS = {"gfx942": 304, "gfx950": 256, "sm89": 128, "sm90": 132, "sm100": 148, "sm120": 170}
 MATMUL_KERNELS = {"fwd_kernel", "bwd_dkdv_kernel", "bwd_dq_kernel", "fwd_gluon_kernel", "bwd_dkdv_gluon_kernel",
-                  "bwd_dq_gluon_kernel"}
+                  "bwd_dq_gluon_kernel", "decode_split_kernel"}
 # stack bytes a Gluon kernel may spill, by kernel and head-dim block (Triton 3.7.1): outside the
 # key-block loops where the forward spills; measured faster than the tiles that do not spill
 GLUON_STACK_BYTES = {"fwd_gluon_kernel": {64: 64, 128: 64, 256: 128},
@@ -136,6 +137,60 @@ FP8_CALLS = [Call(d, causal=causal, fp8="quantised") for d in (64, 128) for caus
     Call(128, causal=True, fp8="inputs")]
 
 
+@dataclasses.dataclass(frozen=True)
+class DecodeCall:
+    """One KV-cache decoding call into the triton backend's kvcache_forward (flash_attn_with_kvcache's
+    append and rotary come before it and launch no decode kernel): q (b, sq, hq, d) against caches of
+    `cache` keys per row, dense or in pages of `page` (the tensors are never written or read)."""
+    d: int = 128
+    dtype: torch.dtype = torch.bfloat16
+    b: int = 1
+    sq: int = 1
+    hq: int = 32
+    hkv: int = 8
+    cache: int = 32768
+    page: int = 0
+    causal: bool = False
+    window: tuple = (-1, -1)
+    softcap: float = 0.0
+    alibi: bool = False
+    leftpad: bool = False
+    fp8: str = ""
+
+    @property
+    def label(self) -> str:
+        feats = [name for name, on in (("causal", self.causal), ("window", self.window != (-1, -1)), ("softcap",
+                                       self.softcap), ("alibi", self.alibi), ("leftpad", self.leftpad)) if on]
+        return " ".join(["decode", str(self.dtype).split(".")[-1], f"d{self.d}", f"B{self.b} Sq{self.sq}",
+                         f"H{self.hq}/{self.hkv}", f"cache {self.cache}", f"page {self.page}" if self.page else "dense",
+                         *feats])
+
+    def run(self) -> None:
+        from fa_ck.params import KVCacheParams
+        q = torch.randn(self.b, self.sq, self.hq, self.d, dtype=self.dtype)
+        shape = (8, self.page, self.hkv, self.d) if self.page else (self.b, self.cache, self.hkv, self.d)
+        k_cache, v_cache = torch.empty(shape, dtype=self.dtype), torch.empty(shape, dtype=self.dtype)
+        ints = torch.zeros(self.b, dtype=torch.int32)
+        table = torch.zeros(self.b, self.cache // max(self.page, 1), dtype=torch.int32)
+        left, right = self.window
+        p = KVCacheParams(scale=self.d ** -0.5, seqlens_k=ints + self.cache, causal=self.causal, window_left=left,
+                          window_right=0 if self.causal else right, softcap=self.softcap,
+                          alibi_slopes=torch.rand(self.hq) if self.alibi else None,
+                          leftpad=ints if self.leftpad else None,
+                          block_table=table if self.page else None)
+        tb.kvcache_forward(q, k_cache, v_cache, p)
+
+
+# bf16 d128 H32/8 unless named: B1 with many splits and B64 with one, dense and paged (pages of 16 gathered key by
+# key, of 256 read whole), MQA at fp16 d64, d256, a head dim that is no power of two, and the masks and features
+DECODE_CALLS = [
+    DecodeCall(), DecodeCall(b=64, cache=2048), DecodeCall(page=16), DecodeCall(b=64, cache=8192, page=256),
+    DecodeCall(64, torch.float16, sq=4, hq=32, hkv=1, page=64, causal=True), DecodeCall(256, cache=8192),
+    DecodeCall(96, sq=4, cache=4096, window=(512, 0), softcap=30.0, alibi=True, leftpad=True),
+    DecodeCall(64, torch.float16, sq=4, hq=8, hkv=8, cache=4096, window=(256, 0)),
+]
+
+
 @contextlib.contextmanager
 def fake_device(target: str):
     """fa_ck's triton backend on CPU tensors as on a `target` GPU (as tests/fake_sm90.py fakes sm90):
@@ -163,6 +218,9 @@ def fake_device(target: str):
 def run_call(call: Call) -> None:
     """The call through fa_ck's public API (on a faked device), then its backward unless fp8."""
     torch.manual_seed(0)
+    if isinstance(call, DecodeCall):
+        call.run()
+        return
     kw = dict(causal=call.causal, backend="triton")
     if call.fp8:
         q, k, v = (torch.randn(call.b, call.s, h, call.d, dtype=call.dtype) for h in (call.hq, call.hkv, call.hkv))
@@ -685,7 +743,8 @@ def main(argv=None) -> int:
         return 0
     jobs, failures = [], []
     for target in args.targets:
-        calls = [c for c in (FP8_CALLS if args.fp8_only else CALLS + FP8_CALLS) if not c.fp8 or fp8_target(target)]
+        calls = [c for c in (FP8_CALLS if args.fp8_only else CALLS + FP8_CALLS + DECODE_CALLS)
+                 if not c.fp8 or fp8_target(target)]
         launches, refused = capture(target, calls)
         if args.amd_options and target.startswith("gfx"):
             for launch in launches:

@@ -5,6 +5,8 @@ A call flows: availability (can it serve this call) -> forward_host / backward_h
 replay plan or the slow path) -> config (the one place that decides each kernel's config, from a
 CallSpec of the call) -> the launchers (forward_host, backward_host, gluon_launch; fp8.py quantises
 first) -> fast_path (every launch) -> kernels/. docs/architecture.md walks through it.
+KV-cache decoding: kvcache_unsupported (availability) -> decode_host (buffers, a DecodeSpec,
+config.decode_config, the launches) -> kernels/decode.py.
 """
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ import contextlib
 
 import torch
 
-from ...params import AttnParams
-from .availability import available, unsupported
+from ...params import AttnParams, KVCacheParams
+from .availability import available, kvcache_unsupported, unsupported
 
 NAME = "triton"
-__all__ = ["NAME", "available", "unsupported", "forward", "backward", "quantize_fp8", "dropout_mask"]
+__all__ = ["NAME", "available", "unsupported", "forward", "backward", "kvcache_unsupported", "kvcache_forward",
+           "quantize_fp8", "dropout_mask"]
 
 
 def _on_device_of(t: torch.Tensor):
@@ -37,6 +40,14 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     from .backward_host import backward as run
     with _on_device_of(q):
         return run(do, q, k, v, out, lse, p, dlse)
+
+
+def kvcache_forward(q, k_cache, v_cache, p: KVCacheParams):
+    """Decoding against a KV cache (the cache already holds the new keys) -> (out (B, Sq, Hq, D) in q's
+    dtype, lse (B, Hq, Sq) float32). Never writes the cache, never syncs the host."""
+    from .decode_host import forward as run
+    with _on_device_of(q):
+        return run(q, k_cache, v_cache, p)
 
 
 def quantize_fp8(x: torch.Tensor, dtype: torch.dtype, keys_contiguous: bool = False, target_max: float = 0.0):

@@ -2,8 +2,9 @@
 
 `forward_config(spec)` and `backward_config(spec)` are pure functions of a frozen `CallSpec` (the
 call's shapes, dtypes and features, the device's architecture and the facts the host code read off
-the tensors), memoised on it. They return frozen configs, one per kernel, that the launchers launch
-as they are. Each kernel's config is worked out in two steps:
+the tensors), memoised on it; `decode_config` likewise of a `DecodeSpec` (KV-cache decoding). They
+return frozen configs, one per kernel, that the launchers launch as they are. Each kernel's config
+is worked out in two steps:
 
 1. its knobs (the fields marked KNOB: which kernel, the tiles, the switches that are real choices)
    from the heuristics below, with FA_CK_TRITON_CONFIG's values on top (a debugging aid, checked
@@ -153,6 +154,7 @@ class BwdConfig:
 
 
 KERNELS = {"fwd": FwdConfig, "bwd_dkdv": DkdvConfig, "bwd_dq": DqConfig}
+COUNTS = ("num_splits",)       # integer knobs besides the tiles
 
 
 def knobs(kind) -> tuple[str, ...]:
@@ -167,7 +169,7 @@ TILES = ("block_m", "block_n", "num_warps", "num_stages")
 @functools.lru_cache(maxsize=64)
 def overrides(text: str) -> dict:
     """FA_CK_TRITON_CONFIG: JSON {kernel: {knob: value}}, e.g. '{"bwd_dkdv": {"one_pass": false}}',
-    with kernels fwd, bwd_dkdv and bwd_dq and their configs' knobs (any case) -> {kernel: {knob: value}}."""
+    with kernels fwd, bwd_dkdv, bwd_dq and decode and their configs' knobs (any case) -> {kernel: {knob: value}}."""
     if not text.strip():
         return {}
     try:
@@ -176,17 +178,17 @@ def overrides(text: str) -> dict:
         raise ValueError(f"FA_CK_TRITON_CONFIG is not JSON ({e}): {text!r}") from None
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
         raise ValueError(f"FA_CK_TRITON_CONFIG must map kernel names to objects, got {text!r}")
-    out = {}
+    out, kinds = {}, {**KERNELS, **DECODE_KERNELS}
     for kernel, asked in table.items():
-        if kernel not in KERNELS:
-            raise ValueError(f"FA_CK_TRITON_CONFIG: unknown kernel {kernel!r} (expected one of {sorted(KERNELS)})")
-        allowed = knobs(KERNELS[kernel])
+        if kernel not in kinds:
+            raise ValueError(f"FA_CK_TRITON_CONFIG: unknown kernel {kernel!r} (expected one of {sorted(kinds)})")
+        allowed = knobs(kinds[kernel])
         values = {name.lower(): value for name, value in asked.items()}
         bad = sorted(set(values) - set(allowed))
         if bad:
             raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: unknown keys {bad} (allowed: {list(allowed)})")
         for name, value in values.items():
-            ints = name in TILES
+            ints = name in TILES or name in COUNTS
             if (type(value) is not int) if ints else (type(value) is not bool):
                 raise ValueError(f"FA_CK_TRITON_CONFIG[{kernel!r}]: {name} must be "
                                  f"{'an integer' if ints else 'true or false'}, got {value!r}")
@@ -194,7 +196,7 @@ def overrides(text: str) -> dict:
     return out
 
 
-def _asked(spec: CallSpec, kernel: str) -> dict:
+def _asked(spec, kernel: str) -> dict:
     return dict(overrides(spec.overrides).get(kernel, {}))
 
 
@@ -570,3 +572,117 @@ def _gcd(a: int, b: int) -> int:
     while b:
         a, b = b, a % b
     return a
+
+
+# ---------------------------------------------------------------------------------- decoding
+
+DECODE_RESIDENT = {"hip": 2, "cuda": 3}   # split programs an SM holds at once at the default tiles (LDS, smem)
+DECODE_ROUND_FILL = 0.9        # chosen splits: the fewest whose programs fill their last round of SMs this much
+DECODE_SPLIT_KEYS = 256        # the fewest cache keys per chosen split: shorter ones do not pay for the combine
+DECODE_CHOSEN_SPLITS_MAX = 128
+DECODE_GRID_Z = 65535          # splits are the split kernel's grid z
+
+
+@dataclass(frozen=True)
+class DecodeSpec:
+    """A KV-cache decoding call as decode_host saw it: everything decode_config depends on. Never
+    the device's seqlens (reading them would sync the host): the cache's capacity stands in."""
+    arch: str                    # device.arch()
+    dtype: torch.dtype           # q's (and the cache's)
+    head_dim: int
+    batch: int
+    seqlen_q: int
+    heads_q: int
+    heads_kv: int
+    capacity: int                # keys a batch row's cache can hold: S_cache, or max_blocks * page_size
+    page_size: int = 0           # 0: a dense cache
+    window_left: int = -1        # causal is window_right 0
+    window_right: int = -1
+    softcap: bool = False
+    alibi: bool = False
+    leftpad: bool = False
+    batch_idx: bool = False
+    num_splits: int = 0          # the caller's (0: decode_config chooses)
+    sm_count: int = 132
+    overrides: str = ""          # FA_CK_TRITON_CONFIG
+
+    @property
+    def rows(self) -> int:
+        """Packed rows per kv head: each query times the q heads that read that kv head."""
+        return self.seqlen_q * (self.heads_q // self.heads_kv)
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    block_m: int = field(metadata=KNOB)      # packed rows per tile (16 or more: a dot's side)
+    block_n: int = field(metadata=KNOB)      # keys per block
+    num_warps: int = field(metadata=KNOB)
+    num_stages: int = field(metadata=KNOB)
+    num_splits: int = field(metadata=KNOB)   # key splits per tile; past 1 the combine kernel reduces them
+    row_tiles: int = 1                       # tiles of packed rows per kv head
+    whole_pages: bool = False                # paged with page_size >= block_n: a key block lies in one page
+    combine_block_s: int = 1                 # splits the combine kernel reduces per step
+    combine_warps: int = 4
+
+
+DECODE_KERNELS = {"decode": DecodeConfig}
+
+
+def decode_tiles(spec: DecodeSpec) -> dict:
+    """Tiles by architecture and head dim: one tile holds up to 64 packed rows; 64 keys per block
+    (32 past d128), wide enough for full-width loads of each key's row."""
+    d = block_d(spec.head_dim)
+    bm = min(block_d(spec.rows), 64)         # (a power of two from 16)
+    if spec.arch == "interpreter":           # 32 keys: pages of 16 are gathered, larger ones read whole
+        return _tiles(bm, 32, 4, 1)
+    bn = 64 if d <= 128 else 32
+    if spec.arch.startswith("hip"):
+        return _tiles(bm, bn, 4, 2)
+    # Triton's NVIDIA pipeliner gives the block table's load stages of its own: paged calls take two
+    # more to keep two K / V blocks in flight, as dense ones do
+    stages = 3 if spec.arch.startswith("cuda:sm") and int(spec.arch[7:]) >= 80 else 2
+    return _tiles(bm, bn, 4, stages + 2 if spec.page_size else stages)
+
+
+def decode_splits(spec: DecodeSpec, block_m: int, block_n: int) -> int:
+    """Key splits that fill the GPU: the fewest whose programs fill the SMs' rounds of resident programs
+    to DECODE_ROUND_FILL (else the best fill), each split over at least DECODE_SPLIT_KEYS of the cache."""
+    programs = spec.batch * spec.heads_kv * -(-spec.rows // block_m)
+    slots = spec.sm_count * DECODE_RESIDENT["hip" if spec.arch.startswith("hip") else "cuda"]
+    most = max(1, min(DECODE_CHOSEN_SPLITS_MAX, spec.capacity // max(DECODE_SPLIT_KEYS, block_n)))
+    best, best_fill = 1, 0.0
+    for splits in range(1, most + 1):
+        n = programs * splits
+        fill = n / (-(-n // slots) * slots)
+        if fill >= DECODE_ROUND_FILL:
+            return splits
+        if fill > best_fill:
+            best, best_fill = splits, fill
+    return best
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_config(spec: DecodeSpec) -> DecodeConfig:
+    """The decode kernels' config for this call. Splits: FA_CK_TRITON_CONFIG's, else the caller's
+    (at most the cache's key blocks: more could only be empty), else decode_splits."""
+    asked = _asked(spec, "decode")
+    k = {**decode_tiles(spec), **{name: asked[name] for name in TILES if name in asked}}
+    _check_tiles("decode", k)
+    for name in ("block_m", "block_n"):
+        if k[name] < 16:
+            raise _bad("decode", f"{name} must be 16 or more (a dot's side), got {k[name]}")
+    if k["num_warps"] not in (1, 2, 4, 8, 16) or k["num_stages"] < 1:
+        raise _bad("decode", f"num_warps must be a power of two up to 16 and num_stages 1 or more, got "
+                             f"num_warps {k['num_warps']}, num_stages {k['num_stages']}")
+    blocks = max(1, -(-spec.capacity // k["block_n"]))
+    if "num_splits" in asked:
+        splits = asked["num_splits"]
+        if not 1 <= splits <= DECODE_GRID_Z:
+            raise _bad("decode", f"num_splits must be 1 to {DECODE_GRID_Z}, got {splits}")
+    elif spec.num_splits > 0:
+        splits = min(spec.num_splits, blocks, DECODE_GRID_Z)
+    else:
+        splits = decode_splits(spec, k["block_m"], k["block_n"])
+    return DecodeConfig(**k, num_splits=splits, row_tiles=-(-spec.rows // k["block_m"]),
+                        whole_pages=spec.page_size >= k["block_n"],
+                        combine_block_s=min(1 << (splits - 1).bit_length(), 16))

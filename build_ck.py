@@ -18,24 +18,42 @@ DEFAULT_ARCHS = "gfx942"
 # Head dims CK's codegen has tiles for (receipt 2); a head dim d uses the smallest >= d.
 HDIMS = (32, 64, 96, 128, 192, 256)
 
-# Instances we ship, as CK codegen filters (fnmatch on kernel names; bwd: dot_do_o@convert_dq@dq_dk_dv).
+# Instances we ship, as CK codegen filters (fnmatch on kernel names; bwd: dot_do_o@convert_dq@dq_dk_dv,
+# fwd_splitkv: combine@split-KV).
 # Receipt 2 (CK's flash-attention set) already limits to fp16/bf16, row-major V, no/alibi bias, both
 # modes, masks, dropout, softcap (forward only: CK's backward has none). We keep only forward kernels
 # that write lse: every forward of ours returns it, and that halves the build.
+# KV-cache decoding (fwd_splitkv, CK's split-KV kernel and its combine kernel): group mode only (each row
+# has its own key count and first key, which is how the glue expresses cache_batch_idx and leftpad), dense
+# and paged, kernels padding the sequence lengths but not the head dim ("pssk"), but for d96, where CK's
+# dispatcher reaches only the head-dim-padded kernel. appendkv is not built: the interface appends and
+# rotates before any backend runs.
 RECEIPT = 2
 FWD_FILTER = "fmha_fwd_*_lse_*"
 BWD_FILTER = "*@*@*"
+SPLITKV_FILTER = "fmha_fwd_splitkv_combine_d*_[fb][pf]16_group_*@fmha_fwd_splitkv_d*_group_*_qr_vr_pssk*"
+FILTERS = {"fwd": FWD_FILTER, "bwd": BWD_FILTER, "fwd_splitkv": SPLITKV_FILTER}
+APIS = "fwd,bwd,fwd_splitkv"
 # Instances of receipt 2 that fa_ck's dispatch can never reach, left out of the build (fnmatch on kernel names;
 # codegen filters cannot say "not", so generate() applies these around CK's codegen):
 # - forward d192 with a v head dim of 128 (tile b128x128x32x128x32x192): capability_gap sends every call whose v
 #   head dim differs from q's to triton, so hdim_v <= 128 with hdim_q in 129..192 never reaches CK;
 # - backward dq/dk/dv kernels padding the head dim to 1 (pd1dv1): CK's dispatcher tries the pd8dv8 kernel first
-#   for head dims that are multiples of 8, and capability_gap sends every other head dim to triton.
+#   for head dims that are multiples of 8, and capability_gap sends every other head dim to triton;
+# - split-KV d96 kernels without head-dim padding: CK's dispatcher takes them only for head dims that are
+#   multiples of 128; split-KV kernels padding the head dim at 32, 64, 128, 256 (and their combine kernels):
+#   kvcache_gap sends head dims other than 32, 64, 65-96, 128, 256 to triton (CK's padded loads there are
+#   one element wide).
 FWD_EXCLUDE = ("fmha_fwd_d192_*_b128x128x32x128x32x192_*",)
 BWD_EXCLUDE = ("fmha_bwd_d*_pd1dv1_*",)
+SPLITKV_EXCLUDE = ("fmha_fwd_splitkv_d96_*_pssk_*", "fmha_fwd_splitkv_combine_d96_*_ps_*",
+                   *(f"fmha_fwd_splitkv_d{h}_*_psskddv_*" for h in (32, 64, 128, 256)),
+                   *(f"fmha_fwd_splitkv_combine_d{h}_*_psdv_*" for h in (32, 64, 128, 256)))
+EXCLUDES = {"fwd": FWD_EXCLUDE, "bwd": BWD_EXCLUDE, "fwd_splitkv": SPLITKV_EXCLUDE}
 # What the shipped set is, per architecture, with every head dim (tests/test_ck_instances.py and the compile check
-# hold the codegen to it): forward kernels, and backward dot_do_o + convert_dq + dq_dk_dv kernels.
-SHIPPED_COUNTS = {"fwd": 480, "bwd": 820}
+# hold the codegen to it): forward kernels, backward dot_do_o + convert_dq + dq_dk_dv kernels, and KV-cache
+# split-KV + combine kernels.
+SHIPPED_COUNTS = {"fwd": 480, "bwd": 820, "kvcache": 140}
 
 # Flags for every CK translation unit. FAST_EXP2 is what CK's forward is tuned with; the bf16
 # rounding mode 3 is what CK's backward example builds with (flash-attn uses the same pair).
@@ -220,15 +238,15 @@ def codegen_targets(archs: list[str]) -> str:
     return ",".join(SUPPORTED_ARCHS if "native" in archs else archs)
 
 
-def generate(ck: Path, out_dir: Path, archs: list[str], *, api: str = "fwd,bwd",
+def generate(ck: Path, out_dir: Path, archs: list[str], *, api: str = APIS,
              filters: str | None = None, hdims: list[int] | None = None,
              receipt: int = RECEIPT, exclude=None) -> list[Path]:
     """Run CK's generate.py into out_dir (a build directory, never committed); return the .cpp files.
-    exclude: kernel-name patterns left out (default: FWD_EXCLUDE / BWD_EXCLUDE for the apis asked; () for none)."""
+    exclude: kernel-name patterns left out (default: EXCLUDES of the apis asked; () for none)."""
     out_dir = Path(out_dir).resolve()     # codegen runs in CK's example dir: a relative path would land there
     out_dir.mkdir(parents=True, exist_ok=True)
     if filters is None:
-        filters = ",".join(FWD_FILTER if a == "fwd" else BWD_FILTER for a in api.split(","))
+        filters = ",".join(FILTERS[a] for a in api.split(","))
     subprocess.run(codegen_cmd(ck, archs, api, filters, hdims, receipt, exclude, ["--output_dir", str(out_dir)]),
                    check=True, cwd=fmha_example_dir(ck))
     return sorted(out_dir.glob("*.cpp"))
@@ -251,7 +269,7 @@ def codegen_cmd(ck: Path, archs: list[str], api: str, filters: str, hdims, recei
     script = str(fmha_example_dir(ck) / "generate.py")
     cmd = [sys.executable, script]
     if exclude is None:
-        exclude = [x for a in api.split(",") for x in (FWD_EXCLUDE if a == "fwd" else BWD_EXCLUDE)]
+        exclude = [x for a in api.split(",") for x in EXCLUDES[a]]
     if exclude:
         cmd = [sys.executable, "-c", _CODEGEN_EXCLUDING, json.dumps(list(exclude)), script]
     cmd += ["--targets", codegen_targets(archs), "--api", api, "--receipt", str(receipt), "--filter", filters]
@@ -260,11 +278,11 @@ def codegen_cmd(ck: Path, archs: list[str], api: str, filters: str, hdims, recei
     return cmd + list(extra)
 
 
-def list_instances(ck: Path, archs: list[str], *, api: str = "fwd,bwd", hdims: list[int] | None = None,
+def list_instances(ck: Path, archs: list[str], *, api: str = APIS, hdims: list[int] | None = None,
                    receipt: int = RECEIPT, exclude=None) -> list[str]:
     """The kernel names generate() would write (CK's codegen --list_blobs: nothing generated, nothing compiled)."""
     import tempfile
-    filters = ",".join(FWD_FILTER if a == "fwd" else BWD_FILTER for a in api.split(","))
+    filters = ",".join(FILTERS[a] for a in api.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         listing = Path(tmp) / "blobs.txt"
         subprocess.run(codegen_cmd(ck, archs, api, filters, hdims, receipt, exclude, ["--list_blobs", str(listing)]),
@@ -273,15 +291,26 @@ def list_instances(ck: Path, archs: list[str], *, api: str = "fwd,bwd", hdims: l
     return sorted(n for n in names if "_api" not in n)
 
 
-KERNEL_KINDS = ("fwd", "bwd_dot_do_o", "bwd_convert_dq", "bwd_dq_dk_dv")
+KERNEL_KINDS = ("fwd", "bwd_dot_do_o", "bwd_convert_dq", "bwd_dq_dk_dv", "fwd_splitkv", "fwd_splitkv_combine")
+# The part of SHIPPED_COUNTS each kind belongs to.
+KIND_GROUP = {"fwd": "fwd", "bwd_dot_do_o": "bwd", "bwd_convert_dq": "bwd", "bwd_dq_dk_dv": "bwd",
+              "fwd_splitkv": "kvcache", "fwd_splitkv_combine": "kvcache"}
 
 
 def kernel_kind(name: str) -> tuple[str, int]:
     """(kind, head dim bucket) of a generated kernel's name: kind is one of KERNEL_KINDS."""
-    m = re.match(r"fmha_(fwd|bwd_dot_do_o|bwd_convert_dq|bwd)_d(\d+)_", name)
+    m = re.match(r"fmha_(fwd_splitkv_combine|fwd_splitkv|fwd|bwd_dot_do_o|bwd_convert_dq|bwd)_d(\d+)_", name)
     if not m:
         raise ValueError(f"not a CK FMHA kernel name: {name}")
     return ("bwd_dq_dk_dv" if m[1] == "bwd" else m[1]), int(m[2])
+
+
+def group_totals(counts: dict[tuple[str, int], int]) -> dict[str, int]:
+    """{"fwd": n, "bwd": n, "kvcache": n} of count_instances' result (SHIPPED_COUNTS' parts)."""
+    totals = dict.fromkeys(SHIPPED_COUNTS, 0)
+    for (kind, _), n in counts.items():
+        totals[KIND_GROUP[kind]] += n
+    return totals
 
 
 def count_instances(names) -> dict[tuple[str, int], int]:

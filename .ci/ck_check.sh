@@ -3,12 +3,14 @@
 # Installs upstream clang/lld/llvm 22 from Debian when missing, takes CK from $CK_DIR, the
 # composable_kernel submodule or the amd-aiter wheel (cached in .ckcache/, outside git), and
 # checks its files against the pin (tools/ck_pin.sha256), counts the shipped instances per kernel
-# kind and head dim, compiles a representative subset of our CK instances plus csrc glue device-only
-# (about 5-10 min on 2 cores), compiles each kernel that spills again with CK's own example flags
-# (about 2 min more while three d128 forwards spill), then runs tests/test_ck_build.py and
-# tests/test_ck_instances.py with clang present (about 4 min). Fails on a CK tree unlike the pin, an
+# kind and head dim, compiles a representative subset of our CK instances (forward, backward, and
+# KV-cache split-KV + combine) plus csrc glue device-only (about 6-11 min on 2 cores), compiles each
+# kernel that spills again with CK's own example flags (about 2.5 min more while three d128 forwards,
+# the paged split-KV kernel and the combine kernel spill), then runs tests/test_ck_build.py and
+# tests/test_ck_instances.py with clang present (about 4.5 min). Fails on a CK tree unlike the pin, an
 # instance count unlike build_ck.SHIPPED_COUNTS, a compile error, a kernel without MFMA, a CK kernel
-# that makes calls, a spill that CK's example flags do not have, or a failing test.
+# that makes calls (other than to __ocml_* device math, which this stub build cannot inline), a spill
+# that CK's example flags do not have, or a failing test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$(command -v python || command -v python3)}

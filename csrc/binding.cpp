@@ -1,5 +1,6 @@
 // fa_ck._ck: checks torch tensors, allocates outputs and workspaces, fills fa_ck::FwdParams /
-// BwdParams and calls the CK glue (ck_fwd.hip, ck_bwd.hip). Host C++ only: no CK headers here.
+// BwdParams / KVCacheParams and calls the CK glue (ck_fwd.hip, ck_bwd.hip). Host C++ only: no CK
+// headers here.
 #include <torch/extension.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -157,10 +158,124 @@ std::vector<Tensor> bwd(const Tensor& dout_, const Tensor& q, const Tensor& k, c
     return {dq, dk, dv};
 }
 
+Tensor int32_on(const Tensor& t, const Tensor& like, const char* name) {
+    TORCH_CHECK(t.scalar_type() == at::kInt && t.device() == like.device() && t.dim() == 1 &&
+                t.size(0) == like.size(0), "fa_ck._ck: ", name, " must be int32 (B,) on q's device");
+    return t.contiguous();
+}
+
+// The device arrays CK's group mode reads: query starts, each row's first visible key in the dense cache
+// flattened to (B_cache * rows, Hk, D) (paged: unused, zeros) and each row's visible key count.
+std::vector<Tensor> kvcache_rows(const Tensor& q, const Tensor& seqlens_k, const OptTensor& leftpad,
+                                 const OptTensor& batch_idx, bool paged, int64_t rows_per_cache_row) {
+    const int64_t B = q.size(0), Sq = q.size(1);
+    const auto i32 = q.options().dtype(at::kInt), i64 = q.options().dtype(at::kLong);
+    Tensor seqstart_q = at::arange(0, (B + 1) * Sq, Sq, i64).to(at::kInt);
+    Tensor seqlen_k = int32_on(seqlens_k, q, "seqlens_k");
+    Tensor seqstart_k = at::zeros({B + 1}, i32);
+    if (leftpad) seqlen_k = seqlen_k - int32_on(*leftpad, q, "leftpad");
+    if (!paged) {
+        Tensor row = batch_idx ? int32_on(*batch_idx, q, "batch_idx").to(at::kLong) : at::arange(B, i64);
+        Tensor start = row * rows_per_cache_row;
+        if (leftpad) start = start + leftpad->to(at::kLong);
+        seqstart_k.narrow(0, 0, B).copy_(start);
+    }
+    return {seqstart_q, seqstart_k, seqlen_k.to(at::kInt).contiguous()};
+}
+
+// Checks shared with the forward, and the cache's layout: paged (num_blocks, page, Hk, D) with a block
+// table, or dense (B_cache, S_cache, Hk, D) whose batch stride is a whole number of rows.
+void kvcache_check(const Tensor& q, const Tensor& k, const Tensor& v, const OptTensor& block_table) {
+    TORCH_CHECK(q.is_cuda(), "fa_ck._ck: tensors must be on a ROCm GPU");
+    TORCH_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16,
+                "fa_ck._ck: CK supports float16 and bfloat16, got ", q.scalar_type());
+    TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
+                "fa_ck._ck: q and the caches must share a dtype");
+    TORCH_CHECK(k.device() == q.device() && v.device() == q.device(), "fa_ck._ck: q and caches on different devices");
+    TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "fa_ck._ck: expected (B, S, H, D) q and caches");
+    TORCH_CHECK(k.stride(-1) == 1 && v.stride(-1) == 1, "fa_ck._ck: the last dim of the caches must be contiguous");
+    TORCH_CHECK(k.sizes() == v.sizes(), "fa_ck._ck: k_cache and v_cache shapes differ");
+    const int64_t D = q.size(3), Hq = q.size(2), Hk = k.size(2);
+    TORCH_CHECK(k.size(3) == D, "fa_ck._ck: q and cache head dims differ");
+    TORCH_CHECK(Hk > 0 && Hq % Hk == 0, "fa_ck._ck: q heads must be a multiple of kv heads");
+    if (block_table) {
+        TORCH_CHECK(block_table->scalar_type() == at::kInt && block_table->dim() == 2 &&
+                    block_table->size(0) == q.size(0) && block_table->stride(1) == 1 &&
+                    block_table->device() == q.device(),
+                    "fa_ck._ck: block_table must be int32 (B, max_blocks), last dim contiguous, on q's device");
+        TORCH_CHECK(k.size(1) % fa_ck::kPageMultiple == 0, "fa_ck._ck: CK's paged split-KV needs pages of a "
+                    "multiple of ", fa_ck::kPageMultiple, " keys, got ", k.size(1));
+    } else if (k.size(0) > 1) {
+        TORCH_CHECK(k.stride(1) > 0 && k.stride(0) % k.stride(1) == 0 && v.stride(1) > 0 &&
+                    v.stride(0) % v.stride(1) == 0 && k.stride(0) / k.stride(1) == v.stride(0) / v.stride(1),
+                    "fa_ck._ck: a dense cache's batch stride must be a whole number of rows, the same for k and v");
+        TORCH_CHECK(k.size(0) * (k.stride(0) / k.stride(1)) <= INT32_MAX,
+                    "fa_ck._ck: the dense cache has more rows than CK's 32-bit row index");
+    }
+}
+
+// Rows between the starts of two cache rows of a dense cache (0 for a single cache row).
+int64_t rows_per_cache_row(const Tensor& k) { return k.size(0) > 1 ? k.stride(0) / k.stride(1) : 0; }
+
+std::vector<Tensor> kvcache_fwd(const Tensor& q_, const Tensor& k, const Tensor& v, const Tensor& seqlens_k,
+                                const OptTensor& leftpad, const OptTensor& batch_idx, const OptTensor& block_table,
+                                double scale, int64_t wl, int64_t wr, const OptTensor& alibi, double softcap,
+                                int64_t num_splits) {
+    kvcache_check(q_, k, v, block_table);
+    const bool paged = block_table.has_value();
+    TORCH_CHECK(!(paged && leftpad), "fa_ck._ck: CK's paged split-KV takes no leftpad");
+    TORCH_CHECK(num_splits >= 0 && num_splits <= fa_ck::kMaxSplits, "fa_ck._ck: num_splits must be 0..",
+                fa_ck::kMaxSplits);
+    // group mode walks q as (B * Sq, Hq, D): the batch stride must be Sq rows
+    const Tensor q = q_.stride(-1) == 1 && q_.stride(0) == q_.size(1) * q_.stride(1) ? q_ : q_.contiguous();
+    const int64_t B = q.size(0), Sq = q.size(1), Hq = q.size(2), D = q.size(3);
+    c10::DeviceGuard guard(q.device());
+    Tensor out = at::empty(q.sizes(), q.options());
+    Tensor lse = at::empty({Hq, B * Sq}, q.options().dtype(at::kFloat));
+    auto lse_bhs = [&] { return lse.view({Hq, B, Sq}).permute({1, 0, 2}).contiguous(); };
+    if (q.numel() == 0) return {out, lse_bhs()};
+
+    fa_ck::KVCacheParams p;
+    p.bf16 = q.scalar_type() == at::kBFloat16;
+    p.batch = B; p.seqlen_q = Sq; p.nhead_q = Hq; p.nhead_k = k.size(2); p.hdim = D;
+    p.q = {q.data_ptr(), q.stride(0), q.stride(1), q.stride(2)};
+    p.k = {k.data_ptr(), k.stride(0), k.stride(1), k.stride(2)};
+    p.v = {v.data_ptr(), v.stride(0), v.stride(1), v.stride(2)};
+    if (paged) {
+        p.block_table = block_table->data_ptr<int32_t>();
+        p.block_table_stride = block_table->stride(0);
+        p.page_size = k.size(1);
+        p.max_seqlen_k = block_table->size(1) * k.size(1);
+    } else {
+        p.max_seqlen_k = k.size(1);
+    }
+    const auto rows = kvcache_rows(q, seqlens_k, leftpad, batch_idx, paged, paged ? 0 : rows_per_cache_row(k));
+    p.seqstart_q = rows[0].data_ptr<int32_t>(); p.seqstart_k = rows[1].data_ptr<int32_t>();
+    p.seqlen_k = rows[2].data_ptr<int32_t>();
+    p.scale = static_cast<float>(scale); p.softcap = static_cast<float>(softcap);
+    p.window_left = static_cast<int>(wl); p.window_right = static_cast<int>(wr);
+    if (alibi) {
+        TORCH_CHECK(alibi->scalar_type() == at::kFloat && alibi->device() == q.device() && alibi->stride(-1) == 1 &&
+                    ((alibi->dim() == 1 && alibi->size(0) == Hq) ||
+                     (alibi->dim() == 2 && alibi->size(0) == B && alibi->size(1) == Hq)),
+                    "fa_ck._ck: alibi slopes must be float32 (Hq,) or (B, Hq) on q's device, last dim contiguous");
+        p.alibi = alibi->data_ptr<float>();
+        p.alibi_batch_stride = alibi->dim() == 2 ? alibi->stride(0) : 0;
+    }
+    p.num_splits = static_cast<int>(num_splits);
+    p.num_splits = fa_ck::kvcache_num_splits(p);      // the workspace is sized for what the kernel runs
+    Tensor lse_acc = at::empty({Hq, p.num_splits, B * Sq}, q.options().dtype(at::kFloat));
+    Tensor o_acc = at::empty({Hq, p.num_splits, B * Sq, D}, q.options().dtype(at::kFloat));
+    p.o = {out.data_ptr(), out.stride(0), out.stride(1), out.stride(2)};
+    p.lse = lse.data_ptr<float>(); p.lse_acc = lse_acc.data_ptr<float>(); p.o_acc = o_acc.data_ptr<float>();
+    TORCH_CHECK(fa_ck::kvcache_fwd(p, current_stream(q)), "fa_ck._ck: no CK split-KV instance for this call");
+    return {out, lse_bhs()};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-    m.doc() = "fa_ck: Composable Kernel FlashAttention (forward, backward, varlen) for ROCm";
+    m.doc() = "fa_ck: Composable Kernel FlashAttention (forward, backward, varlen, KV-cache) for ROCm";
     m.def("fwd", &fwd, "out, lse = fwd(q, k, v, cu_q, cu_k, max_q, max_k, scale, left, right, alibi, softcap, p, rng)");
     m.def("bwd", &bwd, "dq, dk, dv = bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, scale, left, right, "
                        "alibi, p, rng, deterministic)");
@@ -172,4 +287,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.attr("hdims") = built;
     m.attr("fwd_hdims") = built;
     m.attr("bwd_hdims") = bwd;
+    m.def("kvcache_fwd", &kvcache_fwd, "out, lse = kvcache_fwd(q, k_cache, v_cache, seqlens_k, leftpad, batch_idx, "
+                                       "block_table, scale, left, right, alibi, softcap, num_splits)");
+    // Split-KV buckets built (CK has no d192 split-KV tile): the ck backend admits KV-cache calls by these.
+    std::vector<int> kvcache;
+    for (int d : built)
+        if (fa_ck::kvcache_bucket(d) == d) kvcache.push_back(d);
+    m.attr("kvcache_hdims") = kvcache;
 }

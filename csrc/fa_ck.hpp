@@ -66,21 +66,71 @@ struct MaskArgs {
     int type;                           // 0 no mask, 1 top-left, 2 bottom-right (CK's mask_enum)
     int left, right;
 };
-inline MaskArgs mask_args(const FwdParams& p) {
-    int left = p.window_left, right = p.window_right;
+// max_q, max_k: the longest query and key sequence of the call (an upper bound serves for max_k).
+inline MaskArgs mask_args(int left, int right, bool top_left, bool alibi, int max_q, int max_k) {
     // A side of the window wide enough to hide no key (for every sequence of the batch) is
     // unbounded: then a call with no effective mask runs CK's cheaper no-mask kernels.
-    const int reach_left = p.top_left ? p.max_seqlen_q - 1 : p.max_seqlen_k - 1;
-    const int reach_right = p.top_left ? p.max_seqlen_k - 1 : p.max_seqlen_q - 1;
+    const int reach_left = top_left ? max_q - 1 : max_k - 1;
+    const int reach_right = top_left ? max_k - 1 : max_q - 1;
     if (left >= reach_left) left = -1;
     if (right >= reach_right) right = -1;
     if (left < 0 && right < 0) return {0, -1, -1};
     // CK reads (left < 0, right == 0) as "causal" and then switches ALiBi to a vertical form that
     // equals -slope*|i + sk - sq - j| only up to a per-row constant, which shifts lse. A finite
     // left that still hides nothing gives the same mask and keeps the exact bias.
-    if (p.alibi && left < 0 && right == 0)
-        left = (p.max_seqlen_q > p.max_seqlen_k ? p.max_seqlen_q : p.max_seqlen_k);
-    return {p.top_left ? 1 : 2, left, right};
+    if (alibi && left < 0 && right == 0) left = max_q > max_k ? max_q : max_k;
+    return {top_left ? 1 : 2, left, right};
 }
+inline MaskArgs mask_args(const FwdParams& p) {
+    return mask_args(p.window_left, p.window_right, p.top_left, p.alibi != nullptr, p.max_seqlen_q, p.max_seqlen_k);
+}
+
+// ---- KV-cache decoding (flash_attn_with_kvcache): CK's split-KV forward and its combine kernel, run
+// in CK's group mode so that each batch row has its own key count and start. q is already rotated and
+// the cache already holds the new keys: nothing here writes the cache.
+struct KVCacheParams {
+    bool bf16 = false;
+    int batch = 0, nhead_q = 0, nhead_k = 0, hdim = 0, seqlen_q = 0;
+    int max_seqlen_k = 0;               // keys a row can hold (cache capacity): bounds masks and splits
+    View q, o;                          // (B, Sq, H, D) with batch_stride == Sq * seq_stride
+    // dense: (B_cache, S_cache, Hk, D), batch_stride a whole number of rows (CK reads row seqstart_k[b]
+    // of the cache flattened to (B_cache * rows, Hk, D)); paged: (num_blocks, page, Hk, D), batch_stride
+    // the page stride
+    View k, v;
+    const int32_t* block_table = nullptr;   // device (B, max_blocks): set means paged
+    int64_t block_table_stride = 0;
+    int page_size = 0;
+    const int32_t* seqstart_q = nullptr;    // device (B + 1,): b * Sq
+    const int32_t* seqstart_k = nullptr;    // device (B + 1,): dense: first visible key's flattened row
+    const int32_t* seqlen_k = nullptr;      // device (B,): visible keys of each row
+    float* lse = nullptr;               // (Hq, B * Sq) float32, natural log
+    float* lse_acc = nullptr;           // workspace (Hq, splits, B * Sq) float32
+    float* o_acc = nullptr;             // workspace (Hq, splits, B * Sq, D) float32
+    int num_splits = 0;                 // 0: kvcache_num_splits chooses
+    float scale = 1.f, softcap = 0.f;
+    int window_left = -1, window_right = -1;   // bottom-right aligned on each row's visible keys
+    const float* alibi = nullptr;       // device, (Hq,) or (B, Hq) float32
+    int64_t alibi_batch_stride = 0;
+};
+
+// Head dims the shipped split-KV kernels serve (build_ck.SPLITKV_FILTER): 32, 64, 128 and 256 unpadded,
+// and 65-96 through CK's d96 kernel, which pads the head dim (its unpadded twin is unreachable).
+inline int kvcache_bucket(int hdim) {
+    if (hdim == 32 || hdim == 64 || hdim == 128 || hdim == 256) return hdim;
+    return hdim > 64 && hdim <= 96 ? 96 : 0;
+}
+// Queries and keys per tile of the split-KV kernel of a bucket (CK's gfx9 tiles at the pin).
+struct KVTile { int m0, n0; };
+inline KVTile kvcache_tile(int bucket) {
+    return bucket == 32 ? KVTile{32, 64} : bucket == 64 ? KVTile{64, 64} : KVTile{64, 128};
+}
+inline constexpr int kMaxSplits = 128;  // CK's combine kernel takes at most 128 splits
+inline constexpr int kPageMultiple = 128;   // CK's paged split-KV needs pages that hold whole key tiles
+
+// Key splits for the call: p.num_splits when set, else enough to fill the GPU (reads the device's
+// CU count once per device).
+int kvcache_num_splits(const KVCacheParams& p);
+// Launch on `stream`; false when no shipped instance serves the call.
+bool kvcache_fwd(const KVCacheParams& p, void* stream);
 
 }  // namespace fa_ck

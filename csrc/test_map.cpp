@@ -4,6 +4,10 @@
 // CK's fmha_fwd.hpp and fmha_bwd.hpp cannot share a translation unit: build once per direction,
 // with -DFA_CK_TEST_BWD=0 and =1.
 #include <cstdio>
+#include <hip/hip_runtime.h>
+// the KV-cache glue's split heuristic reads the device; no device here (it then takes one split)
+extern "C" hipError_t hipGetDevice(int*) { return hipErrorUnknown; }
+extern "C" hipError_t hipGetDeviceProperties(hipDeviceProp_t*, int) { return hipErrorUnknown; }
 #include "fa_ck.hpp"
 #if FA_CK_TEST_BWD
 #include "fmha_bwd.hpp"
@@ -17,6 +21,8 @@ template <> float fmha_bwd<2>(fmha_bwd_traits t, fmha_bwd_args a, const ck_tile:
 static fmha_fwd_traits g_ft;
 static fmha_fwd_args g_fa;
 float fmha_fwd(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config&) { g_ft = t; g_fa = a; return 0.f; }
+// ck_fwd.hip's KV-cache glue: tests/test_ck_build.py checks it through CK's split-KV dispatcher (test_dispatch.cpp)
+float fmha_fwd_splitkv(fmha_fwd_splitkv_traits, fmha_fwd_splitkv_args, const ck_tile::stream_config&) { return -1.f; }
 #endif
 
 #define P(c, f, v) std::printf("%s.%s %lld\n", c, f, (long long)(v))

@@ -4,6 +4,7 @@
 // (make_alibi_from_lr_mask / Alibi, row- and column-major as the fwd and bwd kernels use them), for
 // every sq, sk in 1..9 and window sides -1..9, against the reference: key j visible to query i iff
 // i + sk - sq - left <= j <= i + sk - sq + right (a side of -1 unbounded), bias -slope * |i + sk - sq - j|.
+// Also with max_seqlen_k only an upper bound of sk (by 3), as the KV-cache glue passes the cache capacity.
 #include <cstdio>
 #include <cstdlib>
 
@@ -35,10 +36,12 @@ int main() {
         for (int sk = 1; sk <= 9; ++sk)
             for (int left = -1; left <= 9; ++left)
                 for (int right = -1; right <= 9; ++right)
-                    for (int alibi = 0; alibi < 2; ++alibi) {
+                    for (int alibi = 0; alibi < 2; ++alibi)
+                    for (int bound = 0; bound <= 3; bound += 3) {
                         fa_ck::FwdParams p;
                         p.seqlen_q = p.max_seqlen_q = sq;
-                        p.seqlen_k = p.max_seqlen_k = sk;
+                        p.seqlen_k = sk;
+                        p.max_seqlen_k = sk + bound;
                         p.window_left = left;
                         p.window_right = right;
                         p.alibi = alibi ? slopes : nullptr;

@@ -132,6 +132,12 @@ def test_codegen_shipped_set(tmp_path):
     assert fwd and all("_lse_" in n and "_d64_" in n for n in fwd)
     assert any("_group_" in n for n in fwd) and any("_alibi_" in n for n in fwd) and any("_dropout_" in n for n in fwd)
     assert any(n.startswith("fmha_bwd_d64_") and "_deterministic_" in n for n in names)
+    assert "fmha_fwd_splitkv_api.cpp" in names
+    kv = [n for n in names if n.startswith("fmha_fwd_splitkv_d64_")]
+    assert len(kv) == 24 and all("_group_" in n and "_qr_vr_pssk_" in n for n in kv)
+    assert {("_npagedkv" in n, "_alibi_" in n, "_logits_" in n) for n in kv} == \
+        {(dense, alibi, cap) for dense in (True, False) for alibi, cap in ((0, 0), (1, 0), (0, 1))}
+    assert len([n for n in names if n.startswith("fmha_fwd_splitkv_combine_d64_")]) == 4
 
 
 # ---------------------------------------------------------------- the CK tree against its pin
@@ -420,10 +426,11 @@ def test_bwd_key_tile_and_buckets_match_codegen(tmp_path):
 
 def test_mask_and_alibi_args_agree_with_ck_own_classes(tmp_path):
     """mask_args() through CK's host-callable mask and ALiBi classes (as its fwd and bwd kernels build them)
-    for every sq, sk in 1..9, window sides -1..9, with and without ALiBi, against the reference semantics."""
+    for every sq, sk in 1..9, window sides -1..9, with and without ALiBi, against the reference semantics;
+    also with max_seqlen_k an upper bound of sk (the KV-cache glue passes the cache capacity)."""
     r = _host_run(_clang_or_skip(), "test_masks.cpp", [], tmp_path, "masks")
     fails = {k: v for k, v in r.items() if "fail." in k}
-    assert (int(r["cases"]), int(r["entries"])) == (9 * 9 * 11 * 11 * 2, 490050)
+    assert (int(r["cases"]), int(r["entries"])) == (9 * 9 * 11 * 11 * 2 * 2, 2 * 490050)
     assert (r["mask_mismatches"], r["bias_mismatches"]) == ("0", "0"), fails
     assert 0 < int(r["no_mask_cases"]) < int(r["cases"])      # windows that hide nothing run CK's no-mask kernels
 
@@ -447,6 +454,119 @@ def test_generated_dispatchers_serve_every_admitted_call_reading_the_device_once
     # a second gfx9 device is read once more; a gfx1100 has no instance (and is read once)
     assert (r["device1_found"], r["device2_found"], r["device0_found"]) == ("1", "0", "1")
     assert int(r["props_calls_three_devices"]) == 3
+
+
+_KV_RESULTS: dict = {}
+
+
+def _run_kvcache_dispatch(ck, tmp_path) -> dict:
+    """test_dispatch.cpp's KV-cache build against the shipped split-KV dispatcher, run once per session."""
+    if ck not in _KV_RESULTS:
+        build_ck.generate(ck, tmp_path / "gen_kv", ["gfx942"], api="fwd_splitkv")
+        api = tmp_path / "gen_kv" / "fmha_fwd_splitkv_api.cpp"
+        _KV_RESULTS[ck] = _host_run(ck, "test_dispatch.cpp", ["-DFA_CK_TEST_BWD=0", "-DFA_CK_TEST_KVCACHE=1",
+                                                              f'-DFA_CK_API_FILE="{api}"'], tmp_path, "dispatch_kv",
+                                    opt="-O0")
+    return _KV_RESULTS[ck]
+
+
+def test_splitkv_dispatcher_serves_every_admitted_kvcache_call(tmp_path):
+    """CK's split-KV dispatcher for the shipped set, behind kvcache_fwd, with stub kernels: every head dim
+    (multiples of 8 to 256) x dtype x dense/paged x no mask/causal/window x plain/ALiBi/softcap x splits 1, 3 or
+    chosen x Sq 1 or 5 is served exactly where kvcache_bucket() says, by a group-mode split-KV kernel of its
+    bucket and features, then its combine kernel, with the strides, page size and stride, seqlen and seqstart
+    pointers and workspace strides the glue means; the device's properties are read once."""
+    r = _run_kvcache_dispatch(_clang_or_skip(), tmp_path)
+    fails = {k: v for k, v in r.items() if k.startswith("fail.")}
+    n = 32 * 2 * 2 * 3 * 3 * 3 * 2
+    assert (int(r["combos"]), int(r["served"]), int(r["wrong"])) == (n, 8 * n // 32, 0), fails
+    assert r["props_calls_one_device"] == "1" and r["props_calls_end"] == "1"
+    # num_splits=0 on a 304-CU device: fill 608 block slots to 85% (GQA decoding folds 4 q heads into a tile)
+    assert (r["splits.b1_gqa_128k"], r["splits.b64_gqa_8k"], r["splits.b1_cache256"],
+            r["splits.b1_mha_causal_sq16"]) == ("65", "1", "2", "17")
+    assert (r["page64_found"], r["page128_found"], r["splits129_found"]) == ("0", "1", "0")
+
+
+class _Cache:  # what kvcache_gap looks at: shape, dtype, device, strides (contiguous unless given)
+    def __init__(self, shape, dtype=torch.float16, cuda=True, strides=None):
+        self.shape, self.dtype, self.is_cuda = tuple(shape), dtype, cuda
+        if strides is None:
+            strides = [1]
+            for n in reversed(self.shape[1:]):
+                strides.insert(0, strides[0] * n)
+        self._strides = tuple(strides)
+
+    def stride(self, i=None):
+        return self._strides if i is None else self._strides[i]
+
+
+def _kv(**kw):
+    _ck_backend()                                        # puts python/ on the path
+    from fa_ck.params import KVCacheParams
+    return KVCacheParams(scale=0.1, seqlens_k=torch.zeros(2, dtype=torch.int32), **kw)
+
+
+def test_kvcache_gap_refuses_exactly_what_the_splitkv_dispatcher_cannot_serve(tmp_path, monkeypatch):
+    """Per head dim, ck.kvcache_gap admits a call exactly where the compiled dispatcher served all of them
+    (tests above), and refuses it where it served none."""
+    r = _run_kvcache_dispatch(_clang_or_skip(), tmp_path)
+    ck, _ = _ck_backend()
+    monkeypatch.setattr(ck, "_ck", None)                 # the shipped set, whatever is built here
+    for d in range(8, 257, 8):
+        served, total = map(int, r[f"hdim{d}"].split("/"))
+        assert served in (0, total), d
+        q, cache = _Cache((2, 1, 8, d)), _Cache((2, 1000, 2, d))
+        assert (ck.kvcache_gap(q, cache, cache, _kv()) is None) == (served == total), d
+
+
+def test_kvcache_gap_names_what_ck_cannot_serve(monkeypatch):
+    ck, _ = _ck_backend()
+    monkeypatch.setattr(ck, "_ck", None)
+    q, dense = _Cache((2, 1, 8, 128)), _Cache((4, 1000, 2, 128))
+    pages = lambda n: _Cache((64, n, 2, 128))  # noqa: E731
+    table = torch.zeros(2, 8, dtype=torch.int32)
+    gap = ck.kvcache_gap
+    assert gap(q, dense, dense, _kv()) is None
+    assert gap(q, dense, dense, _kv(leftpad=torch.zeros(2, dtype=torch.int32), causal=True, window_right=0)) is None
+    assert gap(q, dense, dense, _kv(alibi_slopes=torch.ones(8), window_left=16)) is None
+    for n in (128, 256, 512):
+        assert gap(q, pages(n), pages(n), _kv(block_table=table)) is None
+    for n in (16, 32, 64, 192):      # vLLM's 16 among them
+        assert gap(q, pages(n), pages(n), _kv(block_table=table)) == \
+            f"page size {n} (CK's paged split-KV needs a multiple of 128)"
+    assert gap(q, pages(256), pages(256), _kv(block_table=table, leftpad=torch.zeros(2, dtype=torch.int32))) \
+        .startswith("cache_leftpad with a paged cache")
+    assert gap(q, dense, dense, _kv(softcap=30.0, alibi_slopes=torch.ones(8))) == "softcap with alibi"
+    assert gap(q, dense, dense, _kv(softcap=30.0)) is None
+    assert gap(q, dense, dense, _kv(num_splits=128)) is None
+    assert gap(q, dense, dense, _kv(num_splits=129)) == "num_splits 129 > 128 (CK's combine kernel)"
+    assert gap(_Cache((2, 1, 8, 128), cuda=False), dense, dense, _kv()) == "CPU tensors"
+    f32 = _Cache((2, 1, 8, 128), torch.float32)
+    assert "float32" in gap(f32, dense, dense, _kv())
+    assert gap(q, _Cache((4, 1000, 2, 128), torch.bfloat16), dense, _kv()) == "cache dtype differs from q's"
+    assert gap(q, dense, _Cache((4, 1000, 2, 64)), _kv()) == "cache head dim differs from q's"
+    d80, d160 = _Cache((2, 1, 8, 80)), _Cache((2, 1, 8, 160))
+    assert gap(d80, _Cache((4, 1000, 2, 80)), _Cache((4, 1000, 2, 80)), _kv()) is None      # d96 kernel, padded
+    assert gap(d160, _Cache((4, 1000, 2, 160)), _Cache((4, 1000, 2, 160)), _kv()) == \
+        "head_dim 160: CK's split-KV kernels serve head dims 32, 64, 65-96, 128, 256 (FA_CK_HDIMS)"
+    # (S, B, H, D) storage seen as (B, S, H, D): no whole number of rows between cache rows
+    odd = _Cache((4, 1000, 2, 128), strides=(256, 4 * 256, 128, 1))
+    assert gap(q, odd, odd, _kv()).startswith("a dense cache whose batch stride is not a whole number of rows")
+    one = _Cache((1, 1000, 2, 128), strides=(7, 256, 128, 1))
+    assert gap(q, one, one, _kv()) is None                                                      # one cache row
+    assert gap(q, _Cache((4, 1000, 2, 128), strides=(2 * 256 * 1000, 256, 128, 2)), dense, _kv()) == \
+        "caches whose last dim is not contiguous"
+    fake = type("FakeExt", (), {"hdims": [64, 192], "fwd_hdims": [64, 192], "bwd_hdims": [64], "kvcache_hdims": [64]})
+    monkeypatch.setattr(ck, "_ck", fake)                 # FA_CK_HDIMS=64,192: no split-KV beyond d64
+    assert gap(q, dense, dense, _kv()).startswith("head_dim 128: CK's split-KV kernels serve head dims 64 ")
+
+
+def test_kvcache_unavailable_says_why():
+    ck, _ = _ck_backend()
+    ok, why = ck.available()
+    if not ok:
+        q = _Cache((2, 1, 8, 128))
+        assert ck.kvcache_unsupported(q, q, q, _kv()) == why
 
 
 def test_binding_compiles_against_torch_headers():

@@ -37,27 +37,29 @@ def receipt2(ck):
 
 
 def _totals(names):
-    counts = build_ck.count_instances(names)
-    fwd = sum(n for (k, _), n in counts.items() if k == "fwd")
-    return fwd, sum(counts.values()) - fwd
+    """(forward, backward, KV-cache) kernel counts."""
+    return tuple(build_ck.group_totals(build_ck.count_instances(names)).values())
 
 
 def test_shipped_count_is_recorded(shipped):
-    assert _totals(shipped) == (build_ck.SHIPPED_COUNTS["fwd"], build_ck.SHIPPED_COUNTS["bwd"])
+    assert _totals(shipped) == tuple(build_ck.SHIPPED_COUNTS.values()) == (480, 820, 140)
     counts = build_ck.count_instances(shipped)
     for h in (32, 64, 96, 128, 256):
         assert (counts[("bwd_dq_dk_dv", h)], counts[("bwd_dot_do_o", h)], counts[("bwd_convert_dq", h)]) == \
             (128, 12, 24), h
+        # 2 dtypes x dense/paged x mask/no mask x (plain, alibi, softcap); combine: 2 dtypes x lse/no lse
+        assert (counts[("fwd_splitkv", h)], counts[("fwd_splitkv_combine", h)]) == (24, 4), h
     assert [counts[("fwd", h)] for h in build_ck.HDIMS] == [72, 72, 72, 72, 72, 120]
+    assert ("fwd_splitkv", 192) not in counts                 # CK has no d192 split-KV tile
 
 
 def test_only_unreachable_instances_are_left_out(shipped, receipt2):
-    """Receipt 2 less the shipped set is exactly the two unreachable groups, and each left-out kernel has a
-    shipped twin with the same features that dispatch takes instead."""
-    assert _totals(receipt2) == (504, 1140)
+    """Receipt 2 (the split-KV part through its filter) less the shipped set is exactly the unreachable groups,
+    and each left-out kernel has a shipped twin with the same features that dispatch takes instead."""
+    assert _totals(receipt2) == (504, 1140, 280)
     dropped = sorted(set(receipt2) - set(shipped))
     assert set(shipped) <= set(receipt2)
-    fwd = [n for n in dropped if n.startswith("fmha_fwd_")]
+    fwd = [n for n in dropped if build_ck.kernel_kind(n)[0] == "fwd"]
     bwd = [n for n in dropped if n.startswith("fmha_bwd_")]
     assert len(fwd) == 24 and all("_d192_" in n and "_b128x128x32x128x32x192_" in n for n in fwd)
     assert len(bwd) == 320 and all(re.match(r"fmha_bwd_d\d+_", n) and "_pd1dv1_" in n for n in bwd)
@@ -67,12 +69,22 @@ def test_only_unreachable_instances_are_left_out(shipped, receipt2):
     for n in fwd:     # the d192 x d192 kernel of the same mode, padding and features
         twin = n.replace("_b128x128x32x128x32x192_", "_b128x128x32x192x32x192_").replace("_qr_async", "_o1_qr_async")
         assert twin in kept, n
+    # split-KV: head-dim-padded kernels of 32, 64, 128, 256 and the unpadded d96 ones, with their combine kernels
+    kv = [n for n in dropped if n.startswith("fmha_fwd_splitkv_d")]
+    comb = [n for n in dropped if n.startswith("fmha_fwd_splitkv_combine_")]
+    assert len(kv) == 120 and len(comb) == 20 and len(kv) + len(comb) + len(fwd) + len(bwd) == len(dropped)
+    for n in kv:
+        d96 = n.startswith("fmha_fwd_splitkv_d96_")
+        assert ("_qr_vr_pssk_" if d96 else "_qr_vr_psskddv_") in n, n
+        twin = n.replace("_pssk_", "_psskddv_") if d96 else n.replace("_psskddv_", "_pssk_")
+        assert twin in kept, n
 
 
 def test_every_admitted_feature_combination_has_an_instance(shipped):
-    """By name: every dtype x mode x head dim x mask x bias/softcap x dropout (forward) and every dtype x mode x
-    head dim x bias x mask x dropout x deterministic, head dim exact or padded to 8 (backward) that capability_gap
-    admits has a shipped kernel. tests/test_ck_build.py checks the same through CK's dispatcher, compiled."""
+    """By name: every dtype x mode x head dim x mask x bias/softcap x dropout (forward), every dtype x mode x
+    head dim x bias x mask x dropout x deterministic, head dim exact or padded to 8 (backward), and every KV-cache
+    dtype x bucket x dense/paged x mask x bias/softcap that capability_gap and kvcache_gap admit has a shipped
+    kernel. tests/test_ck_build.py checks the same through CK's dispatchers, compiled."""
     names = set(shipped)
     fwd_feats = [("nlogits", "nbias"), ("nlogits", "alibi"), ("logits", "nbias")]   # CK: no softcap with ALiBi
     for dt, mode, h, mask, (logits, bias), drop in itertools.product(
@@ -80,6 +92,12 @@ def test_every_admitted_feature_combination_has_an_instance(shipped):
             ("dropout", "ndropout")):
         pat = re.compile(rf"fmha_fwd_d{h}_{dt}_{mode}_.*_{logits}_{bias}_{mask}_lse_{drop}_")
         assert any(pat.match(n) for n in names), (dt, mode, h, mask, logits, bias, drop)
+    # KV-cache: every dtype x bucket x dense/paged x mask x (plain, alibi, softcap) in group mode, d96 padded
+    for dt, h, paged, mask, (logits, bias) in itertools.product(
+            ("fp16", "bf16"), (32, 64, 96, 128, 256), ("npagedkv", "pagedkv"), ("mask", "nmask"), fwd_feats):
+        pad = "psskddv" if h == 96 else "pssk"
+        pat = re.compile(rf"fmha_fwd_splitkv_d{h}_{dt}_group_.*_qr_vr_{pad}_{logits}_{bias}_{mask}_lse_.*_{paged}_")
+        assert any(pat.match(n) for n in names), (dt, h, paged, mask, logits, bias)
     for dt, mode, h, pad, bias, mask, drop, det in itertools.product(
             ("fp16", "bf16"), ("batch", "group"), (32, 64, 96, 128, 256), ("npad", "pd8dv8"), ("nbias", "alibi"),
             ("mask", "nmask"), ("dropout", "ndropout"), ("deterministic", "ndeterministic")):
@@ -88,8 +106,9 @@ def test_every_admitted_feature_combination_has_an_instance(shipped):
 
 
 def test_hdims_subset_counts(ck):
-    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128])) == (144, 328)
-    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128, 256])) == (264, 492)
+    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128])) == (144, 328, 56)
+    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128, 256])) == (264, 492, 84)
+    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[192])) == (72, 0, 0)
 
 
 def test_generate_writes_what_list_instances_lists(ck, tmp_path):
@@ -176,11 +195,14 @@ def test_build_time_arithmetic(monkeypatch):
     assert cc.seconds_for(measured, "fwd", 96) == (90.0, "d128's")       # a tie goes to the larger head dim
     assert cc.seconds_for(measured, "fwd", 32) == (60.0, "d64's")
     assert cc.seconds_for(measured, "bwd_dq_dk_dv", 256) == (200.0, "d128's")
+    rows += [dict(kernel="fmha_fwd_splitkv_d128_fp16_x", seconds=30.0),
+             dict(kernel="fmha_fwd_splitkv_combine_d128_fp16_x", seconds=15.0)]
     counts = {("fwd", 64): 10, ("fwd", 128): 10, ("bwd_dq_dk_dv", 128): 64, ("bwd_dot_do_o", 128): 6,
-              ("bwd_convert_dq", 128): 12}
+              ("bwd_convert_dq", 128): 12, ("fwd_splitkv", 64): 8, ("fwd_splitkv_combine", 64): 2}
     monkeypatch.setattr(cc, "HDIM_CHOICES", (None,))
     table = cc.build_time_table(None, "gfx942", rows, counts)
-    core_s = 10 * 60 + 10 * 90 + 64 * 200 + 6 * 20 + 12 * 10
+    core_s = 10 * 60 + 10 * 90 + 64 * 200 + 6 * 20 + 12 * 10 + 8 * 30 + 2 * 15
     row = table.splitlines()[2].split(" | ")
-    assert row[1:4] == ["20", "82", f"{core_s / 3600:.1f}"]
-    assert row[4] == f"{max(core_s / 64, 200) / 60:.0f}"
+    assert row[1:5] == ["20", "82", "10", f"{core_s / 3600:.1f}"]
+    assert row[5] == f"{max(core_s / 64, 200) / 60:.0f}"
+    assert "d64 split-KV (d128's)" in row[6] and "d64 combine (d128's)" in row[6]

@@ -4,7 +4,10 @@ CK mode (default): generates a representative subset of the CK FMHA instances se
 (CK's own codegen), compiles them and our csrc glue device-only with upstream clang and
 tools/hip_stub (no ROCm needed), prints one row per kernel (VGPR, AGPR, SGPR, spills, LDS,
 occupancy, MFMA count, compile seconds) and fails when something does not compile, when an attention
-kernel has no MFMA, when a CK kernel makes calls (s_swappc), or on a spill our flags cause.
+kernel has no MFMA, when a CK kernel makes calls (s_swappc) other than to ROCm's device math library
+(__ocml_*: this stub build has no device libraries to inline; the split-KV combine kernel's exp/log
+call it), or on a spill our flags cause. The subset covers the forward, the backward, and the KV-cache
+split-KV kernels (dense and paged) with their combine kernel.
 
 --triton: compiles Triton kernels with triton.compile for ("hip", "gfx942", 64) and
 ("cuda", 90, 32); `compile_triton` is the reusable piece.
@@ -58,6 +61,11 @@ SUBSET = [
      "*@*@fmha_bwd_d128_fp16_batch_*_npad_nbias_ndbias_mask_ndropout_ndeterministic_*"),
     ("bwd bf16 d64 group deterministic+dropout", "bwd",
      "*@*@fmha_bwd_d64_bf16_group_*_nbias_ndbias_nmask_dropout_*_deterministic_*"),
+    # KV-cache: the split-KV kernel (its combine kernel with the first entry); combine@split-KV filters
+    ("kvcache bf16 d128 paged", "fwd_splitkv",
+     "fmha_fwd_splitkv_combine_d128_bf16_group_*@fmha_fwd_splitkv_d128_bf16_group_*_nlogits_nbias_nmask_*_pagedkv"),
+    ("kvcache fp16 d64 dense alibi+mask", "fwd_splitkv",
+     "fmha_fwd_splitkv_combine_d64_fp16_group_*@fmha_fwd_splitkv_d64_fp16_group_*_nlogits_alibi_mask_*_npagedkv"),
 ]
 
 
@@ -170,8 +178,27 @@ def parse_amdgcn(text: str) -> list[dict]:
         occ = re.search(r"; Occupancy:\s+(\d+)", text[end:]) if end >= 0 else None
         kernels.append(dict(name=name, **fields, occupancy=int(occ.group(1)) if occ else 0,
                             mfma=len(re.findall(r"^\s*v_mfma", body, re.M)),
-                            calls=len(re.findall(r"^\s*s_swappc", body, re.M))))
+                            calls=len(re.findall(r"^\s*s_swappc", body, re.M)), libm_calls=libm_calls(body)))
     return kernels
+
+
+def libm_calls(body: str) -> int:
+    """Calls (s_swappc) to ROCm's device math library (__ocml_*), found by the symbol whose address went
+    into the called register pair: with no device libraries (-nogpulib) their bodies cannot be inlined."""
+    target, n = {}, 0
+    for line in body.splitlines():
+        m = re.match(r"\s*s_add_u32\s+s(\d+),\s*s\d+,\s*(\S+)@rel32@lo", line)
+        if m:
+            target[m[1]] = m[2]
+        m = re.match(r"\s*s_swappc_b64\s+s\[\d+:\d+\],\s*s\[(\d+):\d+\]", line)
+        if m and target.get(m[1], "").startswith("__ocml_"):
+            n += 1
+    return n
+
+
+def shipped_words(totals: dict) -> str:
+    return (f"{totals['fwd']} forward + {totals['bwd']} backward + {totals['kvcache']} KV-cache (split-KV and "
+            "combine) kernels")
 
 
 def short(src: Path) -> str:
@@ -205,15 +232,13 @@ def run_ck(args) -> int:
     full = work / "full"
     shipped = build_ck.generate(ck, full, [args.arch])
     counts = build_ck.count_instances(p for p in shipped if "_api" not in p.name)
-    n_fwd = sum(n for (kind, _), n in counts.items() if kind == "fwd")
-    n_bwd = sum(n for (kind, _), n in counts.items() if kind != "fwd")
-    print(f"shipped set (setup.py): {n_fwd} forward + {n_bwd} backward kernels for {args.arch}")
+    totals = build_ck.group_totals(counts)
+    print(f"shipped set (setup.py): {shipped_words(totals)} for {args.arch}")
     print("  " + ", ".join(f"{kind} d{h}: {n}" for (kind, h), n in counts.items()))
     failures = []
-    want = build_ck.SHIPPED_COUNTS
-    if (n_fwd, n_bwd) != (want["fwd"], want["bwd"]):
-        failures.append(f"the shipped set has {n_fwd} forward + {n_bwd} backward kernels, build_ck.SHIPPED_COUNTS "
-                        f"says {want['fwd']} + {want['bwd']}: a filter or the CK pin changed the set")
+    if totals != build_ck.SHIPPED_COUNTS:
+        failures.append(f"the shipped set has {shipped_words(totals)}, build_ck.SHIPPED_COUNTS says "
+                        f"{shipped_words(build_ck.SHIPPED_COUNTS)}: a filter or the CK pin changed the set")
 
     # 2. the subset's kernels
     jobs = []   # (label, src, expect_mfma)
@@ -225,6 +250,11 @@ def run_ck(args) -> int:
             return 1
         if api == "fwd":
             jobs.append((label, files[0], True))
+        elif api == "fwd_splitkv":   # the split-KV kernel; the combine kernel (no MFMA) once
+            jobs.append((label, next(f for f in files if f.name.startswith("fmha_fwd_splitkv_d")), True))
+            if not any(j[1].name.startswith("fmha_fwd_splitkv_combine_") for j in jobs):
+                jobs.append((label, next(f for f in files if f.name.startswith("fmha_fwd_splitkv_combine_")
+                                         and "_lse_" in f.name), False))
         else:   # the first of each backward kernel kind; only dq_dk_dv multiplies (MFMA)
             for kind in ("fmha_bwd_dot_do_o_", "fmha_bwd_d", "fmha_bwd_convert_dq_"):
                 f = next(f for f in files if f.name.startswith(kind) and (kind != "fmha_bwd_d" or
@@ -232,7 +262,8 @@ def run_ck(args) -> int:
                 jobs.append((label, f, kind == "fmha_bwd_d"))
     # 3. our glue and CK's dispatchers of the shipped set (host code in a device compile: must parse)
     glue = [("glue", ROOT / "csrc" / "ck_fwd.hip", None), ("glue", ROOT / "csrc" / "ck_bwd.hip", None),
-            ("dispatch", full / "fmha_fwd_api.cpp", None), ("dispatch", full / "fmha_bwd_api.cpp", None)]
+            ("dispatch", full / "fmha_fwd_api.cpp", None), ("dispatch", full / "fmha_bwd_api.cpp", None),
+            ("dispatch", full / "fmha_fwd_splitkv_api.cpp", None)]
     asm_dir = work / "asm"
     asm_dir.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -252,12 +283,13 @@ def run_ck(args) -> int:
             kernels = parse_amdgcn(res["asm"].read_text())
             if not kernels:
                 failures.append(f"{src.name}: no kernel in the output")
-            for k in kernels:
-                rows.append(dict(label=label, kernel=short(src), seconds=res["seconds"], cpu=res["cpu"], src=src, **k))
+            for i, k in enumerate(kernels):   # a file's kernels (instances of one template) told apart by number
+                name = short(src) + (f" [{i + 1}/{len(kernels)}]" if len(kernels) > 1 else "")
+                rows.append(dict(label=label, kernel=name, seconds=res["seconds"], cpu=res["cpu"], src=src, **k))
                 if expect and k["mfma"] == 0:
                     failures.append(f"{src.name}: no MFMA instruction")
-                if k["calls"]:
-                    failures.append(f"{src.name}: {k['calls']} calls (s_swappc) in the kernel")
+                if k["calls"] > k["libm_calls"]:
+                    failures.append(f"{src.name}: {k['calls'] - k['libm_calls']} calls (s_swappc) in the kernel")
     order = {label: i for i, (label, _, _) in enumerate(SUBSET)}
     rows.sort(key=lambda r: (order[r["label"]], r["kernel"]))
     # 4. the spill gate: a kernel that spills with our flags is compiled again with CK's example flags
@@ -312,8 +344,11 @@ def spill_gate(clang, ck, arch, rows, out_dir: Path, jobs: int, failures: list) 
                 r["ck_flags_spill"] = f"{t['vgpr_spill']}/{t['sgpr_spill']}"
                 ours = f"{r['vgpr_spill']} VGPRs/{r['sgpr_spill']} SGPRs ({r['scratch']} B scratch)"
                 if t["vgpr_spill"] or t["sgpr_spill"]:
+                    libm = (f", with {r['libm_calls']} calls to __ocml_* math that a ROCm build inlines"
+                            if r.get("libm_calls") else "")
                     notes.append(f"{r['kernel']}: spills {ours} with fa_ck's flags and {t['vgpr_spill']}/"
-                                 f"{t['sgpr_spill']} ({t['scratch']} B) with CK's example flags: the compiler's")
+                                 f"{t['sgpr_spill']} ({t['scratch']} B) with CK's example flags: the compiler's"
+                                 f"{libm}")
                 else:
                     failures.append(f"{r['kernel']}: spills {ours} with fa_ck's flags, none with CK's example "
                                     "flags (build_ck.ck_example_flags): fa_ck's flags cause it")
@@ -342,10 +377,13 @@ def seconds_for(measured: dict, kind: str, hdim: int) -> tuple[float, str]:
     return measured[(kind, near)], f"d{near}'s"
 
 
+BORROWED_NAMES = {"fwd_splitkv": "split-KV", "fwd_splitkv_combine": "combine"}
+
+
 def build_time_table(ck, arch, rows, counts, cores: int = 64) -> str:
     measured = per_kind_seconds(rows)
-    lines = ["| FA_CK_HDIMS | forward kernels | backward kernels | core-hours | wall on 64 cores (min) | "
-             "head dims timed from another's |", "|---|---|---|---|---|---|"]
+    lines = ["| FA_CK_HDIMS | forward kernels | backward kernels | KV-cache kernels | core-hours | "
+             "wall on 64 cores (min) | head dims timed from another's |", "|---|---|---|---|---|---|---|"]
     for hd in HDIM_CHOICES:
         c = counts if hd is None else build_ck.count_instances(
             build_ck.list_instances(ck, [arch], hdims=list(hd)))
@@ -354,14 +392,18 @@ def build_time_table(ck, arch, rows, counts, cores: int = 64) -> str:
             sec, src = seconds_for(measured, kind, h)
             total += n * sec
             if src != "measured":
-                borrowed.add(f"d{h} {'fwd' if kind == 'fwd' else 'bwd'} ({src})")
-        n_f = sum(n for (k, _), n in c.items() if k == "fwd")
+                borrowed.add(f"d{h} {BORROWED_NAMES.get(kind, build_ck.KIND_GROUP[kind])} ({src})")
+        g = build_ck.group_totals(c)
         longest = max(seconds_for(measured, k, h)[0] for (k, h) in c)
         wall = max(total / cores, longest) / 60
         name = "all (default)" if hd is None else ",".join(map(str, hd))
-        lines.append(f"| {name} | {n_f} | {sum(c.values()) - n_f} | {total / 3600:.1f} | {wall:.0f} | "
+        lines.append(f"| {name} | {g['fwd']} | {g['bwd']} | {g['kvcache']} | {total / 3600:.1f} | {wall:.0f} | "
                      f"{', '.join(sorted(borrowed)) or '-'} |")
     return "\n".join(lines)
+
+
+def calls_cell(r) -> str:
+    return f"{r['calls']} ({r['libm_calls']} __ocml)" if r.get("libm_calls") else str(r["calls"])
 
 
 def format_table(rows) -> str:
@@ -371,7 +413,7 @@ def format_table(rows) -> str:
     for r in rows:
         lines.append(f"| {r['label']} | {r['kernel']} | {r['vgpr']} | {r['agpr']} | {r['sgpr']} | "
                      f"{r['vgpr_spill']} | {r['sgpr_spill']} | {r['scratch']} | {r['lds']} | {r['occupancy']} | "
-                     f"{r['mfma']} | {r['calls']} | {r['seconds']:.0f} | {r.get('cpu', 0):.0f} | "
+                     f"{r['mfma']} | {calls_cell(r)} | {r['seconds']:.0f} | {r.get('cpu', 0):.0f} | "
                      f"{r.get('ck_flags_spill', '-')} |")
     return "\n".join(lines)
 
@@ -383,8 +425,6 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
     tail = ""
     if path.is_file() and "\nTriton (" in path.read_text():
         tail = "\nTriton (" + path.read_text().split("\nTriton (", 1)[1]
-    n_fwd = sum(n for (kind, _), n in counts.items() if kind == "fwd")
-    n_bwd = sum(counts.values()) - n_fwd
     dims = sorted({h for _, h in counts})
     count_rows = "\n".join(f"| {kind} | " + " | ".join(str(counts.get((kind, h), 0)) for h in dims) +
                            f" | {sum(counts.get((kind, h), 0) for h in dims)} |" for kind in build_ck.KERNEL_KINDS)
@@ -395,15 +435,17 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
         f"HIP stub tools/hip_stub; not ROCm's compiler)\n- CK: ROCm/composable_kernel {CK_COMMIT} "
         f"(files checked against tools/ck_pin.sha256)\n"
         f"- command: `python tools/ck_compile_check.py --jobs {args.jobs}` ({elapsed / 60:.1f} min on "
-        f"{os.cpu_count()} cores, shared)\n- shipped set (setup.py, this arch): {n_fwd} forward + {n_bwd} backward "
-        f"kernels\n- fa_ck's flags (setup.py's for HIP 6.2-7.1 less `-mllvm -amdgpu-coerce-illegal-types=1`, which "
+        f"{os.cpu_count()} cores, shared)\n- shipped set (setup.py, this arch): "
+        f"{shipped_words(build_ck.group_totals(counts))}\n"
+        f"- fa_ck's flags (setup.py's for HIP 6.2-7.1 less `-mllvm -amdgpu-coerce-illegal-types=1`, which "
         f"clang 22 rejects, and the inlining pair `{' '.join(build_ck.ROCM_ONLY_FLAGS)}`): `{ours}`\n"
         f"- CK's example flags (spill gate): fwd `{' '.join(build_ck.ck_example_flags('fwd'))}`, bwd "
         f"`{' '.join(build_ck.ck_example_flags('bwd'))}`\n\n"
         "Register and spill figures come from upstream clang, not ROCm's: CK chooses code paths by compiler "
         "and HIP version, so a ROCm build can differ (see docs/rocm.md). What this proves: the kernels "
-        "compile for gfx942, use MFMA, make no calls, and spill no more with fa_ck's flags than with CK's own "
-        "example flags. These kernels have not been run on an MI300X.\n\n"
+        "compile for gfx942, use MFMA, make no calls (but to __ocml_* device math, which this stub build cannot "
+        "inline), and spill no more with fa_ck's flags than with CK's own example flags. These kernels have not "
+        "been run on an MI300X.\n\n"
         f"{table}\n\nSpill gate (a kernel that spills with fa_ck's flags, compiled again with CK's example flags):\n\n"
         + "".join(f"- {n}\n" for n in spill_notes) +
         "\nInstances generated per kernel kind and head dim (the shipped set, build_ck.SHIPPED_COUNTS):\n\n"

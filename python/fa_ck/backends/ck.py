@@ -12,13 +12,18 @@ extension, available() says why. What CK's FMHA cannot express is named by unsup
 - float32, fp8, CPU tensors, tensors too large for CK's 32-bit strides.
 Dropout works, but CK draws its own Philox stream from [seed, offset]: the same rng gives a
 different mask than the triton backend (each backend's forward and backward agree with each other).
+
+KV-cache decoding (kvcache_forward) runs CK's split-KV kernel and its combine kernel, dense or paged,
+with GQA, cache_batch_idx, causal/window masks, ALiBi, softcap and lse. kvcache_gap names what they
+cannot serve: head dims other than 32, 64, 65-96, 128, 256; pages that are not a multiple of 128 keys
+(vLLM's 16 among them); cache_leftpad with a paged cache; more than 128 splits; softcap with ALiBi.
 The ck backend is compile-checked for gfx942 in CI and has not been run on an MI300X (docs/rocm.md).
 """
 from __future__ import annotations
 
 import torch
 
-from ..params import AttnParams
+from ..params import AttnParams, KVCacheParams
 
 NAME = "ck"
 _INT32_MAX = 2**31 - 1
@@ -41,12 +46,13 @@ def available() -> tuple[bool, str]:
     return True, f"CK FMHA, head dims {built_hdims('fwd')} (backward {built_hdims('bwd')})"
 
 
-# What a full build holds; CK's codegen has no d192 backward tile, so d129-192 backward runs the 256 bucket.
-_SHIPPED = {"fwd": (32, 64, 96, 128, 192, 256), "bwd": (32, 64, 96, 128, 256)}
+# What a full build holds; CK's codegen has no d192 backward tile, so d129-192 backward runs the 256 bucket,
+# and no d192 split-KV tile.
+_SHIPPED = {"fwd": (32, 64, 96, 128, 192, 256), "bwd": (32, 64, 96, 128, 256), "kvcache": (32, 64, 96, 128, 256)}
 
 
 def built_hdims(direction: str) -> list[int]:
-    """The head-dim buckets the extension holds kernels for, per direction ('fwd' or 'bwd'): what the
+    """The head-dim buckets the extension holds kernels for, per direction ('fwd', 'bwd', 'kvcache'): what the
     extension reports it was built with (FA_CK_HDIMS), else the full shipped set."""
     if _ck is None:
         return list(_SHIPPED[direction])
@@ -126,3 +132,88 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     dq, dk, dv = _ck.bwd(do, q, k, v, out, lse, cu_q, cu_k, mq, mk, scale, wl, wr, alibi,
                          float(p.dropout_p), p.rng, bool(p.deterministic))
     return dq, dk, dv
+
+
+# ---------------------------------------------------------------- KV-cache decoding
+
+_KV_PAGE_MULTIPLE = 128   # CK's paged split-KV reads whole key tiles from one page (csrc/fa_ck.hpp)
+_KV_MAX_SPLITS = 128      # CK's combine kernel takes at most 128 splits
+
+
+def _kv_hdim_gap(d: int) -> str | None:
+    """CK's split-KV dispatcher serves its buckets unpadded, and 65-96 through the d96 kernel, which pads the
+    head dim (the shipped set, build_ck.SPLITKV_FILTER)."""
+    if d % 8:
+        return f"head_dim {d} not a multiple of 8"
+    dims = built_hdims("kvcache")
+    if d in dims or (96 in dims and 64 < d <= 96):
+        return None
+    served = ", ".join("65-96" if h == 96 else str(h) for h in dims) or "none"
+    return f"head_dim {d}: CK's split-KV kernels serve head dims {served} (FA_CK_HDIMS)"
+
+
+def _dense_rows(k_cache) -> int:
+    """Rows between the starts of two cache rows of a dense cache, or -1 when that is not a whole number."""
+    if k_cache.shape[0] <= 1:
+        return 0
+    row, batch = k_cache.stride(1), k_cache.stride(0)
+    return batch // row if row > 0 and batch % row == 0 else -1
+
+
+def kvcache_gap(q, k_cache, v_cache, p: KVCacheParams) -> str | None:
+    """What the split-KV instances built here (or, without the extension, shipped) cannot do for this
+    KV-cache call (None: they can)."""
+    if not q.is_cuda:
+        return "CPU tensors"
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        return f"dtype {q.dtype} (CK: float16, bfloat16)"
+    if k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
+        return "cache dtype differs from q's"
+    d = q.shape[-1]
+    if k_cache.shape[-1] != d or v_cache.shape[-1] != d:
+        return "cache head dim differs from q's"
+    gap = _kv_hdim_gap(d)
+    if gap:
+        return gap
+    if p.softcap > 0 and p.alibi_slopes is not None:
+        return "softcap with alibi"
+    if p.num_splits > _KV_MAX_SPLITS:
+        return f"num_splits {p.num_splits} > {_KV_MAX_SPLITS} (CK's combine kernel)"
+    if any(t.stride(-1) != 1 for t in (k_cache, v_cache)):
+        return "caches whose last dim is not contiguous"
+    if any(s > _INT32_MAX for t in (q, k_cache, v_cache) for s in t.stride()):
+        return "strides beyond CK's 32-bit indexing"
+    if p.paged:
+        page = k_cache.shape[1]
+        if page % _KV_PAGE_MULTIPLE:
+            return f"page size {page} (CK's paged split-KV needs a multiple of {_KV_PAGE_MULTIPLE})"
+        if p.leftpad is not None:
+            return "cache_leftpad with a paged cache (CK's paged split-KV reads keys from the page start)"
+        return None
+    rows = _dense_rows(k_cache)
+    if rows < 0 or rows != _dense_rows(v_cache):
+        return "a dense cache whose batch stride is not a whole number of rows (the same for k and v)"
+    if k_cache.shape[0] * rows > _INT32_MAX:
+        return "a dense cache with more rows than CK's 32-bit row index"
+    return None
+
+
+def kvcache_unsupported(q, k_cache, v_cache, p: KVCacheParams) -> str | None:
+    ok, why = available()
+    if not ok:
+        return why
+    if not hasattr(_ck, "kvcache_fwd"):
+        return "fa_ck._ck was built without KV-cache kernels: rebuild it (README, section ROCm)"
+    return kvcache_gap(q, k_cache, v_cache, p)
+
+
+def kvcache_forward(q, k_cache, v_cache, p: KVCacheParams):
+    """out (B, Sq, Hq, D), lse (B, Hq, Sq) float32; reads the cache, never writes it, never syncs the host."""
+    alibi = p.alibi_slopes
+    if alibi is not None:
+        alibi = alibi.to(device=q.device, dtype=torch.float32).contiguous()
+    batch_idx = None if p.paged else p.batch_idx          # paged rows read block_table[b] only
+    out, lse = _ck.kvcache_fwd(q, k_cache, v_cache, p.seqlens_k, p.leftpad, batch_idx, p.block_table,
+                               float(p.scale), int(p.window_left), int(p.window_right), alibi, float(p.softcap),
+                               int(p.num_splits))
+    return out, lse

@@ -496,9 +496,9 @@ def test_meta_tensors_give_shapes_and_write_nothing():
 _COMPILE_STEP = """
 import sys, torch, fa_ck
 from fa_ck import reference
-backend, device = sys.argv[1], sys.argv[2]
+backend, device, dtype = sys.argv[1], sys.argv[2], getattr(torch, sys.argv[3])
 torch.manual_seed(0)
-kc, vc = torch.zeros(2, 32, 2, 16, device=device), torch.zeros(2, 32, 2, 16, device=device)
+kc, vc = (torch.zeros(2, 32, 2, 16, device=device, dtype=dtype) for _ in range(2))
 angle = torch.rand(64, 4, device=device) * 6.28
 cos, sin = angle.cos(), angle.sin()
 
@@ -509,8 +509,7 @@ def step(q, k, v, lens):
 compiled = torch.compile(step, fullgraph=True, backend="aot_eager")       # fullgraph: a graph break raises
 ref_k, ref_v, err = kc.clone(), vc.clone(), 0.0
 for t in range(3):                          # decode steps: the first fa_ck call of the process is traced
-    q, k, v = torch.randn(2, 1, 4, 16, device=device), torch.randn(2, 1, 2, 16, device=device), \\
-        torch.randn(2, 1, 2, 16, device=device)
+    q, k, v = (torch.randn(2, 1, h, 16, device=device).to(dtype) for h in (4, 2, 2))
     lens = torch.tensor([t, 2 * t], dtype=torch.int32, device=device)
     out, lse = compiled(q, k, v, lens)
     want, want_lse, ref_k, ref_v = reference.flash_attn_with_kvcache(q, ref_k, ref_v, k, v, cos, sin, lens,
@@ -523,11 +522,13 @@ print(err)
 
 @pytest.mark.parametrize("backend", ["auto"] + BACKENDS)
 def test_torch_compile_fullgraph_decode_step_in_a_fresh_process(backend):
+    # the decode kernels take 16-bit caches; the others are checked in float32's exact sums
+    dtype = "float16" if backend == "triton" else "float32"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    run = subprocess.run([sys.executable, "-c", _COMPILE_STEP, backend, DEVICE], capture_output=True, text=True,
-                         env=env, timeout=600)
+    run = subprocess.run([sys.executable, "-c", _COMPILE_STEP, backend, DEVICE, dtype], capture_output=True,
+                         text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert float(run.stdout.split()[-1]) < 1e-5
+    assert float(run.stdout.split()[-1]) < (2e-3 if dtype == "float16" else 1e-5)
 
 
 def test_reference_kvcache_pieces_agree_with_the_whole():

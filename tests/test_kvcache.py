@@ -426,7 +426,7 @@ ERRORS = [
     ("causal", _set(causal=None), TypeError, "causal must be a bool"),
     ("window_type", _set(window_size=(1.5, 0)), TypeError, "window_size must be two integers"),
     ("window_value", _set(window_size=(-2, 0)), ValueError, "window_size values must be >= 0"),
-    ("softcap", _set(softcap=-1.0), ValueError, "softcap must be finite and >= 0"),
+    ("softcap", _set(softcap=-1.0), ValueError, "softcap must be >= 0.0, got -1.0"),
     ("softmax_scale", _set(softmax_scale="0.5"), TypeError, "softmax_scale must be a real number"),
     ("alibi_dtype", _set(alibi_slopes=torch.ones(4, dtype=torch.float64, device=DEVICE)), TypeError,
      "alibi_slopes must be"),

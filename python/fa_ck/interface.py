@@ -5,14 +5,12 @@ Every check runs before any kernel, and every error names the argument at fault.
 from __future__ import annotations
 
 import math
-import numbers
-import operator
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
-from . import dispatch, ops, reference
+from . import checks, dispatch, ops, reference
 from .params import FP8_DTYPES as _FP8_DTYPES, AttnParams
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -20,17 +18,10 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 # ---------------------------------------------------------------- checks
 
-def _tensor(name: str, t, rank: Optional[int] = None):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if rank is not None and t.dim() != rank:
-        raise ValueError(f"{name} must have {rank} dims, got shape {tuple(t.shape)}")
-
-
 def _check_qkv(q, k, v, rank: int, layout: str, dtypes=_DTYPES):
     """layout names the dims, e.g. '(batch, seqlen, heads, head_dim)': it says where heads are."""
     for name, t in (("q", q), ("k", k), ("v", v)):
-        _tensor(name, t)
+        checks.tensor(name, t)
         if t.dim() != rank:
             raise ValueError(f"{name} must be {rank}-D {layout}, got shape {tuple(t.shape)}")
         if t.dtype not in dtypes:
@@ -60,57 +51,10 @@ def _last_dim_contiguous(t):
     return t if t.stride(-1) == 1 or t.shape[-1] == 1 else t.contiguous()
 
 
-def _integer(w) -> Optional[int]:
-    """w as an int if it is one (Python, numpy or a 0-dim integer tensor), else None; bools are not."""
-    if isinstance(w, bool) or str(getattr(w, "dtype", "")) in ("bool", "torch.bool"):
-        return None
-    if isinstance(w, torch.Tensor) and w.dim() != 0:
-        return None
-    try:
-        return operator.index(w)
-    except TypeError:
-        return None
-
-
-def _check_window(window_size) -> tuple[int, int]:
-    """Any sequence of two integers, as flash-attn takes it: a tuple, a list, a 2-element integer tensor."""
-    vals = None
-    try:
-        if not isinstance(window_size, (str, bytes)) and len(window_size) == 2:
-            vals = [_integer(window_size[0]), _integer(window_size[1])]
-    except (TypeError, IndexError, KeyError):     # no len() or no [0], [1]: not a sequence
-        pass
-    if vals is None or None in vals:
-        raise TypeError(f"window_size must be two integers (left, right), got {window_size!r}")
-    if any(w < -1 for w in vals):
-        raise ValueError(f"window_size values must be >= 0, or -1 for unbounded, got {tuple(vals)}")
-    return vals[0], vals[1]
-
-
-def _check_bool(name: str, x) -> bool:
-    if not isinstance(x, bool):
-        raise TypeError(f"{name} must be a bool, got {type(x).__name__}")
-    return x
-
-
-def _check_float(name, x, lo=None, hi=None, hi_open=False) -> float:
-    """A finite real number (Python's or numpy's, what float() takes exactly), never a bool or a tensor."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        hint = " (pass a Python float, e.g. float(t))" if isinstance(x, torch.Tensor) else ""
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}{hint}")
-    x = float(x)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x}")
-    if (lo is not None and x < lo) or (hi is not None and (x >= hi if hi_open else x > hi)):
-        bound = f"in [{lo}, {hi})" if hi_open else f">= {lo}"
-        raise ValueError(f"{name} must be {bound}, got {x}")
-    return x
-
-
 def _check_alibi(alibi_slopes, batch: int, heads: int, device):
     if alibi_slopes is None:
         return None
-    _tensor("alibi_slopes", alibi_slopes)
+    checks.tensor("alibi_slopes", alibi_slopes)
     if alibi_slopes.dtype != torch.float32:
         raise TypeError(f"alibi_slopes must be float32, got {alibi_slopes.dtype}")
     if tuple(alibi_slopes.shape) not in ((heads,), (batch, heads)):
@@ -122,7 +66,7 @@ def _check_alibi(alibi_slopes, batch: int, heads: int, device):
 
 
 def _check_cu_seqlens(name, cu, total: int, device, max_seqlen, max_name) -> int:
-    _tensor(name, cu, rank=1)
+    checks.tensor(name, cu, rank=1)
     if cu.dtype != torch.int32:
         raise TypeError(f"{name} must be int32, got {cu.dtype}")
     if cu.device != device:
@@ -151,11 +95,11 @@ def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, d
     """seqlens: (longest q sequence, longest k sequence); default q's and k's dim 1 (batch layout).
     scale_name: what the caller calls the scale (attention: scale; flash-attn's: softmax_scale).
     draw_rng=False (explain): no dropout seed is drawn, so the caller's RNG stream is untouched."""
-    _check_bool("causal", causal)
-    _check_bool("deterministic", deterministic)
+    checks.boolean("causal", causal)
+    checks.boolean("deterministic", deterministic)
     head_dim = q.shape[-1]
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else _check_float(scale_name, scale)
-    left, right = _check_window(window_size)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else checks.real(scale_name, scale)
+    left, right = checks.window(window_size)
     if causal:
         right = 0 if right < 0 else min(right, 0)   # causal is the window's right edge at the diagonal
     sq, sk = seqlens if seqlens is not None else (q.shape[1], k.shape[1])
@@ -165,8 +109,8 @@ def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, d
         left = -1
     if right >= sq:
         right = -1
-    softcap = _check_float("softcap", softcap, 0.0)
-    dropout_p = _check_float("dropout_p", dropout_p, 0.0, 1.0, hi_open=True)
+    softcap = checks.real("softcap", softcap, 0.0)
+    dropout_p = checks.real("dropout_p", dropout_p, 0.0, 1.0, hi_open=True)
     rng = None
     if dropout_p > 0 and draw_rng:
         # seed material drawn from the device's generator: torch.manual_seed makes it reproducible
@@ -231,7 +175,7 @@ def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
     and what KV-cache decoding needs when Sq < Sk. Returns out (B, Hq, Sq, D) in q's dtype, and
     with return_lse also lse (B, Hq, Sq) float32 (natural log; -inf for a row that sees no key).
     """
-    _check_bool("return_lse", return_lse)
+    checks.boolean("return_lse", return_lse)
     q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
                                    deterministic, backend, fp8)
     p.extra["returns_lse"] = return_lse
@@ -245,7 +189,7 @@ def explain(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
             softcap: float = 0.0, dropout_p: float = 0.0, deterministic: bool = False,
             backend: str = "auto", return_lse: bool = False, fp8: bool = False) -> str:
     """Which backend would serve attention(q, k, v, ...) with the same arguments, and why."""
-    _check_bool("return_lse", return_lse)
+    checks.boolean("return_lse", return_lse)
     q, k, v, p = _sdpa_layout_call(q, k, v, causal, scale, window_size, alibi_slopes, softcap, dropout_p,
                                    deterministic, backend, fp8, draw_rng=False)
     p.extra["returns_lse"] = return_lse
@@ -331,7 +275,7 @@ def _check_descale(name, t, batch: int, heads: int, device, heads_of: str, kv_he
     3 takes q_descale, and repeated over each group."""
     if t is None:
         return None
-    _tensor(name, t, rank=2)
+    checks.tensor(name, t, rank=2)
     if t.dtype != torch.float32:
         raise TypeError(f"{name} must be float32, got {t.dtype}")
     if kv_heads is not None and kv_heads != heads and tuple(t.shape) == (batch, kv_heads):
@@ -372,7 +316,7 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, window_size=(
     to fp8 times the format's max; softmax statistics stay fp32.
     Returns out, or (out, softmax_lse (B, Hq, Sq) float32) with return_lse.
     """
-    _check_bool("return_lse", return_lse)
+    checks.boolean("return_lse", return_lse)
     fp8_in = isinstance(q, torch.Tensor) and q.dtype in _FP8_DTYPES
     _check_batched(q, k, v, "(batch, seqlen, heads, head_dim)", backend, _FP8_DTYPES if fp8_in else _DTYPES)
     b, hq, hkv = q.shape[0], q.shape[2], k.shape[2]
@@ -437,7 +381,7 @@ def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=Fal
                               softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False,
                               *, backend="auto"):
     """qkv (B, S, 3, H, D)."""
-    _tensor("qkv", qkv, rank=5)
+    checks.tensor("qkv", qkv, rank=5)
     if qkv.shape[2] != 3:
         raise ValueError(f"qkv must be (batch, seqlen, 3, heads, head_dim), got {tuple(qkv.shape)}")
     return flash_attn_func(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], dropout_p, softmax_scale, causal,
@@ -448,7 +392,7 @@ def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=Fa
                              softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False,
                              *, backend="auto"):
     """q (B, Sq, Hq, D), kv (B, Sk, 2, Hkv, D)."""
-    _tensor("kv", kv, rank=5)
+    checks.tensor("kv", kv, rank=5)
     if kv.shape[2] != 2:
         raise ValueError(f"kv must be (batch, seqlen, 2, heads, head_dim), got {tuple(kv.shape)}")
     return flash_attn_func(q, kv[:, :, 0], kv[:, :, 1], dropout_p, softmax_scale, causal, window_size,
@@ -459,7 +403,7 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
                                      causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                                      deterministic=False, return_attn_probs=False, *, backend="auto"):
     """qkv (total, 3, H, D)."""
-    _tensor("qkv", qkv, rank=4)
+    checks.tensor("qkv", qkv, rank=4)
     if qkv.shape[1] != 3:
         raise ValueError(f"qkv must be (total_tokens, 3, heads, head_dim), got {tuple(qkv.shape)}")
     return flash_attn_varlen_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
@@ -472,7 +416,7 @@ def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqle
                                     alibi_slopes=None, deterministic=False, return_attn_probs=False,
                                     *, backend="auto"):
     """q (total_q, Hq, D), kv (total_k, 2, Hkv, D)."""
-    _tensor("kv", kv, rank=4)
+    checks.tensor("kv", kv, rank=4)
     if kv.shape[1] != 2:
         raise ValueError(f"kv must be (total_tokens, 2, heads, head_dim), got {tuple(kv.shape)}")
     return flash_attn_varlen_func(q, kv[:, 0], kv[:, 1], cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,

@@ -19,7 +19,6 @@ Shape, dtype and device checks always run.
 from __future__ import annotations
 
 import math
-import numbers
 import operator
 import os
 from typing import Optional
@@ -27,7 +26,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from . import dispatch, reference
+from . import checks, dispatch, reference
 from .params import KVCacheParams
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -37,63 +36,9 @@ _CACHE_LAYOUT = ("(batch_cache, seqlen_cache, heads_k, head_dim), or (num_blocks
 
 # ---------------------------------------------------------------- argument checks
 
-def _tensor(name: str, t, rank: Optional[int] = None, dtype=None, device=None) -> Tensor:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if rank is not None and t.dim() != rank:
-        raise ValueError(f"{name} must have {rank} dims, got shape {tuple(t.shape)}")
-    if dtype is not None and t.dtype != dtype:
-        raise TypeError(f"{name} must be {dtype}, got {t.dtype}")
-    if device is not None and t.device != device:
-        raise ValueError(f"{name} must be on {device} like q, got {t.device}")
-    return t
-
-
-def _bool(name: str, x) -> bool:
-    if not isinstance(x, bool):
-        raise TypeError(f"{name} must be a bool, got {type(x).__name__}")
-    return x
-
-
-def _int(x) -> Optional[int]:
-    """x as an int if it is one (Python, numpy or a 0-dim integer tensor), else None; bools are not."""
-    if isinstance(x, bool) or str(getattr(x, "dtype", "")) in ("bool", "torch.bool"):
-        return None
-    if isinstance(x, torch.Tensor) and x.dim() != 0:
-        return None
-    try:
-        return operator.index(x)
-    except TypeError:
-        return None
-
-
-def _real(name: str, x, lo: Optional[float] = None) -> float:
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    x = float(x)
-    if not math.isfinite(x) or (lo is not None and x < lo):
-        raise ValueError(f"{name} must be finite" + (f" and >= {lo}" if lo is not None else "") + f", got {x}")
-    return x
-
-
-def _window(window_size) -> tuple[int, int]:
-    """Two integers, as flash-attn takes them: a tuple, a list or a 2-element integer tensor."""
-    vals = None
-    try:
-        if not isinstance(window_size, (str, bytes)) and len(window_size) == 2:
-            vals = [_int(window_size[0]), _int(window_size[1])]
-    except (TypeError, IndexError, KeyError):
-        pass
-    if vals is None or None in vals:
-        raise TypeError(f"window_size must be two integers (left, right), got {window_size!r}")
-    if min(vals) < -1:
-        raise ValueError(f"window_size values must be >= 0, or -1 for unbounded, got {tuple(vals)}")
-    return vals[0], vals[1]
-
-
 def _check_layout(q, k_cache, v_cache, k, v, block_table) -> tuple[int, int]:
     """Shapes, dtypes and devices of the tensors; returns (capacity of a cache row, new tokens)."""
-    _tensor("q", q)
+    checks.tensor("q", q)
     if q.dim() != 4:
         raise ValueError(f"q must be 4-D (batch, seqlen, heads, head_dim), got shape {tuple(q.shape)}")
     if q.dtype not in _DTYPES:
@@ -102,7 +47,7 @@ def _check_layout(q, k_cache, v_cache, k, v, block_table) -> tuple[int, int]:
     if d < 1:
         raise ValueError("head_dim must be at least 1")
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-        _tensor(name, t, device=q.device)
+        checks.tensor(name, t, device=q.device)
         if t.dim() != 4:
             raise ValueError(f"{name} must be 4-D {_CACHE_LAYOUT}, got shape {tuple(t.shape)}")
         if t.dtype != q.dtype:
@@ -124,7 +69,7 @@ def _check_layout(q, k_cache, v_cache, k, v, block_table) -> tuple[int, int]:
     if k is not None:
         want = f"(batch, seqlen_new, heads_k, head_dim) = ({b}, seqlen_new, {hkv}, {d})"
         for name, t in (("k", k), ("v", v)):
-            _tensor(name, t, device=q.device)
+            checks.tensor(name, t, device=q.device)
             if t.dim() != 4 or t.shape[0] != b or t.shape[2:] != k_cache.shape[2:]:
                 raise ValueError(f"{name} must be {want}, got shape {tuple(t.shape)}")
             if t.dtype != q.dtype:
@@ -134,7 +79,7 @@ def _check_layout(q, k_cache, v_cache, k, v, block_table) -> tuple[int, int]:
         n_new = k.shape[1]
     if block_table is None:
         return k_cache.shape[1], n_new
-    _tensor("block_table", block_table, rank=2, dtype=torch.int32, device=q.device)
+    checks.tensor("block_table", block_table, rank=2, dtype=torch.int32, device=q.device)
     if block_table.shape[0] != b:
         raise ValueError(f"block_table must be (batch, max_blocks) with q's batch ({b}), "
                          f"got {tuple(block_table.shape)}")
@@ -144,7 +89,7 @@ def _check_layout(q, k_cache, v_cache, k, v, block_table) -> tuple[int, int]:
 def _check_index(name: str, t, batch: int, device):
     if t is None:
         return None
-    _tensor(name, t, rank=1, dtype=torch.int32, device=device)
+    checks.tensor(name, t, rank=1, dtype=torch.int32, device=device)
     if t.shape[0] != batch:
         raise ValueError(f"{name} must have shape ({batch},) (q's batch), got {tuple(t.shape)}")
     return t
@@ -167,7 +112,7 @@ def _check_lengths(q, k_cache, cache_seqlens, cache_batch_idx, cache_leftpad, bl
         return capacity                 # flash-attn's meaning: every row is full
     if isinstance(cache_seqlens, torch.Tensor):
         return _check_index("cache_seqlens", cache_seqlens, b, q.device)
-    n = _int(cache_seqlens)
+    n = checks.integer(cache_seqlens)
     if n is None:
         raise TypeError(f"cache_seqlens must be an int or a ({b},) int32 tensor, got {type(cache_seqlens).__name__}")
     if n < 0 or n + n_new > capacity:
@@ -177,7 +122,7 @@ def _check_lengths(q, k_cache, cache_seqlens, cache_batch_idx, cache_leftpad, bl
 
 
 def _check_rotary(q, k, rotary_cos, rotary_sin, rotary_interleaved):
-    _bool("rotary_interleaved", rotary_interleaved)
+    checks.boolean("rotary_interleaved", rotary_interleaved)
     if rotary_cos is None and rotary_sin is None:
         return
     if rotary_cos is None or rotary_sin is None:
@@ -186,7 +131,7 @@ def _check_rotary(q, k, rotary_cos, rotary_sin, rotary_interleaved):
     if k is None:
         raise ValueError("rotary_cos/rotary_sin rotate q and the new keys: they need k and v (flash-attn's rule)")
     for name, t in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin)):
-        _tensor(name, t, rank=2, device=q.device)
+        checks.tensor(name, t, rank=2, device=q.device)
         if not t.dtype.is_floating_point:
             raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
     if rotary_sin.shape != rotary_cos.shape:
@@ -200,7 +145,7 @@ def _check_rotary(q, k, rotary_cos, rotary_sin, rotary_interleaved):
 def _check_alibi(alibi_slopes, batch: int, heads: int, device):
     if alibi_slopes is None:
         return None
-    _tensor("alibi_slopes", alibi_slopes, dtype=torch.float32, device=device)
+    checks.tensor("alibi_slopes", alibi_slopes, dtype=torch.float32, device=device)
     if tuple(alibi_slopes.shape) not in ((heads,), (batch, heads)):
         raise ValueError(f"alibi_slopes must have shape ({heads},) or ({batch}, {heads}), "
                          f"got {tuple(alibi_slopes.shape)}")
@@ -340,12 +285,12 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
     lens = _check_lengths(q, k_cache, cache_seqlens, cache_batch_idx, cache_leftpad, block_table, n_new, capacity)
     _check_rotary(q, k, rotary_cos, rotary_sin, rotary_interleaved)
     b, sq, hq, d = q.shape
-    _bool("causal", causal)
-    scale = 1.0 / math.sqrt(d) if softmax_scale is None else _real("softmax_scale", softmax_scale)
-    softcap = _real("softcap", softcap, 0.0)
-    left, right = _window(window_size)
-    if _int(num_splits) is None or num_splits < 0:
-        raise (TypeError if _int(num_splits) is None else ValueError)(
+    checks.boolean("causal", causal)
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else checks.real("softmax_scale", softmax_scale)
+    softcap = checks.real("softcap", softcap, 0.0)
+    left, right = checks.window(window_size)
+    if checks.integer(num_splits) is None or num_splits < 0:
+        raise (TypeError if checks.integer(num_splits) is None else ValueError)(
             f"num_splits must be an int >= 0 (0: the backend chooses), got {num_splits!r}")
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a str, got {type(backend).__name__}")
@@ -398,7 +343,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     query that sees no key gives 0 and lse -inf. Values of the index tensors are checked with one
     host read per call on a GPU (module docstring: when it is skipped).
     """
-    _bool("return_softmax_lse", return_softmax_lse)
+    checks.boolean("return_softmax_lse", return_softmax_lse)
     q, args, p = _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
                           cache_leftpad, block_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
                           alibi_slopes, num_splits, backend)
@@ -420,7 +365,7 @@ def explain_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary
                     return_softmax_lse=False, *, backend="auto") -> str:
     """Which backend would serve flash_attn_with_kvcache with the same arguments, and why. Runs the same
     checks, and writes nothing."""
-    _bool("return_softmax_lse", return_softmax_lse)
+    checks.boolean("return_softmax_lse", return_softmax_lse)
     q, args, p = _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
                           cache_leftpad, block_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
                           alibi_slopes, num_splits, backend)

@@ -60,6 +60,8 @@ from bench.out_dir import default_out_dir  # noqa: E402
 # repeats the triton or ck variant, so there `all` leaves it out.
 VARIANTS = ["sdpa", "auto", "triton", "triton-autotune", "triton-fp8", "ck", "flex", "te", "naive"]
 NAMED_ONLY_ON_GPU = {"auto"}
+# Compiling naive attention would fuse its mask and softmax: it stays eager, to measure the unfused baseline.
+EAGER_VARIANTS = {"naive"}
 TRITON_VARIANTS = ("triton", "triton-autotune", "triton-fp8")
 # make_variant's answer for a variant that trains in a child process (nanogpt_cpu.SHORT_RUN)
 SHORT_RUN_VARIANT = "short interpreted run"
@@ -474,7 +476,8 @@ def train_variant(name, attention, args, run, init_state, result):
     optimizer = model.configure_optimizers(args.weight_decay, args.lr, (0.9, 0.95), device.type)
     # fp16 needs loss scaling to keep small gradients from flushing to zero; bf16 and fp32 do not
     scaler = torch.amp.GradScaler(device.type, enabled=(run["dtype"] == torch.float16))
-    compiled = torch.compile(model) if args.compile else model
+    result["compile_asked"], result["compiled"] = args.compile, args.compile and name not in EAGER_VARIANTS
+    compiled = torch.compile(model) if result["compiled"] else model
     trained = compiled
     if world_size > 1:
         from torch.nn.parallel import DistributedDataParallel
@@ -667,6 +670,8 @@ def variant_label(name, r):
     tags = [r["served_by"]] if r.get("served_by") else []
     if r.get("interpreted") and not r.get("separate_run"):
         tags.append("interpreted")
+    if r.get("compiled") is False and name in EAGER_VARIANTS and r.get("compile_asked"):
+        tags.append("eager")
     return f"{name} ({', '.join(tags)})" if tags else name
 
 

@@ -378,6 +378,16 @@ def test_report_gives_attention_share_per_variant(tmp_path):
     assert row.split(" | ")[column] == f"{100 * report['variants']['sdpa']['attention_share']:.0f}"
 
 
+def test_compiled_runs_keep_naive_eager_and_say_so(tmp_path, monkeypatch):
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: compiled.append(model) or model)
+    report = run_main(tmp_path, "--attn", "naive,sdpa", "--compile")
+    assert [r["compiled"] for r in (report["variants"]["naive"], report["variants"]["sdpa"])] == [False, True]
+    assert len(compiled) == 1 and compiled[0].transformer.h[0].attn.attention is nanogpt.sdpa_attention
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "| naive (eager) |" in markdown and "| sdpa |" in markdown
+
+
 def test_cpu_default_run_writes_the_report(tmp_path):
     """The command line as a user runs it, with few steps: JSON, markdown and PNGs appear; fa_ck's
     auto dispatch trains beside sdpa, naming its backend, and the Triton kernels' short run in the

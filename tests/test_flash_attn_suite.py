@@ -81,12 +81,44 @@ def test_cpu_selection_is_each_feature_alone_at_the_smallest_size():
 
 
 def test_skip_reasons():
-    assert "flash_attn_with_kvcache" in suite.skip_reason("test_flash_attn_kvcache[x]", {}, False, False)
-    assert suite.skip_reason("test_flash_attn_kvcache[x]", {}, True, False) is None
     paged = {"paged_kv_block_size": 256}
-    assert "block_table" in suite.skip_reason("test_flash_attn_varlen_causal[x]", paged, False, False)
-    assert suite.skip_reason("test_flash_attn_varlen_causal[x]", paged, False, True) is None
-    assert suite.skip_reason("test_flash_attn_varlen_causal[x]", {"paged_kv_block_size": None}, False, False) is None
+    assert suite.skip_reason("test_flash_attn_kvcache[x]", {}, False) is None
+    assert suite.skip_reason("test_flash_attn_kvcache[x]", paged, False) is None     # flash_attn_with_kvcache pages
+    assert "block_table" in suite.skip_reason("test_flash_attn_varlen_causal[x]", paged, False)
+    assert suite.skip_reason("test_flash_attn_varlen_causal[x]", paged, True) is None
+    assert suite.skip_reason("test_flash_attn_varlen_causal[x]", {"paged_kv_block_size": None}, False) is None
+
+
+def _kvcache_grid():
+    return _grid("test_flash_attn_kvcache", seqlen_q=[1, 64], seqlen_k=[128, 256], d=[59, 128], has_batch_idx=[False],
+                 has_leftpad=[False, True], paged_kv_block_size=[None, 256], rotary_fraction=[0.0, 0.5, 1.0],
+                 rotary_interleaved=[False, True], seqlen_new_eq_seqlen_q=[True, False], causal=[False, True],
+                 local=[False, True], alibi=[False, True], new_kv=[False, True], mha_type=["mha", "gqa"],
+                 num_splits=[1, 0], dtype=[torch.float16])
+
+
+def test_cpu_selection_of_kvcache_appends_and_rotates():
+    """Each feature alone at the smallest size with new keys appended, and each feature beside rotary
+    (rotary_dim < head_dim) with 64 queries, where the causal rule for q's positions shows."""
+    sel, _ = suite.select(_kvcache_grid(), cpu=True)
+    params = [it.callspec.params for it in sel]
+    assert all(p["d"] == 59 and p["has_batch_idx"] is False for p in params)
+    small = [p for p in params if (p["seqlen_q"], p["seqlen_k"]) == (1, 128)]
+    rotary = [p for p in params if (p["seqlen_q"], p["seqlen_k"]) == (64, 256)]
+    assert len(small) + len(rotary) == len(params)
+    assert sum(p["new_kv"] for p in small) == len(small) - 1          # the plain case appends; one case does not
+    assert all(p["rotary_fraction"] == 0.5 and p["new_kv"] for p in rotary)
+    assert any(p["causal"] for p in rotary) and any(p["paged_kv_block_size"] == 256 for p in rotary)
+    assert 10 <= len(small) <= 16 and 8 <= len(rotary) <= 14
+
+
+def test_gpu_selection_of_kvcache_keeps_paged_and_rotary_cases():
+    items = _kvcache_grid()
+    sel, _ = suite.select(items)
+    n = len([it for it in items if it.callspec.params["d"] in suite.HEAD_DIMS]) / suite.KEEP_ONE_IN[
+        "test_flash_attn_kvcache"]
+    assert 0.5 * n < len(sel) < 1.5 * n
+    assert {it.callspec.params["paged_kv_block_size"] for it in sel} == {None, 256}
 
 
 @pytest.fixture
@@ -103,24 +135,24 @@ def shim(tmp_path, monkeypatch):
 
 
 def test_shim_reexports_fa_ck(shim):
-    from flash_attn.flash_attn_interface import HAS_KVCACHE, _get_block_size_n
+    from flash_attn.flash_attn_interface import _get_block_size_n, flash_attn_with_kvcache
     for name in ("flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",
-                 "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func"):
+                 "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func", "flash_attn_with_kvcache"):
         assert getattr(shim, name) is getattr(fa_ck, name)
+    assert flash_attn_with_kvcache is fa_ck.flash_attn_with_kvcache
     assert _get_block_size_n is fa_ck.interface.s_dmask_block_n
-    assert HAS_KVCACHE == hasattr(fa_ck, "flash_attn_with_kvcache")
-    if not HAS_KVCACHE:
-        with pytest.raises(NotImplementedError):
-            shim.flash_attn_with_kvcache()
-    assert suite._paged_kv_supported() is False       # fa_ck refuses a block_table today; update with the feature
+    assert suite._paged_kv_supported() is False       # varlen refuses a block_table today; update with the feature
 
 
 def test_gpu_query_stand_ins_answer_only_for_a_missing_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", torch.cuda.get_device_capability)
     monkeypatch.setattr(torch.cuda, "get_device_properties", torch.cuda.get_device_properties)
+    monkeypatch.setattr(torch.cuda, "device", torch.cuda.device)
     suite.stand_in_for_gpu_queries()
     assert torch.cuda.get_device_capability("cuda") == (9, 0)
     assert torch.cuda.get_device_properties("cuda").total_memory >= 16 * 2**30
+    with torch.cuda.device(torch.zeros(1).device.index):          # a CPU tensor's index: None
+        pass
 
 
 def test_script_parses_and_pins_the_shim_version():

@@ -1,10 +1,11 @@
-"""Which backend serves a call, and why. explain() prints exactly what choose() decides."""
+"""Which backend serves a call, and why. explain() prints exactly what choose() decides, explain_kvcache()
+what choose_kvcache() decides."""
 from __future__ import annotations
 
 import importlib
 import os
 
-from .params import AttnParams
+from .params import AttnParams, KVCacheParams
 
 NAMES = ("ck", "triton", "sdpa", "reference")
 AUTO_ORDER = ("ck", "triton", "reference")   # sdpa serves only when asked for by name
@@ -74,6 +75,37 @@ def choose(q, k, v, p: AttnParams, backend: str | None = "auto") -> tuple[str, l
             return cand, lines
         lines.append(f"{cand}: skipped, {why}")
     raise NotImplementedError("no backend can serve this call:\n  " + "\n  ".join(lines))
+
+
+def kvcache_unsupported(name: str, q, k_cache, v_cache, p: KVCacheParams) -> str | None:
+    """Why backend `name` cannot serve this KV-cache call, or None; a backend without the KV-cache
+    functions (backends/__init__.py) cannot serve any."""
+    mod = module(name)
+    if isinstance(mod, _Broken):
+        return mod.reason
+    if not (hasattr(mod, "kvcache_unsupported") and hasattr(mod, "kvcache_forward")):
+        return "no KV-cache path"
+    return mod.kvcache_unsupported(q, k_cache, v_cache, p)
+
+
+def choose_kvcache(q, k_cache, v_cache, p: KVCacheParams, backend: str | None = "auto") -> tuple[str, list[str]]:
+    """choose() for flash_attn_with_kvcache: (backend name, one line per backend considered)."""
+    name = requested(backend)
+    if name != "auto":
+        why = kvcache_unsupported(name, q, k_cache, v_cache, p)
+        if why is not None:
+            raise NotImplementedError(f"backend {name!r} cannot serve this KV-cache call: {why} "
+                                      f"(call uses: {', '.join(p.features())}; see fa_ck.explain_kvcache())")
+        return name, [f"{name}: forced (backend={backend!r}"
+                      + (", FA_CK_BACKEND" if backend in (None, "auto") else "") + ")"]
+    lines = []
+    for cand in AUTO_ORDER:
+        why = kvcache_unsupported(cand, q, k_cache, v_cache, p)
+        if why is None:
+            lines.append(f"{cand}: chosen")
+            return cand, lines
+        lines.append(f"{cand}: skipped, {why}")
+    raise NotImplementedError("no backend can serve this KV-cache call:\n  " + "\n  ".join(lines))
 
 
 # Every backend is imported with the package: torch.compile cannot import one inside a traced call.

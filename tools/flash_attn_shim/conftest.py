@@ -6,6 +6,7 @@ writes the counts to summary.json beside it. FA_SUITE_CPU=1 is the CPU mode: the
 "cuda" becomes "cpu" (the runner's copy), the kernels run in the Triton interpreter and only a few
 small cases run; it finds API mismatches, it is no substitute for the GPU run.
 """
+import contextlib
 import json
 import os
 import types
@@ -41,7 +42,7 @@ FUNCTIONS = (
 HEAD_DIMS = (59, 128, 256)
 # One in KEEP_ONE_IN[fn] of a test's cases, by a CRC of the test id (stable across machines): the
 # selection then fits one 10-minute GPU call from a cold Triton cache (docs/flash-attn-suite.md).
-KEEP_ONE_IN = {"test_flash_attn_output": 48, "test_flash_attn_varlen_output": 48, "test_flash_attn_kvcache": 1024,
+KEEP_ONE_IN = {"test_flash_attn_output": 48, "test_flash_attn_varlen_output": 48, "test_flash_attn_kvcache": 384,
                "test_flash_attn_qkvpacked": 6, "test_flash_attn_varlen_qkvpacked": 6, "test_flash_attn_splitkv": 6,
                "test_flash_attn_varlen_causal": 3, "test_flash_attn_deterministic": 3,
                "test_flash_attn_varlen_deterministic": 3, "test_flash_attn_race_condition": 4}
@@ -51,6 +52,11 @@ CPU_HEAD_DIMS = (59, 16)
 # 250 calls of batch 60 each, or 50 backward passes each: hours in the interpreter
 CPU_SKIP = ("test_flash_attn_race_condition", "test_flash_attn_deterministic", "test_flash_attn_varlen_deterministic")
 PLAIN = (False, 0.0, None, "mha", torch.float16)   # True == 1, so no 1 here
+# Per test: parameters whose plain value is another (kvcache's plain case appends new keys), and one more
+# case with its own plain values, whose other parameters are each taken alone too (kvcache: rotary with
+# rotary_dim < head_dim, 64 queries so that the causal rule for q's positions shows).
+CPU_PLAIN = {"test_flash_attn_kvcache": {"new_kv": True}}
+CPU_ALSO = {"test_flash_attn_kvcache": {"seqlen_q": 64, "seqlen_k": 256, "new_kv": True, "rotary_fraction": 0.5}}
 
 
 def _fn_name(name: str) -> str:
@@ -84,10 +90,23 @@ def select(items, cpu: bool = False):
         if keep and not cpu and fn in KEEP_ONE_IN:
             keep = zlib.crc32(it.name.encode()) % KEEP_ONE_IN[fn] == 0
         if keep and cpu:
-            off = [k for k, v in p.items() if k not in ("d", "seqlen", "seqlen_q", "seqlen_k") and v not in PLAIN]
-            keep = p.get("dtype", torch.float16) == torch.float16 and _size(p) == smallest.get(fn) and len(off) <= 1
+            keep = p.get("dtype", torch.float16) == torch.float16 and _cpu_case(fn, p, smallest.get(fn))
         (selected if keep else deselected).append(it)
     return selected, deselected
+
+
+def _off(p: dict, plain: dict) -> list:
+    """The parameters of p off their plain value (plain[name], else one of PLAIN); sizes never count."""
+    return [k for k, v in p.items() if k not in ("d", "seqlen", "seqlen_q", "seqlen_k")
+            and (v != plain[k] if k in plain else v not in PLAIN)]
+
+
+def _cpu_case(fn: str, p: dict, smallest) -> bool:
+    """At most one feature on: at the test's smallest size, or in its CPU_ALSO case."""
+    if _size(p) == smallest and len(_off(p, CPU_PLAIN.get(fn, {}))) <= 1:
+        return True
+    also = CPU_ALSO.get(fn)
+    return also is not None and all(p.get(k) == v for k, v in also.items()) and len(_off(p, also)) <= 1
 
 
 def interleaved(items):
@@ -100,7 +119,8 @@ def interleaved(items):
 
 
 def _paged_kv_supported() -> bool:
-    """Whether fa_ck's varlen call takes a block_table (a paged KV cache); fa_ck refuses one first thing."""
+    """Whether fa_ck's varlen call takes a block_table (a paged KV cache); fa_ck refuses one first thing.
+    (flash_attn_with_kvcache takes one: its paged cases always run.)"""
     from flash_attn import flash_attn_varlen_func
     t = torch.empty(1, 1, 8, device="meta", dtype=torch.float16)
     cu = torch.zeros(2, device="meta", dtype=torch.int32)
@@ -113,12 +133,11 @@ def _paged_kv_supported() -> bool:
     return True
 
 
-def skip_reason(name: str, params: dict, has_kvcache: bool, has_paged_kv: bool):
+def skip_reason(name: str, params: dict, has_paged_varlen: bool):
     """Why fa_ck cannot run this test yet, or None."""
-    if "kvcache" in _fn_name(name) and not has_kvcache:
-        return "needs flash_attn_with_kvcache, which fa_ck does not have yet"
-    if params.get("paged_kv_block_size") is not None and not has_paged_kv:
-        return "needs a paged KV cache (block_table), which fa_ck does not have yet"
+    paged = params.get("paged_kv_block_size") is not None
+    if paged and "kvcache" not in _fn_name(name) and not has_paged_varlen:
+        return "needs a paged KV cache (block_table) in flash_attn_varlen_func, which fa_ck does not have yet"
     return None
 
 
@@ -129,10 +148,15 @@ def pytest_configure(config):
 
 def stand_in_for_gpu_queries():
     """Where there is no GPU, answer the test module's questions about "cuda" (which would raise) as for the
-    sm90 card of the GPU run; any other question goes to torch as before."""
-    capability, properties = torch.cuda.get_device_capability, torch.cuda.get_device_properties
+    sm90 card of the GPU run, and let flash-attn's rotary reference (a Triton kernel, run by the interpreter)
+    enter torch.cuda.device(None) for a CPU tensor; anything else goes to torch as before."""
+    capability, properties, cuda_device = (torch.cuda.get_device_capability, torch.cuda.get_device_properties,
+                                           torch.cuda.device)
     if getattr(capability, "_fa_suite", False):
         return
+
+    def device(index):
+        return contextlib.nullcontext() if index is None else cuda_device(index)
 
     def get_device_capability(device=None):
         return (9, 0) if device == "cuda" else capability(device)      # is_sm90 picks the GPU run's checks
@@ -142,15 +166,14 @@ def stand_in_for_gpu_queries():
 
     get_device_capability._fa_suite = True
     torch.cuda.get_device_capability, torch.cuda.get_device_properties = get_device_capability, get_device_properties
+    torch.cuda.device = device
 
 
 def pytest_collection_modifyitems(session, config, items):
-    from flash_attn import flash_attn_interface
     selected, deselected = select(items, cpu=CPU)
-    has_paged_kv = _paged_kv_supported()
+    has_paged_varlen = _paged_kv_supported()
     for it in selected:
-        why = skip_reason(it.name, getattr(getattr(it, "callspec", None), "params", {}),
-                          flash_attn_interface.HAS_KVCACHE, has_paged_kv)
+        why = skip_reason(it.name, getattr(getattr(it, "callspec", None), "params", {}), has_paged_varlen)
         if why:
             it.add_marker(pytest.mark.skip(reason=why))
     if deselected:

@@ -16,4 +16,13 @@ contiguous; other strides are arbitrary. out has q's shape and dtype, lse is flo
 (B, Hq, Sq) in batch mode and (Hq, total_q) in varlen mode, natural log, -inf for a row
 that sees no key. dk, dv have k's and v's shapes (GQA gradients already summed over
 the group). A backend never imports another backend.
+
+KV-cache decoding (flash_attn_with_kvcache). A backend MAY also expose
+    kvcache_unsupported(q, k_cache, v_cache, p: KVCacheParams) -> str | None
+        None when it can serve this call, else what it lacks ("page_size 16", "leftpad").
+    kvcache_forward(q, k_cache, v_cache, p) -> (out (B, Sq, Hq, D) in q's dtype, lse (B, Hq, Sq) float32)
+A backend without both cannot serve KV-cache calls ("no KV-cache path" in explain_kvcache()).
+q arrives already rotated and the cache already holds the new keys and values: kvcache_forward
+never writes the cache and never reads a value back to the host (no .item(), no .tolist()),
+so a decode step can be captured in a CUDA graph. Layouts and masks: params.KVCacheParams.
 """

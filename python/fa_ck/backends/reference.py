@@ -11,7 +11,7 @@ import warnings
 import torch
 
 from .. import reference
-from ..params import AttnParams
+from ..params import AttnParams, KVCacheParams
 
 NAME = "reference"
 _LARGE = 1 << 27          # score elements past which we warn once
@@ -20,6 +20,14 @@ _warned = False
 
 def available() -> tuple[bool, str]:
     return True, "plain PyTorch: materialises scores, for small work and as the oracle"
+
+
+def _warn_large(elements: int, what: str):
+    global _warned
+    if not _warned and elements > _LARGE:
+        _warned = True
+        warnings.warn(f"fa_ck: the reference backend materialises {what} scores; "
+                      "install triton and use a GPU for large calls", stacklevel=5)
 
 
 def unsupported(q, k, v, p: AttnParams) -> str | None:
@@ -37,7 +45,6 @@ def dropout_mask(rng, batch, heads, seqlen_q, seqlen_k, dropout_p):
 
 
 def _run(q, k, v, p: AttnParams):
-    global _warned
     kw = dict(scale=p.scale, window=(p.window_left, p.window_right), softcap=p.softcap,
               dropout_p=p.dropout_p, alibi_slopes=p.alibi_slopes)
     if p.varlen:
@@ -49,10 +56,7 @@ def _run(q, k, v, p: AttnParams):
         return reference.attention_varlen(q, k, v, p.cu_seqlens_q, p.cu_seqlens_k, dropout_mask=masks, **kw)
     b, sq, hq, _ = q.shape
     sk = k.shape[1]
-    if not _warned and b * hq * sq * sk > _LARGE:
-        _warned = True
-        warnings.warn(f"fa_ck: the reference backend materialises {b}x{hq}x{sq}x{sk} scores; "
-                      "install triton and use a GPU for large calls", stacklevel=4)
+    _warn_large(b * hq * sq * sk, f"{b}x{hq}x{sq}x{sk}")
     mask = dropout_mask(p.rng, b, hq, sq, sk, p.dropout_p) if p.dropout_p > 0 else None
     return reference.attention(q, k, v, dropout_mask=mask, **kw)
 
@@ -64,5 +68,23 @@ def forward(q, k, v, p: AttnParams):
 
 def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     # torch.func.vjp, not autograd.grad: inside a custom op autograd is not recording.
-    (o, l), vjp = torch.func.vjp(lambda q_, k_, v_: _run(q_, k_, v_, p), q, k, v)
-    return vjp((do.to(o.dtype), torch.zeros_like(l) if dlse is None else dlse.to(l.dtype)))
+    (o, lse_), vjp = torch.func.vjp(lambda q_, k_, v_: _run(q_, k_, v_, p), q, k, v)
+    return vjp((do.to(o.dtype), torch.zeros_like(lse_) if dlse is None else dlse.to(lse_.dtype)))
+
+
+def kvcache_unsupported(q, k_cache, v_cache, p: KVCacheParams) -> str | None:
+    if q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        return f"dtype {q.dtype}"
+    return None
+
+
+def kvcache_forward(q, k_cache, v_cache, p: KVCacheParams):
+    """reference.attention_kvcache in float32 over the whole capacity of each row; no host sync."""
+    b, sq, hq, _ = q.shape
+    s = k_cache.shape[1] * (1 if p.block_table is None else p.block_table.shape[1])
+    _warn_large(b * hq * sq * s, f"{b}x{hq}x{sq}x{s}")
+    out, lse = reference.attention_kvcache(
+        q, k_cache, v_cache, p.seqlens_k, leftpad=p.leftpad, batch_idx=p.batch_idx, block_table=p.block_table,
+        scale=p.scale, causal=p.causal, window=(p.window_left, p.window_right), alibi_slopes=p.alibi_slopes,
+        softcap=p.softcap)
+    return out.contiguous(), lse.float().contiguous()

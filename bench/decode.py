@@ -41,6 +41,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+import torch.nn.functional as F
+
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))     # run as a script: `bench` importable as a package
@@ -149,7 +152,6 @@ class View:
 
 def make_pools(batch: int, length: int, shape: Shape, device):
     """K and V storage of B rows of L keys (random, never zeros), and q."""
-    import torch
     k, v = (torch.randn(batch * length, shape.heads_kv, shape.head_dim, dtype=torch.bfloat16, device=device)
             for _ in range(2))
     q = torch.randn(batch, 1, shape.heads_q, shape.head_dim, dtype=torch.bfloat16, device=device)
@@ -158,7 +160,6 @@ def make_pools(batch: int, length: int, shape: Shape, device):
 
 def view_of(point: Point, q, k_pool, v_pool) -> View:
     """The point's cache over the shared pools: dense rows, or pages handed out by a random table."""
-    import torch
     b, n = point.batch, point.cache_len
     lens = torch.full((b,), n, dtype=torch.int32, device=q.device)
     if not point.page:
@@ -179,14 +180,12 @@ def reference_rows(view: View):
     rows = check_rows(view.point.batch)
     k, v = (t if view.table is not None else t[rows] for t in (view.k, view.v))
     table = view.table[rows] if view.table is not None else None
-    import torch
     out, _ = reference.attention_kvcache(view.q[rows], k, v, view.lens[rows], block_table=table,
                                          dtype=torch.float64, out_dtype=torch.float64)
     return out
 
 
 def relative_error(out, ref, rows) -> float:
-    import torch
     got = out[rows].to(torch.float64)
     if not torch.isfinite(got).all():
         return float("nan")
@@ -211,8 +210,6 @@ def fa_ck_variant(view: View, on_gpu: bool, splits: int = 0):
 
 def sdpa_variant(view: View, name: str):
     """SDPA under one backend on the dense cache: enable_gqa=True, else keys and values repeated."""
-    import torch
-    import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if view.table is not None:
         raise Skip("SDPA reads dense caches only")
@@ -247,7 +244,6 @@ COMPILED = {}
 
 def compiled_flex():
     """flex_attention under torch.compile, as its docs ask, with room for one graph per shape."""
-    import torch
     from torch.nn.attention.flex_attention import flex_attention
     if "flex" not in COMPILED:
         for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
@@ -261,7 +257,6 @@ def compiled_flex():
 def paged_block_mask(table, page: int, pages: int):
     """A BlockMask whose KV blocks are the pages: row b's blocks are table[b] (all full), and the
     mask_mod says the same key by key (a key is visible to the row that owns its page)."""
-    import torch
     from torch.nn.attention.flex_attention import BlockMask
     b, per_row = table.shape
     owner = torch.empty(pages, dtype=torch.int32, device=table.device)
@@ -314,7 +309,6 @@ def variants(args, on_gpu: bool) -> list:
 
 def capture(call):
     """A CUDA graph of call (warmed on a side stream first, as torch.cuda.graph asks)."""
-    import torch
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -330,7 +324,6 @@ def gpu_us(call, rep_ms: float, graph: bool = True) -> tuple[float, str, object]
     """(median GPU microseconds of call, how it was run, the output of the last run timed). Each run
     follows a zeroing of FLUSH_BYTES (L2 flushed); a CUDA graph of call is replayed unless graph is
     False or capture fails (the note says so)."""
-    import torch
     run, note, held = call, "eager calls", None
     if graph:
         try:
@@ -371,7 +364,6 @@ def cpu_us(call, reps: int = 2) -> tuple[float, str, object]:
 
 def copy_gbps(device, on_gpu: bool, rep_ms: float) -> tuple[float, str]:
     """The roofline: a device-to-device copy of COPY_BYTES (CPU: 64 MB), bytes read + written / time."""
-    import torch
     n = COPY_BYTES if on_gpu else 64 << 20
     src = torch.randn(n // 2, dtype=torch.bfloat16, device=device)
     dst = torch.empty_like(src)
@@ -401,7 +393,6 @@ def measure(row: Row, call, view: View, ref, args, on_gpu: bool):
 
 
 def run_point(view: View, factories: list, args, on_gpu: bool) -> list:
-    import torch
     ref = reference_rows(view)
     rows = []
     for name, factory in factories:
@@ -434,7 +425,6 @@ def groups(points: list) -> dict:
 
 
 def run_all(points: list, args, on_gpu: bool, device) -> list:
-    import torch
     rows = []
     factories = variants(args, on_gpu)
     names = [name for name, _ in factories]
@@ -515,7 +505,6 @@ def point_line(point: Point, rows: list) -> str:
 # ------------------------------------------------------------------ report
 
 def environment(args, on_gpu: bool, device) -> dict:
-    import torch
     import triton
     try:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -659,7 +648,6 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     started = time.time()
-    import torch
     on_gpu = torch.cuda.is_available() and not args.cpu
     if not on_gpu:
         os.environ.setdefault("TRITON_INTERPRET", "1")   # read when triton decorates fa_ck's kernels

@@ -283,7 +283,7 @@ def flex_variant(view: View, on_gpu: bool):
         pages, page = view.k.shape[:2]
         k, v = (t.reshape(1, pages * page, *t.shape[2:]).transpose(1, 2) for t in (view.k, view.v))
         mask = paged_block_mask(view.table, page, pages)
-        options = {"BLOCK_N": page} if on_gpu and page < 64 else None    # its KV tile must fit in a page
+        options = {"BLOCK_N": page} if on_gpu and page < 128 else None   # its KV tile must fit in a page
         note = f"paged block mask ({page}-key blocks from the block table)"
     note += "" if on_gpu else ", eager (CPU)"
 

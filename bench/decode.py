@@ -422,9 +422,10 @@ def run_point(view: View, factories: list, args, on_gpu: bool) -> list:
 
 
 def groups(points: list) -> dict:
-    """Points by (batch, cache length), dense first: one pair of pools serves a group."""
+    """Points by (batch, cache length), dense first: one pair of pools serves a group. The largest
+    caches first, where most targets sit, so that --budget-s drops the small points."""
     out = {}
-    for p in sorted(points, key=lambda p: (p.batch, p.cache_len, p.page)):
+    for p in sorted(points, key=lambda p: (-p.batch * p.cache_len, -p.batch, p.page)):
         out.setdefault((p.batch, p.cache_len), []).append(p)
     return out
 
@@ -560,6 +561,7 @@ def markdown(env: dict, rows: list) -> str:
              "time; paged/dense: the variant's time over its own dense time", "",
              "## fa_ck and its targets", "",
              "| point | us | GB/s | % of copy | x best SDPA | paged/dense | targets |", "|---|---|---|---|---|---|---|"]
+    rows = sorted(rows, key=lambda r: (r.point.batch, r.point.cache_len, r.point.page))
     for r in rows:
         if r.variant == "fa_ck":
             lines.append(f"| {r.point.label} | {fmt(r.us, '.1f')} | {fmt(r.gbps, '.0f')} | {fmt(r.pct_copy, '.1f')} | "

@@ -54,6 +54,7 @@ from bench.data import BatchSampler, load_tokens  # noqa: E402
 from bench.model import GPT, PRESETS, config_dict, config_from_preset, naive_causal_attention  # noqa: E402
 from bench.nanogpt_cpu import default_threads, describe_short_run, short_interpreted_run  # noqa: E402
 from bench.out_dir import default_out_dir  # noqa: E402
+from bench.sample import markdown as sampling_markdown, sample_trained, summary_line  # noqa: E402
 
 # Run order: sdpa first, as the reference the others are compared with; naive last,
 # because it is the likeliest to run out of memory. auto is fa_ck's own dispatch: on a GPU it
@@ -550,6 +551,7 @@ def train_variant(name, attention, args, run, init_state, result):
         bar.close()
     eval_now(result["steps_done"])
     result["param_checksum_per_rank"] = all_gather_floats(parameter_checksum(model), world_size)
+    run["trained"] = (name, {key: t.detach().cpu() for key, t in model.state_dict().items()})  # for sampling
     if device.type == "cuda":
         result["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
 
@@ -756,6 +758,7 @@ def markdown_report(report):
     if others:
         lines += ["", "## Not run", ""]
         lines += [f"- **{name}** ({r['status']}): {r.get('reason', '')}" for name, r in others]
+    lines += sampling_markdown(report.get("sampling"))
     return "\n".join(lines) + "\n"
 
 
@@ -915,6 +918,9 @@ def parse_args(argv, on_gpu):
                         help="CPU threads for torch (default on the CPU: every core this process may use, "
                              "shared among torchrun's processes, unless OMP_NUM_THREADS is set)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--sample", action=argparse.BooleanOptionalAction, default=True,
+                        help="after training, decode from the last trained model with fa_ck's KV cache and "
+                             "without one: tokens/s and agreement (bench/sample.py)")
     args = parser.parse_args(argv)
 
     defaults = GPU_DEFAULTS if on_gpu else CPU_DEFAULTS
@@ -1096,6 +1102,9 @@ def main(argv=None):
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
+    if rank == 0 and args.sample and not interrupted:
+        report["sampling"] = sample_trained(run.get("trained"), config, data, device, dtype, run["autocast"])
+        say(summary_line(report["sampling"]))
     if rank == 0:
         for name, result in report["variants"].items():
             if result["status"] == "pending":

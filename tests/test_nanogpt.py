@@ -20,7 +20,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from bench import nanogpt, nanogpt_cpu  # noqa: E402
+from bench import nanogpt, nanogpt_cpu, sample  # noqa: E402
 from bench.data import BatchSampler, load_tokens, stdlib_corpus  # noqa: E402
 from bench.model import GPT, GPTConfig, config_from_preset, naive_causal_attention  # noqa: E402
 
@@ -492,3 +492,35 @@ def test_compiled_model_takes_fa_ck_without_a_graph_break_and_trains_as_eager():
             losses[compiled].append(loss.item())
     assert losses[True][-1] < losses[True][0]
     assert max(abs(a - b) for a, b in zip(losses[True], losses[False])) < 1e-5
+
+
+# ---------------------------------------------------------------------------- sampling (bench/sample.py)
+
+def test_sampling_with_the_kv_cache_gives_the_no_cache_tokens():
+    """Greedy decoding in fp32 on the CPU: fa_ck.flash_attn_with_kvcache, appending in place, picks the
+    tokens that the whole prefix through SDPA picks, the prompt's causal prefill included."""
+    import fa_ck
+    torch.manual_seed(0)
+    model = GPT(TINY, sample.sdpa_causal).eval()
+    prompt = torch.randint(0, TINY.vocab_size, (3, 7))
+    cached = sample.generate_cached(model, fa_ck, prompt, 20, torch.float32)
+    plain = sample.generate_uncached(model, prompt, 20)
+    assert cached.shape == plain.shape == (3, 20)
+    assert torch.equal(cached, plain)
+    assert sample.first_divergence(cached, plain) is None
+    moved = plain.clone()
+    moved[1, 12:] = (moved[1, 12:] + 1) % TINY.vocab_size
+    assert sample.first_divergence(plain, moved) == 12
+
+
+def test_report_holds_the_sampling_section_and_no_sample_drops_it(tmp_path):
+    report = run_main(tmp_path, "--attn", "sdpa")
+    section = report["sampling"]
+    assert section["status"] == "ok" and section["weights"] == "sdpa", section
+    assert section["same_tokens"] and section["first_divergence"] is None
+    assert section["cached_tokens_per_s"] > 0 and section["uncached_tokens_per_s"] > 0
+    assert section["prompt"] + section["new_tokens"] <= 32 and section["served_by"] == "reference"
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "## Sampling: KV cache against no cache" in markdown and "| KV cache |" in markdown
+    assert "sampling" not in run_main(tmp_path, "--attn", "sdpa", "--no-sample")
+    assert sample.sample_trained(None, None, None, None, None, None)["status"] == "skipped"

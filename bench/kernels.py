@@ -56,6 +56,7 @@ import shlex
 import signal
 import sys
 import time
+from unittest import mock
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,19 +184,6 @@ class Backend:
         raise NotImplementedError
 
 
-@contextlib.contextmanager
-def _env(name: str, value: str):
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
-
-
 class FaCk(Backend):
     def __init__(self, name, fa_ck, backend=None, autotune=None, fp8=False, config=None, deterministic=False):
         self.name, self.fa_ck, self.backend, self.autotune, self.fp8 = name, fa_ck, backend, autotune, fp8
@@ -209,7 +197,8 @@ class FaCk(Backend):
     @contextlib.contextmanager
     def context(self):
         # fa_ck reads both at call time; set them for the whole measurement ("" = no overrides)
-        with _env("FA_CK_AUTOTUNE", "1" if self.autotune else "0"), _env("FA_CK_TRITON_CONFIG", self.config or ""):
+        with mock.patch.dict(os.environ, {"FA_CK_AUTOTUNE": "1" if self.autotune else "0",
+                                          "FA_CK_TRITON_CONFIG": self.config or ""}):
             yield
 
     def __call__(self, q, k, v, causal):

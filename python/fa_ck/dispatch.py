@@ -58,23 +58,28 @@ def requested(backend: str | None) -> str:
 def choose(q, k, v, p: AttnParams, backend: str | None = "auto") -> tuple[str, list[str]]:
     """(backend name, one line per backend considered). A forced backend that cannot serve
     the call raises NotImplementedError naming what it lacks; it never falls back."""
+    return _choose(backend, lambda name: module(name).unsupported(q, k, v, p),
+                   ", ".join(p.features()) or "no optional features", "call", "explain")
+
+
+def _choose(backend, why_not, features: str, call: str, explainer: str) -> tuple[str, list[str]]:
+    """choose()'s rule for any kind of call: why_not(name) says why a backend cannot serve it, or None."""
     name = requested(backend)
     if name != "auto":
-        why = module(name).unsupported(q, k, v, p)
+        why = why_not(name)
         if why is not None:
-            feats = ", ".join(p.features()) or "no optional features"
-            raise NotImplementedError(f"backend {name!r} cannot serve this call: {why} "
-                                      f"(call uses: {feats}; see fa_ck.explain())")
+            raise NotImplementedError(f"backend {name!r} cannot serve this {call}: {why} "
+                                      f"(call uses: {features}; see fa_ck.{explainer}())")
         return name, [f"{name}: forced (backend={backend!r}"
                       + (", FA_CK_BACKEND" if backend in (None, "auto") else "") + ")"]
     lines = []
     for cand in AUTO_ORDER:
-        why = module(cand).unsupported(q, k, v, p)
+        why = why_not(cand)
         if why is None:
             lines.append(f"{cand}: chosen")
             return cand, lines
         lines.append(f"{cand}: skipped, {why}")
-    raise NotImplementedError("no backend can serve this call:\n  " + "\n  ".join(lines))
+    raise NotImplementedError(f"no backend can serve this {call}:\n  " + "\n  ".join(lines))
 
 
 def kvcache_unsupported(name: str, q, k_cache, v_cache, p: KVCacheParams) -> str | None:
@@ -90,22 +95,8 @@ def kvcache_unsupported(name: str, q, k_cache, v_cache, p: KVCacheParams) -> str
 
 def choose_kvcache(q, k_cache, v_cache, p: KVCacheParams, backend: str | None = "auto") -> tuple[str, list[str]]:
     """choose() for flash_attn_with_kvcache: (backend name, one line per backend considered)."""
-    name = requested(backend)
-    if name != "auto":
-        why = kvcache_unsupported(name, q, k_cache, v_cache, p)
-        if why is not None:
-            raise NotImplementedError(f"backend {name!r} cannot serve this KV-cache call: {why} "
-                                      f"(call uses: {', '.join(p.features())}; see fa_ck.explain_kvcache())")
-        return name, [f"{name}: forced (backend={backend!r}"
-                      + (", FA_CK_BACKEND" if backend in (None, "auto") else "") + ")"]
-    lines = []
-    for cand in AUTO_ORDER:
-        why = kvcache_unsupported(cand, q, k_cache, v_cache, p)
-        if why is None:
-            lines.append(f"{cand}: chosen")
-            return cand, lines
-        lines.append(f"{cand}: skipped, {why}")
-    raise NotImplementedError("no backend can serve this KV-cache call:\n  " + "\n  ".join(lines))
+    return _choose(backend, lambda name: kvcache_unsupported(name, q, k_cache, v_cache, p), ", ".join(p.features()),
+                   "KV-cache call", "explain_kvcache")
 
 
 # Every backend is imported with the package: torch.compile cannot import one inside a traced call.

@@ -14,6 +14,18 @@ import torch
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
+def mask_features(p) -> list[str]:
+    """The score features both kinds of call share: causal, window, alibi, softcap."""
+    f = ["causal"] if p.causal else []
+    if p.window_left >= 0 or (p.window_right >= 0 and not (p.causal and p.window_right == 0)):
+        f.append("window")
+    if p.alibi_slopes is not None:
+        f.append("alibi")
+    if p.softcap > 0:
+        f.append("softcap")
+    return f
+
+
 @dataclass
 class AttnParams:
     scale: float                      # multiplies q.k (SDPA's `scale`, flash-attn's `softmax_scale`)
@@ -50,15 +62,7 @@ class AttnParams:
 
     def features(self) -> list[str]:
         """Names of the non-default features this call uses (explain() and errors quote them)."""
-        f = []
-        if self.causal:
-            f.append("causal")
-        if self.window_left >= 0 or (self.window_right >= 0 and not (self.causal and self.window_right == 0)):
-            f.append("window")
-        if self.alibi_slopes is not None:
-            f.append("alibi")
-        if self.softcap > 0:
-            f.append("softcap")
+        f = mask_features(self)
         if self.dropout_p > 0:
             f.append("dropout")
         if self.varlen:
@@ -99,15 +103,7 @@ class KVCacheParams:
         return self.block_table is not None
 
     def features(self) -> list[str]:
-        f = ["paged" if self.paged else "dense cache"]
-        if self.causal:
-            f.append("causal")
-        if self.window_left >= 0 or (self.window_right >= 0 and not (self.causal and self.window_right == 0)):
-            f.append("window")
-        if self.alibi_slopes is not None:
-            f.append("alibi")
-        if self.softcap > 0:
-            f.append("softcap")
+        f = ["paged" if self.paged else "dense cache"] + mask_features(self)
         if self.leftpad is not None:
             f.append("leftpad")
         if self.batch_idx is not None:

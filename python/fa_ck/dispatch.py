@@ -82,6 +82,15 @@ def _choose(backend, why_not, features: str, call: str, explainer: str) -> tuple
     raise NotImplementedError(f"no backend can serve this {call}:\n  " + "\n  ".join(lines))
 
 
+def explanation(head: str, choose_call) -> str:
+    """explain()'s text: the call's head line, one line per backend considered, then the choice."""
+    try:
+        name, lines = choose_call()
+    except NotImplementedError as e:
+        return f"{head}\n-> no backend: {e}"
+    return head + "\n" + "\n".join("  " + line for line in lines) + f"\n-> {name}"
+
+
 def kvcache_unsupported(name: str, q, k_cache, v_cache, p: KVCacheParams) -> str | None:
     """Why backend `name` cannot serve this KV-cache call, or None; a backend without the KV-cache
     functions (backends/__init__.py) cannot serve any."""

@@ -195,11 +195,7 @@ def explain(q, k, v, *, causal: bool = False, scale: Optional[float] = None,
     p.extra["returns_lse"] = return_lse
     head = (f"q {tuple(q.transpose(1, 2).shape)} k {tuple(k.transpose(1, 2).shape)} {q.dtype} on {q.device}; "
             f"features: {', '.join(p.features()) or 'none'}; backend={dispatch.requested(backend)!r}")
-    try:
-        name, lines = dispatch.choose(q, k, v, p, backend)
-    except NotImplementedError as e:
-        return f"{head}\n-> no backend: {e}"
-    return head + "\n" + "\n".join("  " + line for line in lines) + f"\n-> {name}"
+    return dispatch.explanation(head, lambda: dispatch.choose(q, k, v, p, backend))
 
 
 # ---------------------------------------------------------------- flash-attn compatible

@@ -373,8 +373,4 @@ def explain_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary
     extra = [f"{0 if k is None else k.shape[1]} new tokens"] + (["rotary"] if rotary_cos is not None else [])
     head = (f"q {tuple(q.shape)} k_cache {tuple(k_cache.shape)} ({layout}) {q.dtype} on {q.device}; "
             f"features: {', '.join(p.features() + extra)}; backend={dispatch.requested(backend)!r}")
-    try:
-        name, lines = dispatch.choose_kvcache(q, k_cache, v_cache, p, backend)
-    except NotImplementedError as e:
-        return f"{head}\n-> no backend: {e}"
-    return head + "\n" + "\n".join("  " + line for line in lines) + f"\n-> {name}"
+    return dispatch.explanation(head, lambda: dispatch.choose_kvcache(q, k_cache, v_cache, p, backend))

@@ -6,10 +6,15 @@
 #   bash bench/h200.sh parallel-gpu-tests   every other GPU test (Gluon kernels, host path, ...), 12 workers (~4 min)
 #   bash bench/h200.sh sweep [SECONDS]   bench/random_sweep.py, 12 workers per GPU, budget SECONDS (default 480)
 #   bash bench/h200.sh kernels [args for bench/kernels.py]   the sweep against SDPA cuDNN / flash
+#   bash bench/h200.sh flash-attn-suite DIR   flash-attn's own tests (DIR from `tools/flash_attn_suite.sh fetch DIR`
+#                                             on a machine with PyPI, carried over), ~9 min
+#   bash bench/h200.sh kvcache-tests   the KV-cache and decode-kernel tests on the GPU (~2 min)
+#   bash bench/h200.sh decode [args for bench/decode.py]   decode latency and bandwidth beside SDPA, flex, copy
+#   bash bench/h200.sh nanogpt PRESET [args]   bench/nanogpt.py compiled, every variant (gpt2: ~8 min, gpt2-long: ~9)
 # (`tests` is gpu-tests then small-tests: longer than one 10-minute step.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|parallel-gpu-tests|tests|sweep [seconds]|kernels [kernels.py args]}
+what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|parallel-gpu-tests|tests|sweep [seconds]|kernels [args]|flash-attn-suite DIR|kvcache-tests|decode [args]|nanogpt PRESET [args]}
 shift || true
 source bench/device_env.sh          # PYTHONPATH etc., $OUT, $OUT/env.txt
 if [[ $what == gpu-tests || $what == tests ]]; then
@@ -49,4 +54,23 @@ if [[ $what == sweep ]]; then
 fi
 if [[ $what == kernels ]]; then
   python3 bench/kernels.py --out "$OUT/kernels" "$@"
+fi
+if [[ $what == flash-attn-suite ]]; then
+  dir=${1:?flash-attn-suite needs the DIR that tools/flash_attn_suite.sh fetch laid out}
+  shift
+  timeout -s INT 540 bash tools/flash_attn_suite.sh run "$dir" -n 15 -q "$@" > "$OUT/flash_attn_suite.log" 2>&1
+  echo "flash-attn suite rc=$?"; tail -3 "$OUT/flash_attn_suite.log"; cp "$dir/summary.json" "$OUT/" 2>/dev/null
+fi
+if [[ $what == kvcache-tests ]]; then
+  timeout 300 python3 -m pytest tests/test_decode_kernels.py tests/test_kvcache.py -q -rf -n 8 -p no:cacheprovider \
+      > "$OUT/pytest_kvcache.log" 2>&1
+  echo "KV-cache tests rc=$?"; tail -4 "$OUT/pytest_kvcache.log"
+fi
+if [[ $what == decode ]]; then
+  python3 bench/decode.py --out "$OUT/decode" "$@"
+fi
+if [[ $what == nanogpt ]]; then
+  preset=${1:?nanogpt needs a preset: gpt2 or gpt2-long}
+  shift
+  python3 bench/nanogpt.py --preset "$preset" --attn sdpa,triton,triton-fp8,flex,naive --out "$OUT/nanogpt-$preset" "$@"
 fi

@@ -20,7 +20,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from bench import nanogpt, nanogpt_cpu, sample  # noqa: E402
+from bench import nanogpt, nanogpt_cpu, nanogpt_report, sample  # noqa: E402
 from bench.data import BatchSampler, load_tokens, stdlib_corpus  # noqa: E402
 from bench.model import GPT, GPTConfig, config_from_preset, naive_causal_attention  # noqa: E402
 
@@ -174,14 +174,14 @@ def test_each_variant_is_held_to_its_own_bar_against_sdpa():
     def run(loss):
         return {"status": "ok", "steps_done": 4, "val_loss": [(2, loss + 0.5), (4, loss)], "train_loss": [(4, loss)]}
     results = {"sdpa": run(2.0), "triton": run(2.03), "triton-fp8": run(2.03), "flex": run(1.99)}
-    nanogpt.relative_to_reference(results)
+    nanogpt_report.relative_to_reference(results)
     assert not results["triton"]["within_tolerance_of_sdpa"] and results["triton"]["tolerance_vs_sdpa"] == 0.02
     assert results["triton-fp8"]["within_tolerance_of_sdpa"] and results["triton-fp8"]["tolerance_vs_sdpa"] == 0.05
     assert results["flex"]["within_tolerance_of_sdpa"]
     results["triton-fp8"]["val_loss"][-1] = (4, 2.06)
-    nanogpt.relative_to_reference(results)
+    nanogpt_report.relative_to_reference(results)
     assert not results["triton-fp8"]["within_tolerance_of_sdpa"]
-    checks = {row[0]: " ".join(row) for row in nanogpt.table_rows(results)}
+    checks = {row[0]: " ".join(row) for row in nanogpt_report.table_rows(results)}
     assert "OUTSIDE ±0.02" in checks["triton"] and "OUTSIDE ±0.05" in checks["triton-fp8"]
     assert "ok" in checks["flex"]
 
@@ -274,9 +274,9 @@ def test_on_cpu_triton_trains_a_short_interpreted_run_of_its_own(tmp_path, monke
         assert variants[name]["status"] == "skipped" and "only the triton variant" in variants[name]["reason"]
     assert variants["te"]["status"] == "skipped"
     assert all(r.get("reason") for r in variants.values() if r["status"] != "ok")
-    rows = {row[0]: row for row in nanogpt.table_rows(variants)}
+    rows = {row[0]: row for row in nanogpt_report.table_rows(variants)}
     assert "auto (reference)" in rows and "triton" not in rows  # the short run has a table of its own
-    short_rows = {row[0]: row for row in nanogpt.table_rows(nanogpt.short_run_results(variants), separate=True)}
+    short_rows = {row[0]: row for row in nanogpt_report.table_rows(nanogpt_report.short_run_results(variants), separate=True)}
     assert set(short_rows) == {"sdpa", "triton"}
     out = capsys.readouterr().out
     # every skip reason once: before training, and only the names under the table

@@ -7,7 +7,8 @@
 #
 # fetch downloads the flash-attn 2.8.3.post2 sdist and lays out DIR: the test file, a flash_attn shim
 # package (fa_ck's functions; flash-attn's own bert_padding.py and rotary reference from the sdist)
-# and the conftest that selects what fits one 10-minute GPU call (tools/flash_attn_shim/conftest.py).
+# and the conftest that selects what fits one 10-minute GPU call (tools/flash_attn_shim/conftest.py), and
+# wheels of einops and pytest-xdist, which run installs from DIR when they are missing (no network there).
 # run writes DIR/junit[-cpu].xml and DIR/summary[-cpu].json (pass/fail/skip counts, each failure).
 # Nothing from the sdist is committed: DIR lives outside the repository or is ignored.
 set -euo pipefail
@@ -45,6 +46,8 @@ fetch() {
     done
     cp "$SHIM/flash_attn/__init__.py" "$SHIM/flash_attn/flash_attn_interface.py" "$dir/flash_attn/"
     cp "$SHIM/conftest.py" "$dir/conftest.py"
+    # what the upstream tests import beyond torch and pytest, for a GPU machine without PyPI
+    "$PYTHON" -m pip download einops pytest-xdist --disable-pip-version-check -q -d "$dir/wheels"
     printf '[pytest]\naddopts = -ra -p no:cacheprovider\n' > "$dir/pytest.ini"    # DIR is its own rootdir
     echo "flash-attn $VERSION suite laid out in $dir"
 }
@@ -54,6 +57,10 @@ run() {
     dir=$(cd "$1" && pwd); shift
     [[ -f $dir/tests/test_flash_attn.py ]] || { echo "no $dir/tests/test_flash_attn.py: run fetch first" >&2; exit 2; }
     cp "$SHIM/conftest.py" "$dir/conftest.py"     # the committed selection, even in an older DIR
+    if ! "$PYTHON" -c "import einops, xdist" 2>/dev/null && [[ -d $dir/wheels ]]; then
+        echo "installing einops and pytest-xdist from $dir/wheels"
+        "$PYTHON" -m pip install -q --no-index --find-links "$dir/wheels" einops pytest-xdist
+    fi
     test=tests/test_flash_attn.py junit=$dir/junit.xml summary=$dir/summary.json
     if [[ ${1:-} == --cpu ]]; then
         shift

@@ -66,3 +66,18 @@ def window(window_size) -> tuple[int, int]:
     if any(w < -1 for w in vals):
         raise ValueError(f"window_size values must be >= 0, or -1 for unbounded, got {tuple(vals)}")
     return vals[0], vals[1]
+
+
+def alibi(alibi_slopes, batch: int, heads: int, device) -> Optional[torch.Tensor]:
+    """ALiBi slopes: None, or float32 (heads,) or (batch, heads) on q's device; returned contiguous."""
+    if alibi_slopes is None:
+        return None
+    tensor("alibi_slopes", alibi_slopes)
+    if alibi_slopes.dtype != torch.float32:
+        raise TypeError(f"alibi_slopes must be float32, got {alibi_slopes.dtype}")
+    if tuple(alibi_slopes.shape) not in ((heads,), (batch, heads)):
+        raise ValueError(f"alibi_slopes must have shape ({heads},) or ({batch}, {heads}), "
+                         f"got {tuple(alibi_slopes.shape)}")
+    if alibi_slopes.device != device:
+        raise ValueError(f"alibi_slopes must be on {device} like q, got {alibi_slopes.device}")
+    return alibi_slopes.contiguous()

@@ -51,20 +51,6 @@ def _last_dim_contiguous(t):
     return t if t.stride(-1) == 1 or t.shape[-1] == 1 else t.contiguous()
 
 
-def _check_alibi(alibi_slopes, batch: int, heads: int, device):
-    if alibi_slopes is None:
-        return None
-    checks.tensor("alibi_slopes", alibi_slopes)
-    if alibi_slopes.dtype != torch.float32:
-        raise TypeError(f"alibi_slopes must be float32, got {alibi_slopes.dtype}")
-    if tuple(alibi_slopes.shape) not in ((heads,), (batch, heads)):
-        raise ValueError(f"alibi_slopes must have shape ({heads},) or ({batch}, {heads}), "
-                         f"got {tuple(alibi_slopes.shape)}")
-    if alibi_slopes.device != device:
-        raise ValueError(f"alibi_slopes must be on {device} like q, got {alibi_slopes.device}")
-    return alibi_slopes.contiguous()
-
-
 def _check_cu_seqlens(name, cu, total: int, device, max_seqlen, max_name) -> int:
     checks.tensor(name, cu, rank=1)
     if cu.dtype != torch.int32:
@@ -119,7 +105,7 @@ def _params(q, k, *, batch, causal, scale, window_size, alibi_slopes, softcap, d
         rng = torch.cat([torch.randint(0, 2 ** 62, (1,), dtype=torch.int64, device=q.device),
                          torch.zeros(1, dtype=torch.int64, device=q.device)])
     return AttnParams(scale=scale, causal=causal, window_left=left, window_right=right,
-                      alibi_slopes=_check_alibi(alibi_slopes, batch, q.shape[-2], q.device),  # q is (.., heads, D) here
+                      alibi_slopes=checks.alibi(alibi_slopes, batch, q.shape[-2], q.device),  # q is (.., heads, D) here
                       softcap=softcap, dropout_p=dropout_p, rng=rng, deterministic=deterministic, fp8=bool(fp8))
 
 

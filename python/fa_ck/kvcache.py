@@ -142,16 +142,6 @@ def _check_rotary(q, k, rotary_cos, rotary_sin, rotary_interleaved):
                          f"({q.shape[-1]}), got shape {tuple(rotary_cos.shape)}")
 
 
-def _check_alibi(alibi_slopes, batch: int, heads: int, device):
-    if alibi_slopes is None:
-        return None
-    checks.tensor("alibi_slopes", alibi_slopes, dtype=torch.float32, device=device)
-    if tuple(alibi_slopes.shape) not in ((heads,), (batch, heads)):
-        raise ValueError(f"alibi_slopes must have shape ({heads},) or ({batch}, {heads}), "
-                         f"got {tuple(alibi_slopes.shape)}")
-    return alibi_slopes.contiguous()
-
-
 # ---------------------------------------------------------------- value checks (one host read)
 
 def _reads_values(q) -> bool:
@@ -295,7 +285,7 @@ def _prepare(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, c
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a str, got {type(backend).__name__}")
     dispatch.requested(backend)         # a ValueError naming the choices
-    alibi = _check_alibi(alibi_slopes, b, hq, q.device)
+    alibi = checks.alibi(alibi_slopes, b, hq, q.device)
     # flash-attn rotates q per position when causal or local, local meaning a bound under the capacity
     q_per_position = causal or 0 <= left < capacity or 0 <= right < capacity
     if causal:

@@ -51,19 +51,24 @@ def alibi_bias(slopes: torch.Tensor, sq: int, sk: int, dtype=torch.float32) -> t
     return -slopes * (i - j).abs().to(dtype)
 
 
-def scores(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None, softcap=0.0,
-           dtype=torch.float32):
-    """Scores S (B, Hq, Sq, Sk) as above: -inf where the key is outside the window."""
-    b, sq, hq, d = q.shape
-    sk, hkv = k.shape[1], k.shape[2]
+def raw_scores(q, k, scale=None, softcap=0.0, dtype=torch.float32):
+    """scale * q k^T (B, Hq, Sq, Sk), q head h reading kv head h // (Hq // Hkv), softcapped if softcap > 0:
+    before any bias or mask."""
+    hq, d, hkv = q.shape[2], q.shape[3], k.shape[2]
     if hq % hkv:
         raise ValueError(f"Hq={hq} is not a multiple of Hkv={hkv}")
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     qf = q.to(dtype).transpose(1, 2)                                        # (B, Hq, Sq, D)
     kf = k.to(dtype).transpose(1, 2).repeat_interleave(hq // hkv, dim=1)    # (B, Hq, Sk, D)
     s = scale * (qf @ kf.transpose(-1, -2))
-    if softcap > 0:
-        s = softcap * torch.tanh(s / softcap)
+    return softcap * torch.tanh(s / softcap) if softcap > 0 else s
+
+
+def scores(q, k, *, scale=None, causal=False, window=(-1, -1), alibi_slopes=None, softcap=0.0,
+           dtype=torch.float32):
+    """Scores S (B, Hq, Sq, Sk) as above: -inf where the key is outside the window."""
+    sq, sk = q.shape[1], k.shape[1]
+    s = raw_scores(q, k, scale, softcap, dtype)
     if alibi_slopes is not None:
         s = s + alibi_bias(alibi_slopes.to(q.device), sq, sk, dtype)
     return s.masked_fill(~visible(sq, sk, causal, window, q.device), float("-inf"))
@@ -181,12 +186,7 @@ def attention_kvcache(q, k_cache, v_cache, seqlens_k, *, leftpad=None, batch_idx
     k, v = kvcache_rows(k_cache, b, batch_idx, block_table), kvcache_rows(v_cache, b, batch_idx, block_table)
     hkv = k.shape[2]
     ok, dist = kvcache_visible(seqlens_k, sq, k.shape[1], leftpad, causal, window)
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    qf = q.to(dtype).transpose(1, 2)                                        # (B, Hq, Sq, D)
-    kf = k.to(dtype).transpose(1, 2).repeat_interleave(hq // hkv, dim=1)    # (B, Hq, S, D)
-    s = scale * (qf @ kf.transpose(-1, -2))
-    if softcap > 0:
-        s = softcap * torch.tanh(s / softcap)
+    s = raw_scores(q, k, scale, softcap, dtype)
     if alibi_slopes is not None:
         slopes = alibi_slopes.to(q.device, dtype)
         slopes = slopes.view(1, -1, 1, 1) if slopes.dim() == 1 else slopes.view(b, -1, 1, 1)

@@ -51,8 +51,7 @@ if __package__ in (None, ""):
 from bench.attention_share import attention_ms_per_step  # noqa: E402
 from bench.data import BatchSampler, load_tokens  # noqa: E402
 from bench.model import GPT, PRESETS, config_dict, config_from_preset, naive_causal_attention  # noqa: E402
-from bench.nanogpt_report import (SANITY_TOLERANCE, TOLERANCE_BY_VARIANT, text_table, tolerance,  # noqa: E402,F401
-                                   variant_label, write_report)
+from bench.nanogpt_report import text_table, variant_label, write_report  # noqa: E402
 from bench.nanogpt_cpu import default_threads, describe_short_run, short_interpreted_run  # noqa: E402
 from bench.out_dir import default_out_dir  # noqa: E402
 from bench.sample import sample_trained, summary_line  # noqa: E402

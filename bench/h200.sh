@@ -8,7 +8,7 @@
 #   bash bench/h200.sh kernels [args for bench/kernels.py]   the sweep against SDPA cuDNN / flash
 #   bash bench/h200.sh flash-attn-suite DIR   flash-attn's own tests (DIR from `tools/flash_attn_suite.sh fetch DIR`
 #                                             on a machine with PyPI, carried over), ~9 min
-#   bash bench/h200.sh kvcache-tests   the KV-cache and decode-kernel tests on the GPU (~2 min)
+#   bash bench/h200.sh kvcache-tests   the KV-cache, append and decode-kernel tests on the GPU (~2 min)
 #   bash bench/h200.sh decode [args for bench/decode.py]   decode latency and bandwidth beside SDPA, flex, copy
 #   bash bench/h200.sh nanogpt PRESET [args]   bench/nanogpt.py compiled, every variant (gpt2: ~8 min, gpt2-long: ~9)
 # (`tests` is gpu-tests then small-tests: longer than one 10-minute step.)
@@ -62,7 +62,7 @@ if [[ $what == flash-attn-suite ]]; then
   echo "flash-attn suite rc=$?"; tail -3 "$OUT/flash_attn_suite.log"; cp "$dir/summary.json" "$OUT/" 2>/dev/null
 fi
 if [[ $what == kvcache-tests ]]; then
-  timeout 300 python3 -m pytest tests/test_decode_kernels.py tests/test_kvcache.py -q -rf -n 8 -p no:cacheprovider \
+  timeout 300 python3 -m pytest tests/test_decode_kernels.py tests/test_kvcache.py tests/test_kvcache_append.py -q -rf -n 8 -p no:cacheprovider \
       > "$OUT/pytest_kvcache.log" 2>&1
   echo "KV-cache tests rc=$?"; tail -4 "$OUT/pytest_kvcache.log"
 fi

@@ -3,9 +3,10 @@
     out = fa_ck.flash_attn_with_kvcache(q, k_cache, v_cache, k, v, cache_seqlens=lens, causal=True)
 
 Every check runs first, and every error names the argument at fault. Then one custom op,
-fa_ck::fwd_kvcache, rotates q and the new keys (rotary_cos/rotary_sin), appends the new keys and
-values to the cache in place (both plain torch here; a fused kernel may take them over) and runs the
-chosen backend's kvcache_forward over the updated cache (backends/__init__.py states that contract).
+fa_ck::fwd_kvcache, rotates q and the new keys (rotary_cos/rotary_sin) and appends the new keys and
+values to the cache in place (the chosen backend's kvcache_append, one fused kernel in triton's, else
+reference.kvcache_append's torch ops), then runs the backend's kvcache_forward over the updated cache
+(backends/__init__.py states that contract).
 torch.compile sees that one op, which mutates k_cache and v_cache, and its fake kernel: a decode step
 traces with no graph break. Eager calls on plain tensors run the same code without the op's dispatch.
 
@@ -13,7 +14,8 @@ The checks of tensor values (cache_seqlens, cache_leftpad, cache_batch_idx, the 
 call reaches, the rotary table's length) read those values on the host: free for CPU tensors, one
 device-to-host copy per call on a GPU (after a few small reductions of the block table). They are
 skipped inside torch.compile and CUDA graph capture, which cannot read values, and when
-FA_CK_KVCACHE_CHECKS=0; a bad value then fails in the indexing (a device-side assert on a GPU).
+FA_CK_KVCACHE_CHECKS=0; a bad value then fails in torch's indexing (a device-side assert on a GPU),
+or triton's fused append drops the write that falls outside the cache.
 Shape, dtype and device checks always run.
 """
 from __future__ import annotations
@@ -209,34 +211,24 @@ def _check_values(q, k_cache, lens, n_new: int, capacity: int, batch_idx, leftpa
 
 # ---------------------------------------------------------------- the op
 
-def _cache_index(p: KVCacheParams, cache: Tensor, pos: Tensor):
-    """Where the new tokens at positions pos (B, n) of each row live: indices for cache.index_put_."""
-    if p.block_table is None:
-        rows = torch.arange(pos.shape[0], device=pos.device) if p.batch_idx is None else p.batch_idx.long()
-        return rows.view(-1, 1).expand_as(pos), pos
-    page = cache.shape[1]
-    return p.block_table.long().gather(1, pos // page), pos % page
-
-
 def _step(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, interleaved: bool,
           q_per_position: bool, p: KVCacheParams, backend: str):
-    """Rotary, the append in place, then the backend over the updated cache."""
-    lens = cache_seqlens.long().view(-1, 1)
+    """Rotary and the append in place (the backend's kvcache_append, else torch ops), then the backend
+    over the updated cache."""
+    mod = dispatch.module(backend)
     if k is not None:
-        pos = lens + torch.arange(k.shape[1], device=q.device)
-        if rotary_cos is not None:
-            qpos = lens + torch.arange(q.shape[1], device=q.device) if q_per_position else lens
-            q = reference.rotary(q, rotary_cos, rotary_sin, qpos, interleaved=interleaved).contiguous()
-            k = reference.rotary(k, rotary_cos, rotary_sin, pos, interleaved=interleaved)
-        if k.shape[1] > 0:
-            where = _cache_index(p, k_cache, pos)
-            k_cache.index_put_(where, k)
-            v_cache.index_put_(where, v)
+        if hasattr(mod, "kvcache_append"):
+            q = mod.kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, interleaved,
+                                   q_per_position, p)
+        else:
+            q = reference.kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin,
+                                         interleaved=interleaved, q_per_position=q_per_position,
+                                         batch_idx=p.batch_idx, block_table=p.block_table).contiguous()
     b, sq, hq, _ = q.shape
     if q.numel() == 0 or k_cache.numel() == 0 or (p.block_table is not None and p.block_table.shape[1] == 0):
         # no query, or no key anywhere: a row that sees no key gives 0 and lse -inf
         return q.new_zeros(q.shape), torch.full((b, hq, sq), float("-inf"), dtype=torch.float32, device=q.device)
-    return dispatch.module(backend).kvcache_forward(q, k_cache, v_cache, p)
+    return mod.kvcache_forward(q, k_cache, v_cache, p)
 
 
 @torch.library.custom_op("fa_ck::fwd_kvcache", mutates_args=("k_cache", "v_cache"))

@@ -198,6 +198,30 @@ def attention_kvcache(q, k_cache, v_cache, seqlens_k, *, leftpad=None, batch_idx
     return (p @ vf).transpose(1, 2).to(q.dtype if out_dtype is None else out_dtype), lse
 
 
+def kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos=None, rotary_sin=None, *, interleaved=True,
+                   q_per_position=False, batch_idx=None, block_table=None, dtype=torch.float32):
+    """The append of a decoding call, in place: the new keys k (B, n, Hkv, D), rotated with a rotary table,
+    and values v go to positions cache_seqlens[b] + t of batch row b's cache row (batch_idx[b], or b) or
+    pages (block_table[b]). Returns q rotated at cache_seqlens[b] + i (q_per_position) or cache_seqlens[b]
+    with a rotary table, else q as given."""
+    lens = cache_seqlens.long().view(-1, 1)
+    pos = lens + torch.arange(k.shape[1], device=q.device)
+    if rotary_cos is not None:
+        i = torch.arange(q.shape[1], device=q.device) * int(q_per_position)
+        q = rotary(q, rotary_cos, rotary_sin, lens + i, interleaved=interleaved, dtype=dtype)
+        k = rotary(k, rotary_cos, rotary_sin, pos, interleaved=interleaved, dtype=dtype)
+    if k.shape[1]:
+        if block_table is None:
+            rows = torch.arange(k.shape[0], device=q.device) if batch_idx is None else batch_idx.long()
+            where = (rows.view(-1, 1).expand_as(pos), pos)
+        else:
+            page = k_cache.shape[1]
+            where = (block_table.long().gather(1, pos // page), pos % page)
+        k_cache.index_put_(where, k.to(k_cache.dtype))
+        v_cache.index_put_(where, v.to(v_cache.dtype))
+    return q
+
+
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
@@ -218,20 +242,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     cs = torch.as_tensor(capacity if cache_seqlens is None else cache_seqlens, device=q.device)
     cs = cs.long().expand(b)
     k_cache, v_cache = k_cache.clone(), v_cache.clone()
-    pos = cs.view(-1, 1) + torch.arange(n, device=q.device)
-    if rotary_cos is not None and k is not None:
+    if k is not None:
         windowed = any(0 <= int(w) < capacity for w in window_size)
-        i = torch.arange(sq, device=q.device) * int(causal or windowed)
-        q = rotary(q, rotary_cos, rotary_sin, cs.view(-1, 1) + i, interleaved=rotary_interleaved, dtype=dtype)
-        k = rotary(k, rotary_cos, rotary_sin, pos, interleaved=rotary_interleaved, dtype=dtype)
-    if n:
-        if block_table is None:
-            rows = torch.arange(b, device=q.device) if cache_batch_idx is None else cache_batch_idx.long()
-            where = (rows.view(-1, 1).expand(-1, n), pos)
-        else:
-            where = (block_table.long().gather(1, pos // page), pos % page)
-        k_cache[where] = k.to(k_cache.dtype)
-        v_cache[where] = v.to(v_cache.dtype)
+        q = kvcache_append(q, k_cache, v_cache, k, v, cs, rotary_cos, rotary_sin, interleaved=rotary_interleaved,
+                           q_per_position=causal or windowed, batch_idx=cache_batch_idx, block_table=block_table,
+                           dtype=dtype)
     out, lse = attention_kvcache(q, k_cache, v_cache, cs + n, leftpad=cache_leftpad, batch_idx=cache_batch_idx,
                                  block_table=block_table, scale=softmax_scale, causal=causal,
                                  window=tuple(int(w) for w in window_size), alibi_slopes=alibi_slopes,

@@ -21,8 +21,13 @@ KV-cache decoding (flash_attn_with_kvcache). A backend MAY also expose
     kvcache_unsupported(q, k_cache, v_cache, p: KVCacheParams) -> str | None
         None when it can serve this call, else what it lacks ("page_size 16", "leftpad").
     kvcache_forward(q, k_cache, v_cache, p) -> (out (B, Sq, Hq, D) in q's dtype, lse (B, Hq, Sq) float32)
-A backend without both cannot serve KV-cache calls ("no KV-cache path" in explain_kvcache()).
-q arrives already rotated and the cache already holds the new keys and values: kvcache_forward
+A backend without both cannot serve KV-cache calls ("no KV-cache path" in explain_kvcache()). It MAY
+also expose the append (reference.kvcache_append's torch ops serve a backend without it):
+    kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, interleaved,
+                   q_per_position, p) -> q
+        writes k and v into the cache in place at cache_seqlens (int32 (B,)), rotating k, and returns
+        q rotated (a new tensor) when rotary_cos is given, else q; no host sync.
+kvcache_forward then gets q rotated and the cache holding the new keys and values: it
 never writes the cache and never reads a value back to the host (no .item(), no .tolist()),
 so a decode step can be captured in a CUDA graph. Layouts and masks: params.KVCacheParams.
 """

@@ -6,7 +6,7 @@ replay plan or the slow path) -> config (the one place that decides each kernel'
 CallSpec of the call) -> the launchers (forward_host, backward_host, gluon_launch; fp8.py quantises
 first) -> fast_path (every launch) -> kernels/. docs/architecture.md walks through it.
 KV-cache decoding: kvcache_unsupported (availability) -> decode_host (buffers, a DecodeSpec,
-config.decode_config, the launches) -> kernels/decode.py.
+config.decode_config, the launches) -> kernels/append.py, then kernels/decode.py.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from ...params import AttnParams, KVCacheParams
 from .availability import available, kvcache_unsupported, unsupported
 
 NAME = "triton"
-__all__ = ["NAME", "available", "unsupported", "forward", "backward", "kvcache_unsupported", "kvcache_forward",
-           "quantize_fp8", "dropout_mask"]
+__all__ = ["NAME", "available", "unsupported", "forward", "backward", "kvcache_unsupported", "kvcache_append",
+           "kvcache_forward", "quantize_fp8", "dropout_mask"]
 
 
 def _on_device_of(t: torch.Tensor):
@@ -40,6 +40,14 @@ def backward(do, q, k, v, out, lse, p: AttnParams, dlse=None):
     from .backward_host import backward as run
     with _on_device_of(q):
         return run(do, q, k, v, out, lse, p, dlse)
+
+
+def kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, interleaved, q_per_position,
+                   p: KVCacheParams):
+    """The append in place and rotary, in one fused kernel (kernels/append.py) -> q, rotated with rotary."""
+    from .decode_host import append as run
+    with _on_device_of(q):
+        return run(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, interleaved, q_per_position, p)
 
 
 def kvcache_forward(q, k_cache, v_cache, p: KVCacheParams):

@@ -1,7 +1,7 @@
-"""The KV-cache decoding forward's host code: reads the call's facts into a DecodeSpec, makes out,
-lse and (with several splits) the partials' workspace, poisoned under FA_CK_POISON=1, and launches
-what config.decode_config returns: decode.py's split kernel, then its combine kernel. It decides
-nothing, and never reads a device value (no host sync)."""
+"""The KV-cache decoding host code: reads the call's facts into a DecodeSpec, makes out, lse and (with
+several splits) the partials' workspace, poisoned under FA_CK_POISON=1, and launches what
+config.decode_config returns: append.py's fused append (append()), then decode.py's split kernel and
+its combine kernel (forward()). It decides nothing, and never reads a device value (no host sync)."""
 from __future__ import annotations
 
 import math
@@ -13,6 +13,7 @@ from ...params import KVCacheParams
 from . import buffers, device, fast_path
 from .buffers import placeholders
 from .config import DecodeConfig, DecodeSpec, decode_config
+from .kernels.append import append_kernel
 from .kernels.decode import decode_combine_kernel, decode_split_kernel
 from .sizes import block_d
 
@@ -31,6 +32,36 @@ def decode_spec(q, k_cache, p: KVCacheParams) -> DecodeSpec:
                       alibi=p.alibi_slopes is not None, leftpad=p.leftpad is not None,
                       batch_idx=p.batch_idx is not None, num_splits=p.num_splits,
                       sm_count=device.sm_count(q.device), overrides=os.environ.get("FA_CK_TRITON_CONFIG", ""))
+
+
+def append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, interleaved: bool,
+           q_per_position: bool, p: KVCacheParams):
+    """append_kernel: k, v (B, n, Hkv, D) into the cache at cache_seqlens (int32 (B,)), rotating them
+    and q with a rotary table. -> q, rotated into a new tensor with rotary, else as it was."""
+    b, n, hkv, d = k.shape
+    sq, hq = q.shape[1], q.shape[2]
+    rotary = rotary_cos is not None
+    q_out = buffers.empty(q.shape, q.dtype, q.device, buffers.poisoning()) if rotary else q
+    tokens = max(n, sq if rotary else 0)
+    if b == 0 or tokens == 0:
+        return q_out
+    cfg = decode_config(decode_spec(q, k_cache, p))
+    ints, floats, _ = placeholders(q.device)
+    table = p.block_table if p.paged else ints.view(1, 0)
+    cos, sin = (rotary_cos, rotary_sin) if rotary else (floats, floats)
+    half = cos.shape[1] if rotary else 0
+    page = k_cache.shape[1]
+    capacity = table.shape[1] * page if p.paged else page
+    fast_path.launch(append_kernel, (tokens, b), (
+        q, k, v, q_out, k_cache, v_cache, cos, sin, cache_seqlens.contiguous(),
+        p.batch_idx.contiguous() if p.batch_idx is not None else ints, table,
+        q.stride()[:3], k.stride()[:3], v.stride()[:3], q_out.stride()[:3], k_cache.stride()[:3],
+        v_cache.stride()[:3], table.stride(0), table.stride(1), cos.stride(0), sin.stride(0),
+        n, sq, hq, hkv, d, half, capacity, k_cache.shape[0]), dict(
+        BLOCK_HQ=block_d(hq) if rotary else 1, BLOCK_HK=max(1, 1 << (hkv - 1).bit_length()), BLOCK_D=block_d(d),
+        PAGE=page if p.paged else 0, HAS_BATCH_IDX=p.batch_idx is not None and not p.paged, ROTARY=rotary,
+        INTERLEAVED=interleaved, Q_PER_POSITION=q_per_position, num_warps=cfg.append_warps, num_stages=1))
+    return q_out
 
 
 def forward(q, k_cache, v_cache, p: KVCacheParams):

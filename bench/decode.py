@@ -367,7 +367,8 @@ def measure(row: Row, call, view: View, ref, args, on_gpu: bool):
     if not row.error <= TOLERANCE:       # NaN fails too
         row.status, row.note = "wrong", row.note + f"; error {row.error:.2e} > {TOLERANCE:.0e}: not timed"
         return
-    with mock.patch.dict(os.environ, {"FA_CK_KVCACHE_CHECKS": "0"}):   # the API's host reads of index values stay out of the time
+    # the API's host reads of index values stay out of the time
+    with mock.patch.dict(os.environ, {"FA_CK_KVCACHE_CHECKS": "0"}):
         row.us, how, timed = gpu_us(call, args.rep_ms) if on_gpu else cpu_us(call)
     row.note = f"{row.note}; {how}".lstrip("; ")
     if not relative_error(timed, ref, check_rows(view.point.batch)) <= TOLERANCE:
@@ -505,13 +506,18 @@ def point_line(point: Point, rows: list) -> str:
 
 # ------------------------------------------------------------------ report
 
+def git_commit() -> str | None:
+    """This checkout's short commit, or None outside git."""
+    try:
+        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def environment(args, on_gpu: bool, device) -> dict:
     import triton
-    try:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
+    commit = git_commit()
     return dict(command=" ".join(["python", "bench/decode.py"] + args.argv),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 device=torch.cuda.get_device_name(device) if on_gpu else f"cpu ({platform.processor() or 'unknown'})",

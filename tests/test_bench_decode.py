@@ -84,3 +84,20 @@ def test_targets_are_judged_on_fa_ck_where_the_issue_sets_them():
     assert not fa_paged.targets["copy"]           # 962 GB/s: under 85 % of 1150 (1000 is over it)
     assert small.targets == {}                    # B8 1k: no copy target, no SDPA measured
     assert rows[0].targets == {}                  # only fa_ck's own rows carry targets
+
+
+def test_append_bench_checks_both_paths_agree_before_timing(tmp_path, monkeypatch):
+    from bench import decode_append
+    out = tmp_path / "append"
+    assert decode_append.main(["--cpu", "--out", str(out)]) == 0
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert {r["point"] for r in rows} == {f"B{b} {where}{rot}" for b in (1, 3) for where in ("dense", "page 16")
+                                          for rot in ("", " rotary")}
+    assert all(r["agree"] and r["fused_eager_us"] > 0 and r["torch_eager_us"] > 0 for r in rows)
+    assert "| B3 page 16 rotary | True |" in (out / "results.md").read_text()
+    # a fused append that writes nothing is caught, and nothing is timed
+    tb = __import__("importlib").import_module("fa_ck.backends.triton")
+    monkeypatch.setattr(tb, "kvcache_append", lambda q, *args: q)
+    assert decode_append.main(["--cpu", "--out", str(tmp_path / "broken")]) == 1
+    rows = json.loads((tmp_path / "broken" / "results.json").read_text())["rows"]
+    assert not any(r["agree"] or "fused_eager_us" in r for r in rows)

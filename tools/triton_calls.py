@@ -65,8 +65,8 @@ FP8_CALLS = [Call(d, causal=causal, fp8="quantised") for d in (64, 128) for caus
 
 @dataclasses.dataclass(frozen=True)
 class DecodeCall:
-    """One KV-cache decoding call into the triton backend's kvcache_forward (flash_attn_with_kvcache's
-    append and rotary come before it and launch no decode kernel): q (b, sq, hq, d) against caches of
+    """One KV-cache decoding call into the triton backend: with `append` ("new": one new token, "rotary":
+    rotated too) its kvcache_append first, then kvcache_forward: q (b, sq, hq, d) against caches of
     `cache` keys per row, dense or in pages of `page` (the tensors are never written or read)."""
     d: int = 128
     dtype: torch.dtype = torch.bfloat16
@@ -81,12 +81,14 @@ class DecodeCall:
     softcap: float = 0.0
     alibi: bool = False
     leftpad: bool = False
+    append: str = ""
     fp8: str = ""
 
     @property
     def label(self) -> str:
         feats = [name for name, on in (("causal", self.causal), ("window", self.window != (-1, -1)), ("softcap",
                                        self.softcap), ("alibi", self.alibi), ("leftpad", self.leftpad)) if on]
+        feats += [f"append {self.append}"] if self.append else []
         return " ".join(["decode", str(self.dtype).split(".")[-1], f"d{self.d}", f"B{self.b} Sq{self.sq}",
                          f"H{self.hq}/{self.hkv}", f"cache {self.cache}", f"page {self.page}" if self.page else "dense",
                          *feats])
@@ -104,13 +106,19 @@ class DecodeCall:
                           alibi_slopes=torch.rand(self.hq) if self.alibi else None,
                           leftpad=ints if self.leftpad else None,
                           block_table=table if self.page else None)
+        if self.append:
+            k, v = (torch.randn(self.b, 1, self.hkv, self.d, dtype=self.dtype) for _ in range(2))
+            cos = torch.rand(self.cache, self.d // 2) if self.append == "rotary" else None
+            q = tb.kvcache_append(q, k_cache, v_cache, k, v, ints, cos, cos, False, False, p)
         tb.kvcache_forward(q, k_cache, v_cache, p)
 
 
 # bf16 d128 H32/8 unless named: B1 with many splits and B64 with one, dense and paged (pages of 16 gathered key by
-# key, of 256 read whole), MQA at fp16 d64, d256, a head dim that is no power of two, and the masks and features
+# key, of 256 read whole), MQA at fp16 d64, d256, a head dim that is no power of two, the masks and features, and
+# the fused append (rotary into a dense cache, plain into pages)
 DECODE_CALLS = [
-    DecodeCall(), DecodeCall(b=64, cache=2048), DecodeCall(page=16), DecodeCall(b=64, cache=8192, page=256),
+    DecodeCall(append="rotary"), DecodeCall(b=64, cache=2048), DecodeCall(page=16, append="new"),
+    DecodeCall(b=64, cache=8192, page=256),
     DecodeCall(64, torch.float16, sq=4, hq=32, hkv=1, page=64, causal=True), DecodeCall(256, cache=8192),
     DecodeCall(96, sq=4, cache=4096, window=(512, 0), softcap=30.0, alibi=True, leftpad=True),
     DecodeCall(64, torch.float16, sq=4, hq=8, hkv=8, cache=4096, window=(256, 0)),

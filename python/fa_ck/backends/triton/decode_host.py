@@ -56,7 +56,7 @@ def append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, int
         q, k, v, q_out, k_cache, v_cache, cos, sin, cache_seqlens.contiguous(),
         p.batch_idx.contiguous() if p.batch_idx is not None else ints, table,
         q.stride()[:3], k.stride()[:3], v.stride()[:3], q_out.stride()[:3], k_cache.stride()[:3],
-        v_cache.stride()[:3], table.stride(0), table.stride(1), cos.stride(0), sin.stride(0),
+        v_cache.stride()[:3], table.stride(), (cos.stride(0), sin.stride(0)),
         n, sq, hq, hkv, d, half, capacity, k_cache.shape[0]), dict(
         BLOCK_HQ=block_d(hq) if rotary else 1, BLOCK_HK=max(1, 1 << (hkv - 1).bit_length()), BLOCK_D=block_d(d),
         PAGE=page if p.paged else 0, HAS_BATCH_IDX=p.batch_idx is not None and not p.paged, ROTARY=rotary,

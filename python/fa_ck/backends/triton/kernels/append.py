@@ -43,13 +43,13 @@ def _rotated(X, offs_h, offs_d, stride_h, heads, head_dim, COS, SIN, half,
 
 @triton.jit
 def append_kernel(Q, K, V, QOUT, KC, VC, COS, SIN, LENS, BATCH_IDX, TABLE,
-                  stride_q, stride_k, stride_v, stride_qo, stride_kc, stride_vc, stride_tb, stride_tn,
-                  stride_cos, stride_sin, n_new, seqlen_q, heads_q, heads_kv, head_dim, half, capacity,
+                  q_strides, k_strides, v_strides, qout_strides, kc_strides, vc_strides, table_strides,
+                  rotary_rows, n_new, seqlen_q, heads_q, heads_kv, head_dim, half, capacity,
                   num_blocks, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, BLOCK_D: tl.constexpr,
                   PAGE: tl.constexpr, HAS_BATCH_IDX: tl.constexpr, ROTARY: tl.constexpr,
                   INTERLEAVED: tl.constexpr, Q_PER_POSITION: tl.constexpr):
-    """stride_q / stride_k / stride_v / stride_qo: (batch, token, head); stride_kc / stride_vc: the
-    cache's (row or page, position, head); stride_cos / stride_sin: a rotary table row."""
+    """q_strides / k_strides / v_strides / qout_strides: (batch, token, head); kc_strides / vc_strides: the
+    cache's (row or page, position, head); rotary_rows: the row strides of COS and SIN."""
     t = tl.program_id(0)
     b = tl.program_id(1)
     offs_d = tl.arange(0, BLOCK_D)
@@ -57,31 +57,31 @@ def append_kernel(Q, K, V, QOUT, KC, VC, COS, SIN, LENS, BATCH_IDX, TABLE,
     if t < n_new:
         pos = lens + t
         offs_h = tl.arange(0, BLOCK_HK)
-        kx, inside = _rotated(K + wide(b) * stride_k[0] + t * stride_k[1], offs_h, offs_d, stride_k[2], heads_kv,
-                              head_dim, COS + wide(pos) * stride_cos, SIN + wide(pos) * stride_sin, half,
+        kx, inside = _rotated(K + wide(b) * k_strides[0] + t * k_strides[1], offs_h, offs_d, k_strides[2], heads_kv,
+                              head_dim, COS + wide(pos) * rotary_rows[0], SIN + wide(pos) * rotary_rows[1], half,
                               ROTARY, INTERLEAVED)
-        vx = tl.load(V + wide(b) * stride_v[0] + t * stride_v[1] + offs_h[:, None] * stride_v[2] + offs_d[None, :],
+        vx = tl.load(V + wide(b) * v_strides[0] + t * v_strides[1] + offs_h[:, None] * v_strides[2] + offs_d[None, :],
                      mask=inside)
         if PAGE == 0:
             row = tl.load(BATCH_IDX + b) if HAS_BATCH_IDX else b
             ok = pos < capacity
-            k_at = wide(row) * stride_kc[0] + wide(pos) * stride_kc[1]
-            v_at = wide(row) * stride_vc[0] + wide(pos) * stride_vc[1]
+            k_at = wide(row) * kc_strides[0] + wide(pos) * kc_strides[1]
+            v_at = wide(row) * vc_strides[0] + wide(pos) * vc_strides[1]
         else:
             ok = pos < capacity
-            page = tl.load(TABLE + wide(b) * stride_tb + (pos // PAGE) * stride_tn, mask=ok, other=-1)
+            page = tl.load(TABLE + wide(b) * table_strides[0] + (pos // PAGE) * table_strides[1], mask=ok, other=-1)
             ok = ok & (page >= 0) & (page < num_blocks)
-            k_at = wide(page) * stride_kc[0] + (pos % PAGE) * stride_kc[1]
-            v_at = wide(page) * stride_vc[0] + (pos % PAGE) * stride_vc[1]
+            k_at = wide(page) * kc_strides[0] + (pos % PAGE) * kc_strides[1]
+            v_at = wide(page) * vc_strides[0] + (pos % PAGE) * vc_strides[1]
         keep = inside & ok
-        tl.store(KC + k_at + offs_h[:, None] * stride_kc[2] + offs_d[None, :], kx.to(KC.dtype.element_ty), mask=keep)
-        tl.store(VC + v_at + offs_h[:, None] * stride_vc[2] + offs_d[None, :], vx.to(VC.dtype.element_ty), mask=keep)
+        tl.store(KC + k_at + offs_h[:, None] * kc_strides[2] + offs_d[None, :], kx.to(KC.dtype.element_ty), mask=keep)
+        tl.store(VC + v_at + offs_h[:, None] * vc_strides[2] + offs_d[None, :], vx.to(VC.dtype.element_ty), mask=keep)
     if ROTARY:
         if t < seqlen_q:
             at = lens + t if Q_PER_POSITION else lens
             offs_h = tl.arange(0, BLOCK_HQ)
-            qx, inside = _rotated(Q + wide(b) * stride_q[0] + t * stride_q[1], offs_h, offs_d, stride_q[2], heads_q,
-                                  head_dim, COS + wide(at) * stride_cos, SIN + wide(at) * stride_sin, half,
+            qx, inside = _rotated(Q + wide(b) * q_strides[0] + t * q_strides[1], offs_h, offs_d, q_strides[2], heads_q,
+                                  head_dim, COS + wide(at) * rotary_rows[0], SIN + wide(at) * rotary_rows[1], half,
                                   ROTARY, INTERLEAVED)
-            tl.store(QOUT + wide(b) * stride_qo[0] + t * stride_qo[1] + offs_h[:, None] * stride_qo[2]
+            tl.store(QOUT + wide(b) * qout_strides[0] + t * qout_strides[1] + offs_h[:, None] * qout_strides[2]
                      + offs_d[None, :], qx.to(QOUT.dtype.element_ty), mask=inside)

@@ -174,6 +174,20 @@ def test_gqa_dkdv_in_gluon_only_through_host_made_descriptors():
     assert config.backward_config(_spec(heads_kv=2)).dkdv.gluon
 
 
+@pytest.mark.parametrize("head_dim", [16, 32, 59, 64])
+def test_one_pass_starts_from_zero_only_where_every_key_block_is_whole(head_dim):
+    """from_zero leaves keys past seqlen_k unmasked, and one pass adds their dS into dQ: a ragged last
+    key block (or varlen) there gave NaN dQ in flash-attn's bwd_varlen_overflow test."""
+    for sk, varlen in ((3, True), (1000, False), (1024, True), (1100, False), (1024, False), (4096, False)):
+        spec = _spec(head_dim=head_dim, dtype=torch.float16, seqlen_k=sk, varlen=varlen, host_desc_ok=not varlen)
+        dkdv = config.backward_config(spec).dkdv
+        if dkdv.one_pass and dkdv.from_zero:
+            assert not varlen and sk % dkdv.block_n == 0, (sk, varlen, dkdv)
+    # an override still reaches the kernel (a debugging aid, docs/tuning.md says what it risks)
+    asked = _spec(head_dim=64, seqlen_k=1000, overrides='{"bwd_dkdv": {"one_pass": true, "from_zero": true}}')
+    assert config.backward_config(asked).dkdv.from_zero
+
+
 def test_the_persistent_grids_cover_every_unit():
     """A persistent program takes units p, p + P, ...: with P coprime to the units per head, each
     program's units cycle through every position within a head."""

@@ -483,7 +483,7 @@ def _dkdv_knobs(spec: CallSpec) -> tuple[dict, dict]:
     return k, asked
 
 
-def _dkdv(spec: CallSpec, k: dict) -> DkdvConfig:
+def _dkdv(spec: CallSpec, k: dict, asked: dict) -> DkdvConfig:
     d = block_d(spec.head_dim)
     _check_tiles("bwd_dkdv", k)
     if not k["gluon"]:
@@ -501,6 +501,11 @@ def _dkdv(spec: CallSpec, k: dict) -> DkdvConfig:
     def need(num_kv, tma_store):
         return sizes.dkdv_gluon(spec.head_dim, k["block_m"], k["num_stages"], elem, k["one_pass"], num_kv, tma_store)
     _check_smem("bwd_dkdv", "the Gluon dK/dV kernel", need(1, False), k, "block_m", spec.head_dim)
+    # from_zero leaves keys past seqlen_k unmasked: harmless for dK/dV (never stored), but one pass adds
+    # their dS into dQ, where an overflowing P makes NaN. Chosen only where every key block is whole
+    ragged = spec.varlen or spec.seqlen_k % k["block_n"] != 0
+    if k["from_zero"] and k["one_pass"] and ragged and "from_zero" not in asked:
+        k = {**k, "from_zero": False}
     host_desc = (k["host_desc"] or spec.group > 1) and not spec.varlen and spec.host_desc_ok
     key_blocks = -(-spec.seqlen_k // k["block_n"])
     units, sms = key_blocks * spec.heads_kv * spec.batch, spec.sm_count
@@ -538,7 +543,7 @@ def dq_with(spec: CallSpec, k: dict) -> DqConfig:
 def backward_config(spec: CallSpec) -> BwdConfig:
     """The backward's configs for this call: the dK/dV kernel's, and the dQ kernel's unless the
     dK/dV kernel adds dQ itself (one pass)."""
-    dkdv = _dkdv(spec, _dkdv_knobs(spec)[0])
+    dkdv = _dkdv(spec, *_dkdv_knobs(spec))
     return backward_with(spec, dkdv, None if dkdv.one_pass else _dq(spec))
 
 
@@ -548,7 +553,8 @@ def backward_with(spec: CallSpec, dkdv: DkdvConfig, dq: DqConfig | None) -> BwdC
 
 
 def dkdv_with_tiles(spec: CallSpec, tiles: dict) -> DkdvConfig:
-    return _dkdv(spec, {**_dkdv_knobs(spec)[0], **tiles})
+    k, asked = _dkdv_knobs(spec)
+    return _dkdv(spec, {**k, **tiles}, asked)
 
 
 def dq_with_tiles(spec: CallSpec, tiles: dict) -> DqConfig:

@@ -507,12 +507,17 @@ def point_line(point: Point, rows: list) -> str:
 # ------------------------------------------------------------------ report
 
 def git_commit() -> str | None:
-    """This checkout's short commit, or None outside git."""
+    """This checkout's short commit, "+changes" when the tracked files under python/ or bench/ differ
+    from it (a copy of a working tree, say), or None outside git."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip() or None
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "python", "bench")
     except (OSError, subprocess.SubprocessError):
         return None
+    return (commit + ("+changes" if changed else "")) if commit else None
 
 
 def environment(args, on_gpu: bool, device) -> dict:

@@ -9,7 +9,8 @@
 #   bash bench/h200.sh flash-attn-suite DIR   flash-attn's own tests (DIR from `tools/flash_attn_suite.sh fetch DIR`
 #                                             on a machine with PyPI, carried over), ~9 min
 #   bash bench/h200.sh kvcache-tests   the KV-cache, append and decode-kernel tests on the GPU (~2 min)
-#   bash bench/h200.sh decode [args for bench/decode.py]   decode latency and bandwidth beside SDPA, flex, copy
+#   bash bench/h200.sh decode [args for bench/decode.py]   decode latency and bandwidth beside SDPA, flex, copy;
+#                                                          then bench/decode_append.py (~20 s)
 #   bash bench/h200.sh nanogpt PRESET [args]   bench/nanogpt.py compiled, every variant (gpt2: ~8 min, gpt2-long: ~9)
 # (`tests` is gpu-tests then small-tests: longer than one 10-minute step.)
 set -uo pipefail
@@ -68,6 +69,7 @@ if [[ $what == kvcache-tests ]]; then
 fi
 if [[ $what == decode ]]; then
   python3 bench/decode.py --out "$OUT/decode" "$@"
+  python3 bench/decode_append.py --out "$OUT/decode-append"
 fi
 if [[ $what == nanogpt ]]; then
   preset=${1:?nanogpt needs a preset: gpt2 or gpt2-long}

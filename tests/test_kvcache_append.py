@@ -66,25 +66,30 @@ def test_append_matches_float64(dtype, layout, page, rotary, n_new, sq, q_per_po
         assert got_q is q                          # without rotary q is passed on as it is
 
 
-@pytest.mark.parametrize("layout", ["dense", "paged"])
+@pytest.mark.parametrize("layout", ["dense", "batch_idx", "paged"])
 def test_write_outside_the_cache_is_dropped(layout):
-    """With the interface's value checks off, a position past the capacity (or a block-table entry naming
-    no block) must not write anywhere."""
+    """With the interface's value checks off, a position past the capacity, a cache_batch_idx naming no
+    cache row or a block-table entry naming no block must not write anywhere. The caches are the front
+    half of buffers twice their size, so a write just past their end would show."""
     b, hkv, d, capacity = 2, 1, 16, 32
     k_cache, v_cache, batch_idx, table = make(layout, b, hkv, d, torch.float16, capacity, 16)
-    lens = torch.tensor([capacity, 5], dtype=torch.int32)          # row 0 is full
+    rows = k_cache.shape[0]
+    k_store, v_store = (torch.cat([t, t]) for t in (k_cache, v_cache))      # all NaN
+    lens = torch.tensor([capacity, 5], dtype=torch.int32)                   # row 0 is full
     if table is not None:
-        table[1, 0] = 10_000                                        # row 1's page names no block
+        table[1, 0] = rows                                                  # row 1's page: the first past the end
+    if batch_idx is not None:
+        batch_idx = torch.tensor([0, rows], dtype=torch.int32)              # row 1's cache row: likewise
     k, v = (torch.randn(b, 1, hkv, d, dtype=torch.float16) for _ in range(2))
     q = torch.randn(b, 1, 2, d, dtype=torch.float16)
-    q, k_cache, v_cache, k, v, lens, table = to(DEVICE, q, k_cache, v_cache, k, v, lens, table)
-    p = KVCacheParams(scale=1.0, seqlens_k=lens + 1, block_table=table)
+    q, k_store, v_store, k, v, lens, table, batch_idx = to(DEVICE, q, k_store, v_store, k, v, lens, table, batch_idx)
+    k_cache, v_cache = k_store[:rows], v_store[:rows]
+    p = KVCacheParams(scale=1.0, seqlens_k=lens + 1, block_table=table, batch_idx=batch_idx)
     tb.kvcache_append(q, k_cache, v_cache, k, v, lens, None, None, False, False, p)
-    if layout == "dense":
-        assert torch.isnan(k_cache[0]).all() and torch.isnan(v_cache[0]).all()
-        assert torch.equal(k_cache[1, 5], k[1, 0]) and torch.equal(v_cache[1, 5], v[1, 0])
-    else:
-        assert torch.isnan(k_cache).all() and torch.isnan(v_cache).all()
+    if layout == "dense":                                                   # row 1's token lands; row 0's does not
+        assert torch.equal(k_store[1, 5], k[1, 0]) and torch.equal(v_store[1, 5], v[1, 0])
+        k_store[1, 5], v_store[1, 5] = float("nan"), float("nan")
+    assert torch.isnan(k_store).all() and torch.isnan(v_store).all()
 
 
 def test_the_interface_appends_through_the_fused_kernel(monkeypatch):
@@ -100,3 +105,24 @@ def test_the_interface_appends_through_the_fused_kernel(monkeypatch):
     fa_ck.flash_attn_with_kvcache(q, k_cache, v_cache, k, v, rotary_cos=cos, rotary_sin=cos * 0,
                                   cache_seqlens=3, backend="triton")
     assert torch.equal(k_cache[:, 3], k[:, 0]) and torch.equal(v_cache[:, 3], v[:, 0])
+
+
+def test_strided_inputs():
+    """New keys and values whose last dim is not contiguous, a rotary table read through strided
+    columns: the same caches as the float64 reference."""
+    b, hq, hkv, d = 2, 4, 2, 32
+    k_cache, v_cache, _, _ = make("dense", b, hkv, d, torch.float16, 64, 0)
+    lens = torch.tensor([3, 40], dtype=torch.int32)
+    q = torch.randn(b, 1, hq, d, dtype=torch.float16)
+    k, v = (torch.randn(b, 1, d, hkv, dtype=torch.float16).transpose(-1, -2) for _ in range(2))
+    table = torch.rand(64, 16, dtype=torch.float64) * 6.3
+    cos, sin = table.cos().half()[:, ::2], table.sin().half()[:, ::2]           # rotary_dim 16, columns strided
+    want_k, want_v = k_cache.double(), v_cache.double()
+    want_q = reference.kvcache_append(q.double(), want_k, want_v, k.double(), v.double(), lens, cos, sin,
+                                      interleaved=False, dtype=torch.float64)
+    q, k_cache, v_cache, k, v, lens, cos, sin = to(DEVICE, q, k_cache, v_cache, k, v, lens, cos, sin)
+    got_q = tb.kvcache_append(q, k_cache, v_cache, k, v, lens, cos, sin, False, False,
+                              KVCacheParams(scale=1.0, seqlens_k=lens + 1))
+    torch.testing.assert_close(k_cache.cpu().double(), want_k, atol=2e-3, rtol=2e-3, equal_nan=True)
+    torch.testing.assert_close(v_cache.cpu().double(), want_v, atol=0, rtol=0, equal_nan=True)
+    torch.testing.assert_close(got_q.cpu().double(), want_q, atol=2e-3, rtol=2e-3)

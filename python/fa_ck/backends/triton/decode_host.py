@@ -40,6 +40,7 @@ def append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, int
     and q with a rotary table. -> q, rotated into a new tensor with rotary, else as it was."""
     b, n, hkv, d = k.shape
     sq, hq = q.shape[1], q.shape[2]
+    k, v = ((t if t.stride(-1) == 1 else t.contiguous()) for t in (k, v))    # (new tokens: a small copy)
     rotary = rotary_cos is not None
     q_out = buffers.empty(q.shape, q.dtype, q.device, buffers.poisoning()) if rotary else q
     tokens = max(n, sq if rotary else 0)
@@ -48,7 +49,8 @@ def append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, int
     cfg = decode_config(decode_spec(q, k_cache, p))
     ints, floats, _ = placeholders(q.device)
     table = p.block_table if p.paged else ints.view(1, 0)
-    cos, sin = (rotary_cos, rotary_sin) if rotary else (floats, floats)
+    cos, sin = ((t if t.stride(-1) == 1 else t.contiguous()) for t in (rotary_cos, rotary_sin)) if rotary else (
+        floats, floats)
     half = cos.shape[1] if rotary else 0
     page = k_cache.shape[1]
     capacity = table.shape[1] * page if p.paged else page
@@ -58,10 +60,15 @@ def append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, int
         q.stride()[:3], k.stride()[:3], v.stride()[:3], q_out.stride()[:3], k_cache.stride()[:3],
         v_cache.stride()[:3], table.stride(), (cos.stride(0), sin.stride(0)),
         n, sq, hq, hkv, d, half, capacity, k_cache.shape[0]), dict(
-        BLOCK_HQ=block_d(hq) if rotary else 1, BLOCK_HK=max(1, 1 << (hkv - 1).bit_length()), BLOCK_D=block_d(d),
+        BLOCK_HQ=_pow2(hq) if rotary else 1, BLOCK_HK=_pow2(hkv), BLOCK_D=block_d(d),
         PAGE=page if p.paged else 0, HAS_BATCH_IDX=p.batch_idx is not None and not p.paged, ROTARY=rotary,
         INTERLEAVED=interleaved, Q_PER_POSITION=q_per_position, num_warps=cfg.append_warps, num_stages=1))
     return q_out
+
+
+def _pow2(n: int) -> int:
+    """n rounded up to a power of two (a tile's side)."""
+    return 1 << max(n - 1, 0).bit_length()
 
 
 def forward(q, k_cache, v_cache, p: KVCacheParams):

@@ -9,7 +9,8 @@ page block_table[b, pos // PAGE], slot pos % PAGE of a paged one. With rotary it
 Rotary turns dims (d, partner(d)) for d < 2 * half, in float32, as reference.rotary does:
 x'[d] = x[d] * cos[pos, col] + sign * x[partner] * sin[pos, col], with partner d ^ 1, col d // 2 and
 sign -1 on even d when interleaved, else partner d +- half, col d % half and sign -1 below half.
-A write outside the cache (possible only with the interface's value checks off) is dropped.
+A write outside the cache (possible only with the interface's value checks off: a position past
+the capacity, a cache row or block-table entry naming no row or page) is dropped.
 """
 import triton
 import triton.language as tl
@@ -49,7 +50,8 @@ def append_kernel(Q, K, V, QOUT, KC, VC, COS, SIN, LENS, BATCH_IDX, TABLE,
                   PAGE: tl.constexpr, HAS_BATCH_IDX: tl.constexpr, ROTARY: tl.constexpr,
                   INTERLEAVED: tl.constexpr, Q_PER_POSITION: tl.constexpr):
     """q_strides / k_strides / v_strides / qout_strides: (batch, token, head); kc_strides / vc_strides: the
-    cache's (row or page, position, head); rotary_rows: the row strides of COS and SIN."""
+    cache's (row or page, position, head); rotary_rows: the row strides of COS and SIN (columns
+    contiguous); num_blocks: the cache's rows (dense) or pages (paged)."""
     t = tl.program_id(0)
     b = tl.program_id(1)
     offs_d = tl.arange(0, BLOCK_D)
@@ -64,7 +66,7 @@ def append_kernel(Q, K, V, QOUT, KC, VC, COS, SIN, LENS, BATCH_IDX, TABLE,
                      mask=inside)
         if PAGE == 0:
             row = tl.load(BATCH_IDX + b) if HAS_BATCH_IDX else b
-            ok = pos < capacity
+            ok = (pos < capacity) & (row >= 0) & (row < num_blocks)
             k_at = wide(row) * kc_strides[0] + wide(pos) * kc_strides[1]
             v_at = wide(row) * vc_strides[0] + wide(pos) * vc_strides[1]
         else:

@@ -18,6 +18,7 @@ import argparse
 import datetime
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -117,7 +118,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     on_gpu = torch.cuda.is_available() and not args.cpu
     if not on_gpu:
-        import os
         os.environ.setdefault("TRITON_INTERPRET", "1")   # read when triton decorates fa_ck's kernels
     load_fa_ck()
     import triton

@@ -223,7 +223,7 @@ def _step(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, inte
         else:
             q = reference.kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin,
                                          interleaved=interleaved, q_per_position=q_per_position,
-                                         batch_idx=p.batch_idx, block_table=p.block_table).contiguous()
+                                         batch_idx=p.batch_idx, block_table=p.block_table)
     b, sq, hq, _ = q.shape
     if q.numel() == 0 or k_cache.numel() == 0 or (p.block_table is not None and p.block_table.shape[1] == 0):
         # no query, or no key anywhere: a row that sees no key gives 0 and lse -inf

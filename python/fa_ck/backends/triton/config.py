@@ -629,7 +629,6 @@ class DecodeConfig:
     whole_pages: bool = False                # paged with page_size >= block_n: a key block lies in one page
     combine_block_s: int = 1                 # splits the combine kernel reduces per step
     combine_warps: int = 4
-    append_warps: int = 4                    # kernels/append.py: a program holds one token's heads x dims
 
 
 DECODE_KERNELS = {"decode": DecodeConfig}
@@ -692,5 +691,9 @@ def decode_config(spec: DecodeSpec) -> DecodeConfig:
         splits = decode_splits(spec, k["block_m"], k["block_n"])
     return DecodeConfig(**k, num_splits=splits, row_tiles=-(-spec.rows // k["block_m"]),
                         whole_pages=spec.page_size >= k["block_n"],
-                        combine_block_s=min(1 << (splits - 1).bit_length(), 16),
-                        append_warps=4 if spec.heads_q * spec.head_dim <= 4096 else 8)
+                        combine_block_s=min(1 << (splits - 1).bit_length(), 16))
+
+
+def append_warps(heads_q: int, head_dim: int) -> int:
+    """kernels/append.py's warps: a program holds one token's q heads x head dims."""
+    return 4 if heads_q * head_dim <= 4096 else 8

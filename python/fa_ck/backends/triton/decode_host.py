@@ -1,7 +1,8 @@
 """The KV-cache decoding host code: reads the call's facts into a DecodeSpec, makes out, lse and (with
 several splits) the partials' workspace, poisoned under FA_CK_POISON=1, and launches what
-config.decode_config returns: append.py's fused append (append()), then decode.py's split kernel and
-its combine kernel (forward()). It decides nothing, and never reads a device value (no host sync)."""
+config returns: append.py's fused append (append(), config.append_warps), then decode.py's split
+kernel and its combine kernel (forward(), config.decode_config). It decides nothing, and never reads
+a device value (no host sync)."""
 from __future__ import annotations
 
 import math
@@ -12,10 +13,10 @@ import torch
 from ...params import KVCacheParams
 from . import buffers, device, fast_path
 from .buffers import placeholders
-from .config import DecodeConfig, DecodeSpec, decode_config
+from .config import DecodeConfig, DecodeSpec, append_warps, decode_config
 from .kernels.append import append_kernel
 from .kernels.decode import decode_combine_kernel, decode_split_kernel
-from .sizes import block_d
+from .sizes import block_d, pow2
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -46,7 +47,6 @@ def append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, int
     tokens = max(n, sq if rotary else 0)
     if b == 0 or tokens == 0:
         return q_out
-    cfg = decode_config(decode_spec(q, k_cache, p))
     ints, floats, _ = placeholders(q.device)
     table = p.block_table if p.paged else ints.view(1, 0)
     cos, sin = ((t if t.stride(-1) == 1 else t.contiguous()) for t in (rotary_cos, rotary_sin)) if rotary else (
@@ -60,15 +60,10 @@ def append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, int
         q.stride()[:3], k.stride()[:3], v.stride()[:3], q_out.stride()[:3], k_cache.stride()[:3],
         v_cache.stride()[:3], table.stride(), (cos.stride(0), sin.stride(0)),
         n, sq, hq, hkv, d, half, capacity, k_cache.shape[0]), dict(
-        BLOCK_HQ=_pow2(hq) if rotary else 1, BLOCK_HK=_pow2(hkv), BLOCK_D=block_d(d),
+        BLOCK_HQ=pow2(hq) if rotary else 1, BLOCK_HK=pow2(hkv), BLOCK_D=block_d(d),
         PAGE=page if p.paged else 0, HAS_BATCH_IDX=p.batch_idx is not None and not p.paged, ROTARY=rotary,
-        INTERLEAVED=interleaved, Q_PER_POSITION=q_per_position, num_warps=cfg.append_warps, num_stages=1))
+        INTERLEAVED=interleaved, Q_PER_POSITION=q_per_position, num_warps=append_warps(hq, d), num_stages=1))
     return q_out
-
-
-def _pow2(n: int) -> int:
-    """n rounded up to a power of two (a tile's side)."""
-    return 1 << max(n - 1, 0).bit_length()
 
 
 def forward(q, k_cache, v_cache, p: KVCacheParams):

@@ -7,9 +7,14 @@ SM90_BYTES = 232448          # shared memory an sm90 program may have
 BARRIERS = 1024              # a little for each kernel's mbarriers
 
 
+def pow2(n: int) -> int:
+    """n rounded up to a power of two (1 for n <= 1): a tile's side."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
 def block_d(head_dim: int) -> int:
     """The head dim rounded up to a power of two, at least 16 (a dot's K)."""
-    return max(16, 1 << (head_dim - 1).bit_length())
+    return max(16, pow2(head_dim))
 
 
 def fp8_block_d(head_dim: int) -> int:

@@ -26,14 +26,21 @@ HDIMS = (32, 64, 96, 128, 192, 256)
 # KV-cache decoding (fwd_splitkv, CK's split-KV kernel and its combine kernel): group mode only (each row
 # has its own key count and first key, which is how the glue expresses cache_batch_idx and leftpad), dense
 # and paged, kernels padding the sequence lengths but not the head dim ("pssk"), but for d96, where CK's
-# dispatcher reaches only the head-dim-padded kernel. appendkv is not built: the interface appends and
-# rotates before any backend runs.
+# dispatcher reaches only the head-dim-padded kernel.
+# The KV-cache append (fwd_appendkv, CK's appendkv kernel: the new keys rotated and written into the cache,
+# q rotated): everything receipt 2 generates, fp16/bf16 at d32, 64, 128, 256 (CK has no d96 appendkv tile:
+# head dims 65-96 run the d128 kernels, which pad the head dim), dense and paged, no rotary, interleaved and
+# half-rotated, each with and without query-length and head-dim padding (the unpadded ones serve Sq % 64 == 0).
 RECEIPT = 2
 FWD_FILTER = "fmha_fwd_*_lse_*"
 BWD_FILTER = "*@*@*"
 SPLITKV_FILTER = "fmha_fwd_splitkv_combine_d*_[fb][pf]16_group_*@fmha_fwd_splitkv_d*_group_*_qr_vr_pssk*"
-FILTERS = {"fwd": FWD_FILTER, "bwd": BWD_FILTER, "fwd_splitkv": SPLITKV_FILTER}
-APIS = "fwd,bwd,fwd_splitkv"
+APPENDKV_FILTER = "fmha_fwd_appendkv_d*_[fb][pf]16_*"
+FILTERS = {"fwd": FWD_FILTER, "bwd": BWD_FILTER, "fwd_splitkv": SPLITKV_FILTER, "fwd_appendkv": APPENDKV_FILTER}
+APIS = "fwd,bwd,fwd_splitkv,fwd_appendkv"
+# The appendkv tile each built head-dim bucket needs (FA_CK_HDIMS): CK's appendkv dispatcher takes the smallest
+# tile >= the head dim; d192 has no split-KV kernel, so no append either.
+APPENDKV_TILE = {32: 32, 64: 64, 96: 128, 128: 128, 256: 256}
 # Instances of receipt 2 that fa_ck's dispatch can never reach, left out of the build (fnmatch on kernel names;
 # codegen filters cannot say "not", so generate() applies these around CK's codegen):
 # - forward d192 with a v head dim of 128 (tile b128x128x32x128x32x192): capability_gap sends every call whose v
@@ -49,21 +56,23 @@ BWD_EXCLUDE = ("fmha_bwd_d*_pd1dv1_*",)
 SPLITKV_EXCLUDE = ("fmha_fwd_splitkv_d96_*_pssk_*", "fmha_fwd_splitkv_combine_d96_*_ps_*",
                    *(f"fmha_fwd_splitkv_d{h}_*_psskddv_*" for h in (32, 64, 128, 256)),
                    *(f"fmha_fwd_splitkv_combine_d{h}_*_psdv_*" for h in (32, 64, 128, 256)))
-EXCLUDES = {"fwd": FWD_EXCLUDE, "bwd": BWD_EXCLUDE, "fwd_splitkv": SPLITKV_EXCLUDE}
+EXCLUDES = {"fwd": FWD_EXCLUDE, "bwd": BWD_EXCLUDE, "fwd_splitkv": SPLITKV_EXCLUDE, "fwd_appendkv": ()}
 # What the shipped set is, per architecture, with every head dim (tests/test_ck_instances.py and the compile check
 # hold the codegen to it): forward kernels, backward dot_do_o + convert_dq + dq_dk_dv kernels, and KV-cache
-# split-KV + combine kernels.
-SHIPPED_COUNTS = {"fwd": 480, "bwd": 820, "kvcache": 140}
+# split-KV + combine + appendkv kernels.
+SHIPPED_COUNTS = {"fwd": 480, "bwd": 820, "kvcache": 236}
 
 # Flags for every CK translation unit. FAST_EXP2 is what CK's forward is tuned with; the bf16
-# rounding mode 3 is what CK's backward example builds with (flash-attn uses the same pair).
+# rounding mode 3 is what CK's backward example builds with (flash-attn uses the same pair). The SPLITKV/APPENDKV
+# switches are read only by CK's example runner and tests, never by its headers or the generated instances:
+# 1, as CK's own library build sets them when it compiles these APIs, which fa_ck does.
 CK_DEFINES = [
     "-DCK_TILE_FMHA_FWD_FAST_EXP2=1",
     "-DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3",
     "-DCK_ENABLE_BF16",
     "-DCK_ENABLE_FP16",
-    "-DCK_TILE_FMHA_FWD_SPLITKV_API=0",
-    "-DCK_TILE_FMHA_FWD_APPENDKV_API=0",
+    "-DCK_TILE_FMHA_FWD_SPLITKV_API=1",
+    "-DCK_TILE_FMHA_FWD_APPENDKV_API=1",
 ]
 # Flags for every CK translation unit that any compiler of ours takes (ROCm's hipcc, upstream clang 22).
 CK_BASE_HIP_FLAGS = [
@@ -245,11 +254,33 @@ def generate(ck: Path, out_dir: Path, archs: list[str], *, api: str = APIS,
     exclude: kernel-name patterns left out (default: EXCLUDES of the apis asked; () for none)."""
     out_dir = Path(out_dir).resolve()     # codegen runs in CK's example dir: a relative path would land there
     out_dir.mkdir(parents=True, exist_ok=True)
-    if filters is None:
-        filters = ",".join(FILTERS[a] for a in api.split(","))
-    subprocess.run(codegen_cmd(ck, archs, api, filters, hdims, receipt, exclude, ["--output_dir", str(out_dir)]),
-                   check=True, cwd=fmha_example_dir(ck))
+    for run_api, run_filters, optdim in codegen_runs(api, filters, hdims):
+        subprocess.run(codegen_cmd(ck, archs, run_api, run_filters, optdim, receipt, exclude,
+                                   ["--output_dir", str(out_dir)]), check=True, cwd=fmha_example_dir(ck))
     return sorted(out_dir.glob("*.cpp"))
+
+
+def appendkv_hdims(hdims) -> list[int]:
+    """The appendkv tiles FA_CK_HDIMS `hdims` need (APPENDKV_TILE)."""
+    return sorted({APPENDKV_TILE[h] for h in hdims if h in APPENDKV_TILE})
+
+
+def codegen_runs(api: str, filters: str | None, hdims) -> list[tuple[str, str, list[int] | None]]:
+    """(apis, filters, --optdim list or None for every head dim) per codegen run: appendkv takes its own head dims
+    (APPENDKV_TILE), the other apis FA_CK_HDIMS' buckets."""
+    apis = api.split(",")
+    filts = (filters.split(",") if filters is not None else [FILTERS[a] for a in apis])
+    filts += [""] * (len(apis) - len(filts))
+    subset = bool(hdims) and sorted(hdims) != sorted(HDIMS)
+    runs: dict[tuple[int, ...] | None, list[tuple[str, str]]] = {}
+    for a, f in zip(apis, filts):
+        dims = None
+        if subset:
+            # [0]: no head dim, an api file without instances (the glue still links against it)
+            dims = tuple((appendkv_hdims(hdims) or [0]) if a == "fwd_appendkv" else sorted(hdims))
+        runs.setdefault(dims, []).append((a, f))
+    return [(",".join(a for a, _ in pairs), ",".join(f for _, f in pairs), None if dims is None else list(dims))
+            for dims, pairs in runs.items()]
 
 
 # Runs CK's generate.py with fnmatch.fnmatch also refusing the names matching any of argv[1]'s patterns (JSON).
@@ -264,7 +295,9 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def codegen_cmd(ck: Path, archs: list[str], api: str, filters: str, hdims, receipt: int, exclude, extra) -> list[str]:
+def codegen_cmd(ck: Path, archs: list[str], api: str, filters: str, optdim, receipt: int, exclude,
+                extra) -> list[str]:
+    """CK's generate.py command line; optdim: the --optdim head dims, None for every head dim."""
     import json
     script = str(fmha_example_dir(ck) / "generate.py")
     cmd = [sys.executable, script]
@@ -273,8 +306,8 @@ def codegen_cmd(ck: Path, archs: list[str], api: str, filters: str, hdims, recei
     if exclude:
         cmd = [sys.executable, "-c", _CODEGEN_EXCLUDING, json.dumps(list(exclude)), script]
     cmd += ["--targets", codegen_targets(archs), "--api", api, "--receipt", str(receipt), "--filter", filters]
-    if hdims and sorted(hdims) != sorted(HDIMS):
-        cmd += ["--optdim", ",".join(map(str, hdims))]
+    if optdim is not None:
+        cmd += ["--optdim", ",".join(map(str, optdim))]
     return cmd + list(extra)
 
 
@@ -282,24 +315,28 @@ def list_instances(ck: Path, archs: list[str], *, api: str = APIS, hdims: list[i
                    receipt: int = RECEIPT, exclude=None) -> list[str]:
     """The kernel names generate() would write (CK's codegen --list_blobs: nothing generated, nothing compiled)."""
     import tempfile
-    filters = ",".join(FILTERS[a] for a in api.split(","))
+    names = []
     with tempfile.TemporaryDirectory() as tmp:
         listing = Path(tmp) / "blobs.txt"
-        subprocess.run(codegen_cmd(ck, archs, api, filters, hdims, receipt, exclude, ["--list_blobs", str(listing)]),
-                       check=True, cwd=fmha_example_dir(ck), capture_output=True)
-        names = [Path(line.strip()).stem for line in listing.read_text().splitlines() if line.strip()]
+        for run_api, run_filters, optdim in codegen_runs(api, None, hdims):
+            subprocess.run(codegen_cmd(ck, archs, run_api, run_filters, optdim, receipt, exclude,
+                                       ["--list_blobs", str(listing)]),
+                           check=True, cwd=fmha_example_dir(ck), capture_output=True)
+            names += [Path(line.strip()).stem for line in listing.read_text().splitlines() if line.strip()]
     return sorted(n for n in names if "_api" not in n)
 
 
-KERNEL_KINDS = ("fwd", "bwd_dot_do_o", "bwd_convert_dq", "bwd_dq_dk_dv", "fwd_splitkv", "fwd_splitkv_combine")
+KERNEL_KINDS = ("fwd", "bwd_dot_do_o", "bwd_convert_dq", "bwd_dq_dk_dv", "fwd_splitkv", "fwd_splitkv_combine",
+                "fwd_appendkv")
 # The part of SHIPPED_COUNTS each kind belongs to.
 KIND_GROUP = {"fwd": "fwd", "bwd_dot_do_o": "bwd", "bwd_convert_dq": "bwd", "bwd_dq_dk_dv": "bwd",
-              "fwd_splitkv": "kvcache", "fwd_splitkv_combine": "kvcache"}
+              "fwd_splitkv": "kvcache", "fwd_splitkv_combine": "kvcache", "fwd_appendkv": "kvcache"}
 
 
 def kernel_kind(name: str) -> tuple[str, int]:
     """(kind, head dim bucket) of a generated kernel's name: kind is one of KERNEL_KINDS."""
-    m = re.match(r"fmha_(fwd_splitkv_combine|fwd_splitkv|fwd|bwd_dot_do_o|bwd_convert_dq|bwd)_d(\d+)_", name)
+    m = re.match(r"fmha_(fwd_splitkv_combine|fwd_splitkv|fwd_appendkv|fwd|bwd_dot_do_o|bwd_convert_dq|bwd)_d(\d+)_",
+                 name)
     if not m:
         raise ValueError(f"not a CK FMHA kernel name: {name}")
     return ("bwd_dq_dk_dv" if m[1] == "bwd" else m[1]), int(m[2])

@@ -1,9 +1,10 @@
 // fa_ck._ck: checks torch tensors, allocates outputs and workspaces, fills fa_ck::FwdParams /
-// BwdParams / KVCacheParams and calls the CK glue (ck_fwd.hip, ck_bwd.hip). Host C++ only: no CK
+// BwdParams / KVCacheParams / AppendParams and calls the CK glue (ck_fwd.hip, ck_bwd.hip). Host C++ only: no CK
 // headers here.
 #include <torch/extension.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -272,6 +273,61 @@ std::vector<Tensor> kvcache_fwd(const Tensor& q_, const Tensor& k, const Tensor&
     return {out, lse_bhs()};
 }
 
+// The append of flash_attn_with_kvcache through CK's appendkv kernel: k, v (B, n, Hk, D) written into the cache
+// in place at cache_seqlens (int32 (B,)), the keys rotated; returns q rotated into a new tensor with a rotary
+// table (cos, sin (seqlen_ro, rotary_dim / 2) in q's dtype, contiguous), else q itself. No host sync.
+Tensor kvcache_append(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& k_,
+                      const Tensor& v_, const Tensor& cache_seqlens, const OptTensor& batch_idx,
+                      const OptTensor& block_table_, const OptTensor& cos, const OptTensor& sin, bool interleaved,
+                      bool q_per_position) {
+    kvcache_check(q, k_cache, v_cache, block_table_);
+    const Tensor k = last_dim_contiguous(k_), v = last_dim_contiguous(v_);
+    TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type() && k.dim() == 4 &&
+                k.sizes() == v.sizes() && k.size(0) == q.size(0) && k.size(2) == k_cache.size(2) &&
+                k.size(3) == q.size(3) && k.device() == q.device() && v.device() == q.device(),
+                "fa_ck._ck: k and v must be (B, n, Hk, D) in q's dtype on q's device");
+    TORCH_CHECK(cos.has_value() == sin.has_value(), "fa_ck._ck: give rotary_cos and rotary_sin together");
+    const bool paged = block_table_.has_value();
+    fa_ck::AppendParams p;
+    p.bf16 = q.scalar_type() == at::kBFloat16;
+    p.batch = q.size(0); p.seqlen_q = q.size(1); p.nhead_q = q.size(2); p.hdim = q.size(3);
+    p.nhead_k = k_cache.size(2); p.seqlen_new = k.size(1);
+    c10::DeviceGuard guard(q.device());
+    Tensor q_out = q;
+    if (cos) {
+        TORCH_CHECK(cos->scalar_type() == q.scalar_type() && sin->scalar_type() == q.scalar_type() &&
+                    cos->dim() == 2 && cos->sizes() == sin->sizes() && cos->is_contiguous() && sin->is_contiguous() &&
+                    cos->device() == q.device() && sin->device() == q.device(),
+                    "fa_ck._ck: rotary_cos and rotary_sin must be contiguous (seqlen_ro, rotary_dim / 2) in q's dtype");
+        p.rotary_cos = cos->data_ptr(); p.rotary_sin = sin->data_ptr();
+        p.rotary_dim = 2 * cos->size(1);
+        TORCH_CHECK(p.rotary_dim <= p.hdim && p.rotary_dim % fa_ck::kRotaryMultiple == 0,
+                    "fa_ck._ck: CK's appendkv needs rotary_dim <= head dim and a multiple of ", fa_ck::kRotaryMultiple,
+                    ", got ", p.rotary_dim);
+        q_out = at::empty(q.sizes(), q.options());
+        q_out.copy_(q);                     // CK rotates q in place: the caller's q stays as it was
+    }
+    p.interleaved = interleaved; p.q_per_position = q_per_position;
+    p.q = {q_out.data_ptr(), q_out.stride(0), q_out.stride(1), q_out.stride(2)};
+    p.knew = {k.data_ptr(), k.stride(0), k.stride(1), k.stride(2)};
+    p.vnew = {v.data_ptr(), v.stride(0), v.stride(1), v.stride(2)};
+    p.k = {k_cache.data_ptr(), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2)};
+    p.v = {v_cache.data_ptr(), v_cache.stride(0), v_cache.stride(1), v_cache.stride(2)};
+    const Tensor lens = int32_on(cache_seqlens, q, "cache_seqlens");
+    p.seqlen_k = lens.data_ptr<int32_t>();
+    Tensor rows;
+    if (paged) {                            // kvcache_check: int32, last dim contiguous, pages CK takes
+        p.block_table = block_table_->data_ptr<int32_t>();
+        p.block_table_stride = block_table_->stride(0);
+        p.page_size = k_cache.size(1);
+    } else if (batch_idx) {
+        rows = int32_on(*batch_idx, q, "batch_idx");
+        p.cache_batch_idx = rows.data_ptr<int32_t>();
+    }
+    TORCH_CHECK(fa_ck::kvcache_append(p, current_stream(q)), "fa_ck._ck: no CK appendkv instance for this call");
+    return q_out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -290,8 +346,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("kvcache_fwd", &kvcache_fwd, "out, lse = kvcache_fwd(q, k_cache, v_cache, seqlens_k, leftpad, batch_idx, "
                                        "block_table, scale, left, right, alibi, softcap, num_splits)");
     // Split-KV buckets built (CK has no d192 split-KV tile): the ck backend admits KV-cache calls by these.
-    std::vector<int> kvcache;
+    std::vector<int> kvcache, appendkv;
     for (int d : built)
         if (fa_ck::kvcache_bucket(d) == d) kvcache.push_back(d);
+    // appendkv tiles built (build_ck.APPENDKV_TILE: d96 runs CK's d128 appendkv kernels)
+    for (int d : kvcache)
+        if (std::find(appendkv.begin(), appendkv.end(), fa_ck::appendkv_bucket(d)) == appendkv.end())
+            appendkv.push_back(fa_ck::appendkv_bucket(d));
+    std::sort(appendkv.begin(), appendkv.end());
     m.attr("kvcache_hdims") = kvcache;
+    m.def("kvcache_append", &kvcache_append, "q = kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, batch_idx, "
+                                             "block_table, rotary_cos, rotary_sin, interleaved, q_per_position)");
+    m.attr("appendkv_hdims") = appendkv;
 }

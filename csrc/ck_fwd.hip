@@ -1,6 +1,7 @@
-// Forward: fa_ck::FwdParams -> CK's fmha_fwd_traits / fmha_fwd_args, then CK's generated dispatcher; and
+// Forward: fa_ck::FwdParams -> CK's fmha_fwd_traits / fmha_fwd_args, then CK's generated dispatcher;
 // KV-cache decoding: fa_ck::KVCacheParams -> fmha_fwd_splitkv_traits / fmha_fwd_splitkv_args (split-KV
-// kernel, then its combine kernel). One file: both declare their CK API in fmha_fwd.hpp.
+// kernel, then its combine kernel); and its append: fa_ck::AppendParams -> fmha_fwd_appendkv_traits /
+// fmha_fwd_appendkv_args. One file: all three declare their CK API in fmha_fwd.hpp.
 #include "fa_ck.hpp"
 #include "ck_map.hpp"
 
@@ -216,6 +217,75 @@ bool kvcache_fwd(const KVCacheParams& p, void* stream) {
     if (p.block_table && (p.page_size <= 0 || p.page_size % kPageMultiple)) return false;
     const ck_tile::stream_config sc{static_cast<hipStream_t>(stream)};
     return fmha_fwd_splitkv(kvcache_traits(p), kvcache_args(p, splits), sc) >= 0.f;
+}
+
+// ---- The KV-cache append
+
+fmha_fwd_appendkv_traits appendkv_traits(const AppendParams& p) {
+    fmha_fwd_appendkv_traits t{};
+    t.hdim_q = p.hdim;
+    t.hdim_v = p.hdim;
+    t.data_type = p.bf16 ? "bf16" : "fp16";
+    t.is_v_rowmajor = true;
+    t.rope_type = p.rotary_dim == 0 ? rope_enum::none
+                  : p.interleaved   ? rope_enum::interleaved
+                                    : rope_enum::half_rotated;
+    return t;
+}
+
+fmha_fwd_appendkv_args appendkv_args(const AppendParams& p) {
+    const bool paged = p.block_table != nullptr;
+    fmha_fwd_appendkv_args a{};
+    a.q_ptr = p.q.ptr;
+    a.k_ptr = p.k.ptr;
+    a.knew_ptr = p.knew.ptr;
+    a.v_ptr = p.v.ptr;
+    a.vnew_ptr = p.vnew.ptr;
+    a.seqlen_k_ptr = p.seqlen_k;               // read on the device: the host never learns the lengths
+    a.seqlen_q = p.seqlen_q;
+    a.seqlen_knew = p.seqlen_new;
+    a.batch = p.batch;
+    a.hdim_q = p.hdim;
+    a.hdim_v = p.hdim;
+    a.nhead_q = p.nhead_q;
+    a.nhead_k = p.nhead_k;
+    a.rotary_cos_ptr = p.rotary_dim ? p.rotary_cos : nullptr;
+    a.rotary_sin_ptr = p.rotary_dim ? p.rotary_sin : nullptr;
+    a.rotary_dim = p.rotary_dim;
+    // CK rotates query i at seqlen_k + i when has_mask (its row step through the table), else at seqlen_k
+    a.has_mask = p.q_per_position;
+    a.block_table_ptr = const_cast<int32_t*>(p.block_table);
+    a.batch_stride_block_table = paged ? idx(p.block_table_stride) : 0;
+    a.page_block_size = paged ? p.page_size : 0;
+    a.cache_batch_idx = paged ? nullptr : p.cache_batch_idx;   // a paged row reads block_table[b] only
+    a.stride_q = idx(p.q.seq_stride);
+    a.stride_k = idx(p.k.seq_stride);
+    a.stride_knew = idx(p.knew.seq_stride);
+    a.stride_v = idx(p.v.seq_stride);
+    a.stride_vnew = idx(p.vnew.seq_stride);
+    a.nhead_stride_q = idx(p.q.head_stride);
+    a.nhead_stride_k = idx(p.k.head_stride);
+    a.nhead_stride_knew = idx(p.knew.head_stride);
+    a.nhead_stride_v = idx(p.v.head_stride);
+    a.nhead_stride_vnew = idx(p.vnew.head_stride);
+    a.batch_stride_q = idx(p.q.batch_stride);
+    a.batch_stride_k = idx(p.k.batch_stride);  // dense: between cache rows; paged: the page stride
+    a.batch_stride_knew = idx(p.knew.batch_stride);
+    a.batch_stride_v = idx(p.v.batch_stride);
+    a.batch_stride_vnew = idx(p.vnew.batch_stride);
+    return a;
+}
+
+bool kvcache_append(const AppendParams& p, void* stream) {
+    if (p.rotary_dim < 0 || p.rotary_dim % kRotaryMultiple || p.rotary_dim > p.hdim) return false;
+    // a 64-key tile of new keys must span at most two pages (CK writes a tile's second page once)
+    if (p.block_table && (p.page_size <= 0 || p.page_size % kPageMultiple)) return false;
+    if (appendkv_bucket(p.hdim) == 0) return false;
+    // nothing to write or rotate: CK would launch an empty grid
+    if (p.batch == 0 || p.nhead_q == 0 || (p.seqlen_new == 0 && (p.rotary_dim == 0 || p.seqlen_q == 0)))
+        return true;
+    const ck_tile::stream_config sc{static_cast<hipStream_t>(stream)};
+    return fmha_fwd_appendkv(appendkv_traits(p), appendkv_args(p), sc) >= 0.f;
 }
 
 }  // namespace fa_ck

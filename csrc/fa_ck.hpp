@@ -133,4 +133,41 @@ int kvcache_num_splits(const KVCacheParams& p);
 // Launch on `stream`; false when no shipped instance serves the call.
 bool kvcache_fwd(const KVCacheParams& p, void* stream);
 
+// ---- The KV-cache append: CK's appendkv kernel (batch mode) writes the new keys, rotated, and the new values
+// into the cache at each row's seqlen_k, and rotates q in place (the binding hands it a copy).
+struct AppendParams {
+    bool bf16 = false;
+    int batch = 0, nhead_q = 0, nhead_k = 0, hdim = 0, seqlen_q = 0;
+    int seqlen_new = 0;                 // new tokens per row (k.shape[1])
+    View q;                             // (B, Sq, Hq, D); written only with rotary
+    View knew, vnew;                    // (B, n, Hk, D)
+    // the caches: dense (B_cache, S_cache, Hk, D), batch_stride between cache rows; paged
+    // (num_blocks, page, Hk, D), batch_stride the page stride
+    View k, v;
+    const int32_t* seqlen_k = nullptr;          // device (B,): keys each row holds before the append
+    const int32_t* cache_batch_idx = nullptr;   // device (B,), dense only; null: row b
+    const int32_t* block_table = nullptr;       // device (B, max_blocks): set means paged
+    int64_t block_table_stride = 0;
+    int page_size = 0;
+    // device (seqlen_ro, rotary_dim / 2), contiguous, in q's dtype; rotary_dim 0: no rotary
+    const void* rotary_cos = nullptr;
+    const void* rotary_sin = nullptr;
+    int rotary_dim = 0;
+    bool interleaved = false;           // pairs (2i, 2i + 1); else (i, i + rotary_dim / 2)
+    bool q_per_position = false;        // query i at seqlen_k + i; else every query at seqlen_k
+};
+
+// CK's appendkv tile for a head dim (its dispatcher takes the smallest >= hdim; 0: none).
+inline int appendkv_bucket(int hdim) {
+    for (int b : {32, 64, 128, 256})
+        if (hdim <= b) return b;
+    return 0;
+}
+// A thread of CK's appendkv rotates its 8 contiguous elements only when all of them lie below rotary_dim
+// (below rotary_dim / 2 for the half-rotated pairing): a multiple of 16 serves both pairings, and is what
+// CK's example requires.
+inline constexpr int kRotaryMultiple = 16;
+// Launch on `stream`; false when CK's appendkv cannot serve the call (rotary_dim, page size, no instance).
+bool kvcache_append(const AppendParams& p, void* stream);
+
 }  // namespace fa_ck

@@ -5,7 +5,8 @@
 // properties must be read once per device however many calls are made.
 // Build once per direction: -DFA_CK_TEST_BWD=0 or 1, -DFA_CK_API_FILE="<generated api .cpp>"; KV-cache
 // decoding: -DFA_CK_TEST_KVCACHE=1 with fmha_fwd_splitkv_api.cpp (the split-KV dispatcher behind
-// kvcache_fwd, also checking the arguments each kernel would receive).
+// kvcache_fwd, also checking the arguments each kernel would receive); its append: -DFA_CK_TEST_APPENDKV=1
+// with fmha_fwd_appendkv_api.cpp (the appendkv dispatcher behind kvcache_append, likewise).
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -89,8 +90,13 @@ template <typename T, typename A> std::string fmha_bwd_dot_do_o_get_name_() { re
 template <typename T, typename A> void fmha_bwd_convert_dq_oneshot_(const ck_tile::stream_config&, fmha_bwd_args) {}
 template <typename T, typename A> float fmha_bwd_convert_dq_(const ck_tile::stream_config&, fmha_bwd_args) { return -1; }
 template <typename T, typename A> std::string fmha_bwd_convert_dq_get_name_() { return ""; }
+#elif FA_CK_TEST_APPENDKV
+#include "test_dispatch_appendkv.hpp"
 #elif FA_CK_TEST_KVCACHE
 float fmha_fwd(fmha_fwd_traits, fmha_fwd_args, const ck_tile::stream_config&) { return -1.f; }   // not under test
+float fmha_fwd_appendkv(fmha_fwd_appendkv_traits, fmha_fwd_appendkv_args, const ck_tile::stream_config&) {
+    return -1.f;
+}
 
 // What the split-KV and combine stubs saw, and the arguments the split-KV kernel got.
 struct KvPicked {
@@ -231,6 +237,9 @@ static int kvcache_main() {
 float fmha_fwd_splitkv(fmha_fwd_splitkv_traits, fmha_fwd_splitkv_args, const ck_tile::stream_config&) {
     return -1.f;   // ck_fwd.hip's KV-cache glue, not under test here
 }
+float fmha_fwd_appendkv(fmha_fwd_appendkv_traits, fmha_fwd_appendkv_args, const ck_tile::stream_config&) {
+    return -1.f;
+}
 template <typename T, typename A> float fmha_fwd_(const ck_tile::stream_config&, fmha_fwd_args) {
     g = Picked{g.calls + 1, T::HDim, T::kN0, std::is_same_v<typename T::DataType, FmhaFwdBf16>, T::kIsGroupMode,
                masking<typename T::FmhaMask>(), is_alibi(T::BiasEnum), T::kHasDropout, T::kHasLogitsSoftCap,
@@ -248,7 +257,9 @@ static int bucket(int d, std::initializer_list<int> buckets) {
 }
 
 int main() {
-#if FA_CK_TEST_KVCACHE
+#if FA_CK_TEST_APPENDKV
+    return appendkv_main();
+#elif FA_CK_TEST_KVCACHE
     return kvcache_main();
 #else
     constexpr int kSq = 300, kSk = 400;

@@ -21,8 +21,10 @@ template <> float fmha_bwd<2>(fmha_bwd_traits t, fmha_bwd_args a, const ck_tile:
 static fmha_fwd_traits g_ft;
 static fmha_fwd_args g_fa;
 float fmha_fwd(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config&) { g_ft = t; g_fa = a; return 0.f; }
-// ck_fwd.hip's KV-cache glue: tests/test_ck_build.py checks it through CK's split-KV dispatcher (test_dispatch.cpp)
+// ck_fwd.hip's KV-cache glue: tests/test_ck_build.py checks it through CK's split-KV and appendkv dispatchers
+// (test_dispatch.cpp)
 float fmha_fwd_splitkv(fmha_fwd_splitkv_traits, fmha_fwd_splitkv_args, const ck_tile::stream_config&) { return -1.f; }
+float fmha_fwd_appendkv(fmha_fwd_appendkv_traits, fmha_fwd_appendkv_args, const ck_tile::stream_config&) { return -1.f; }
 #endif
 
 #define P(c, f, v) std::printf("%s.%s %lld\n", c, f, (long long)(v))

@@ -3,7 +3,6 @@ its extension, and (when clang-22 and a CK tree are present) the C++ argument ma
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,8 +16,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 import build_ck  # noqa: E402
 import ck_compile_check as cc  # noqa: E402
-
-CLANG = shutil.which("clang++-22")
+from ck_host import CLANG, ck_backend, clang_or_skip, host_run  # noqa: E402
 
 
 def _setup(env_extra=None, pythonpath=None, args=("--version",)):
@@ -138,6 +136,33 @@ def test_codegen_shipped_set(tmp_path):
     assert {("_npagedkv" in n, "_alibi_" in n, "_logits_" in n) for n in kv} == \
         {(dense, alibi, cap) for dense in (True, False) for alibi, cap in ((0, 0), (1, 0), (0, 1))}
     assert len([n for n in names if n.startswith("fmha_fwd_splitkv_combine_d64_")]) == 4
+    assert "fmha_fwd_appendkv_api.cpp" in names
+    ak = [n for n in names if n.startswith("fmha_fwd_appendkv_")]
+    # 2 dtypes x dense/paged x (no rotary, interleaved, half) x (padding the key length only, padding all)
+    assert len(ak) == 25 and all("_d64_" in n for n in ak if "_api" not in n)
+    assert sum("_pagedkv" in n for n in ak) == 12
+    assert sum("_inter" in n for n in ak) == sum("_half" in n for n in ak) == 8
+
+
+def test_codegen_runs_give_appendkv_its_own_head_dims(tmp_path):
+    """FA_CK_HDIMS buckets map to CK's appendkv tiles (d96 runs the d128 one, d192 has none), in a codegen run of
+    their own; a subset without any still writes the appendkv api file, empty, which the glue links against."""
+    runs = build_ck.codegen_runs(build_ck.APIS, None, [64, 96, 192])
+    assert [(a, d) for a, _, d in runs] == [("fwd,bwd,fwd_splitkv", [64, 96, 192]), ("fwd_appendkv", [64, 128])]
+    assert runs[1][1] == build_ck.APPENDKV_FILTER
+    assert [(a, d) for a, _, d in build_ck.codegen_runs(build_ck.APIS, None, [192])][1] == ("fwd_appendkv", [0])
+    assert build_ck.codegen_runs(build_ck.APIS, None, None) == [(build_ck.APIS, ",".join(build_ck.FILTERS[a] for a in
+                                                                 build_ck.APIS.split(",")), None)]
+    assert build_ck.codegen_runs(build_ck.APIS, None, list(build_ck.HDIMS))[0][2] is None
+    ck = cc.ck_tree_here()
+    if ck is None:
+        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
+    names = [f.name for f in build_ck.generate(ck, tmp_path, ["gfx942"], api="fwd_splitkv,fwd_appendkv", hdims=[96])]
+    assert {build_ck.kernel_kind(Path(n).stem) for n in names if "_api" not in n} == \
+        {("fwd_splitkv", 96), ("fwd_splitkv_combine", 96), ("fwd_appendkv", 128)}
+    empty = build_ck.generate(ck, tmp_path / "d192", ["gfx942"], api="fwd_appendkv", hdims=[192])
+    assert [f.name for f in empty] == ["fmha_fwd_appendkv_api.cpp"]
+    assert "fmha_fwd_appendkv_<" not in empty[0].read_text()
 
 
 # ---------------------------------------------------------------- the CK tree against its pin
@@ -225,15 +250,8 @@ def test_ck_backend_imports_and_explains():
     assert gap(q, q, q, AttnParams(scale=0.1, fp8=True)) == "fp8"
 
 
-def _ck_backend():
-    sys.path.insert(0, str(ROOT / "python"))
-    from fa_ck.backends import ck
-    from fa_ck.params import AttnParams
-    return ck, AttnParams
-
-
 def test_ck_admits_head_dims_per_direction_from_the_built_extension(monkeypatch):
-    ck, AttnParams = _ck_backend()
+    ck, AttnParams = ck_backend()
     p = AttnParams(scale=0.1)
     d160, d160g = _T((2, 16, 4, 160)), _T((2, 16, 4, 160), grad=True)
     d64g, d200 = _T((2, 16, 4, 64), grad=True), _T((2, 16, 4, 200))
@@ -254,7 +272,7 @@ def test_ck_admits_head_dims_per_direction_from_the_built_extension(monkeypatch)
 
 
 def test_ck_refuses_lse_under_autograd_and_probs_with_dropout():
-    ck, AttnParams = _ck_backend()
+    ck, AttnParams = ck_backend()
     q, qg = _T((2, 16, 4, 64)), _T((2, 16, 4, 64), grad=True)
     lse = AttnParams(scale=0.1, extra={"returns_lse": True})
     assert ck.capability_gap(q, q, q, lse) is None                              # no graph: lse is just an output
@@ -268,7 +286,7 @@ def test_ck_refuses_lse_under_autograd_and_probs_with_dropout():
 
 
 def test_auto_sends_lse_training_to_triton_and_explains_why(monkeypatch):
-    ck, AttnParams = _ck_backend()
+    ck, AttnParams = ck_backend()
     from fa_ck import dispatch
     monkeypatch.setattr(ck, "available", lambda: (True, "faked"))
     monkeypatch.setattr(dispatch.module("triton"), "unsupported", lambda *a: None)
@@ -279,7 +297,7 @@ def test_auto_sends_lse_training_to_triton_and_explains_why(monkeypatch):
 
 
 def test_interface_tells_dispatch_what_the_caller_gets_back(monkeypatch):
-    _ck_backend()
+    ck_backend()
     import fa_ck
     from fa_ck import dispatch
     seen = []
@@ -304,41 +322,18 @@ def test_interface_tells_dispatch_what_the_caller_gets_back(monkeypatch):
 
 # ---------------------------------------------------------------- C++ glue (needs clang-22 and CK)
 
-def _clang_or_skip():
-    if CLANG is None:
-        pytest.skip("clang++-22 not installed (.ci/ck_check.sh installs it)")
-    ck = cc.ck_tree_here()
-    if ck is None:
-        pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
-    return ck
-
-
-def _host_run(ck, src: str, defines: list[str], tmp_path, name: str, opt: str = "-O1") -> dict:
-    """Compile csrc/<src> for the host with clang 22 and the HIP stub, run it, and read its `key value` lines."""
-    obj, exe = tmp_path / f"{name}.o", tmp_path / name
-    cmd = [CLANG, "-x", "hip", "--cuda-host-only", "-nogpulib", "-nogpuinc", "-include",
-           "__clang_hip_runtime_wrapper.h", f"-I{ROOT / 'tools' / 'hip_stub'}", "-std=c++20", opt, "-w",
-           *build_ck.CK_DEFINES, *[f"-I{p}" for p in build_ck.include_dirs(ck)], *defines,
-           "-c", "-o", str(obj), str(ROOT / "csrc" / src)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    subprocess.run([CLANG, "-o", str(exe), str(obj)], check=True, capture_output=True)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    return dict(line.split(maxsplit=1) for line in out.splitlines())
-
-
 _MAP_RESULTS: dict = {}
 
 
 def _run_map_test(ck, bwd, tmp_path):
     """test_map.cpp's output, built once per direction in a session."""
     if (ck, bwd) not in _MAP_RESULTS:
-        _MAP_RESULTS[ck, bwd] = _host_run(ck, "test_map.cpp", [f"-DFA_CK_TEST_BWD={bwd}"], tmp_path, f"m{bwd}")
+        _MAP_RESULTS[ck, bwd] = host_run(ck, "test_map.cpp", [f"-DFA_CK_TEST_BWD={bwd}"], tmp_path, f"m{bwd}")
     return _MAP_RESULTS[ck, bwd]
 
 
 def test_arg_mapping_forward(tmp_path):
-    r = _run_map_test(_clang_or_skip(), 0, tmp_path)
+    r = _run_map_test(clang_or_skip(), 0, tmp_path)
     # no mask; strides of q are passed as given (a padded row stride of 600)
     assert (r["plain.mask"], r["plain.left"], r["plain.right"], r["plain.lse"]) == ("0", "-1", "-1", "1")
     assert (r["plain.stride_q"], r["plain.nhead_stride_q"], r["plain.batch_stride_q"]) == ("600", "64", "3000")
@@ -359,7 +354,7 @@ def test_arg_mapping_forward(tmp_path):
 
 
 def test_arg_mapping_backward(tmp_path):
-    r = _run_map_test(_clang_or_skip(), 1, tmp_path)
+    r = _run_map_test(clang_or_skip(), 1, tmp_path)
     assert (r["bwd.mask"], r["bwd.deterministic"], r["bwd.dbias"]) == ("2", "1", "0")
     # deterministic dq_acc: one slice per key tile of the kernel (128 keys to d128, 64 above)
     assert (r["bwd.splits"], r["bwd.splits_nondet"]) == ("1", "1")     # ceil(40 / 128)
@@ -403,7 +398,7 @@ def test_shipped_backward_buckets_match_codegen():
     ck_tree = cc.ck_tree_here()
     if ck_tree is None:
         pytest.skip("no CK tree (submodule, CK_DIR or .ckcache)")
-    ck, _ = _ck_backend()
+    ck, _ = ck_backend()
     tiles = _codegen_bwd_tiles(ck_tree)
     for arch in build_ck.SUPPORTED_ARCHS:
         assert sorted(tiles[f"{arch} all"]) == list(ck._SHIPPED["bwd"]), arch
@@ -412,7 +407,7 @@ def test_shipped_backward_buckets_match_codegen():
 
 
 def test_bwd_key_tile_and_buckets_match_codegen(tmp_path):
-    ck_tree = _clang_or_skip()
+    ck_tree = clang_or_skip()
     r = _run_map_test(ck_tree, 1, tmp_path)
     tiles = _codegen_bwd_tiles(ck_tree)
     for d in range(8, 257, 8):
@@ -428,7 +423,7 @@ def test_mask_and_alibi_args_agree_with_ck_own_classes(tmp_path):
     """mask_args() through CK's host-callable mask and ALiBi classes (as its fwd and bwd kernels build them)
     for every sq, sk in 1..9, window sides -1..9, with and without ALiBi, against the reference semantics;
     also with max_seqlen_k an upper bound of sk (the KV-cache glue passes the cache capacity)."""
-    r = _host_run(_clang_or_skip(), "test_masks.cpp", [], tmp_path, "masks")
+    r = host_run(clang_or_skip(), "test_masks.cpp", [], tmp_path, "masks")
     fails = {k: v for k, v in r.items() if "fail." in k}
     assert (int(r["cases"]), int(r["entries"])) == (9 * 9 * 11 * 11 * 2 * 2, 2 * 490050)
     assert (r["mask_mismatches"], r["bias_mismatches"]) == ("0", "0"), fails
@@ -441,11 +436,11 @@ def test_generated_dispatchers_serve_every_admitted_call_reading_the_device_once
     of 8 to 256) x dtype x batch/varlen x no mask/causal/window x alibi x dropout x softcap (forward, not
     with alibi) or deterministic (backward) reaches an instance of its bucket and features; the device's
     properties are read once per device."""
-    ck = _clang_or_skip()
+    ck = clang_or_skip()
     build_ck.generate(ck, tmp_path / "gen", ["gfx942"], api=direction)
     api = tmp_path / "gen" / f"fmha_{direction}_api.cpp"
     bwd = int(direction == "bwd")
-    r = _host_run(ck, "test_dispatch.cpp", [f"-DFA_CK_TEST_BWD={bwd}", f'-DFA_CK_API_FILE="{api}"'], tmp_path,
+    r = host_run(ck, "test_dispatch.cpp", [f"-DFA_CK_TEST_BWD={bwd}", f'-DFA_CK_API_FILE="{api}"'], tmp_path,
                   f"dispatch_{direction}", opt="-O0")
     fails = {k: v for k, v in r.items() if k.startswith("fail.")}
     n = 32 * 2 * 2 * 3 * (2 * 2 * 2 if bwd else 2 * 2 * 2 - 2)
@@ -454,119 +449,6 @@ def test_generated_dispatchers_serve_every_admitted_call_reading_the_device_once
     # a second gfx9 device is read once more; a gfx1100 has no instance (and is read once)
     assert (r["device1_found"], r["device2_found"], r["device0_found"]) == ("1", "0", "1")
     assert int(r["props_calls_three_devices"]) == 3
-
-
-_KV_RESULTS: dict = {}
-
-
-def _run_kvcache_dispatch(ck, tmp_path) -> dict:
-    """test_dispatch.cpp's KV-cache build against the shipped split-KV dispatcher, run once per session."""
-    if ck not in _KV_RESULTS:
-        build_ck.generate(ck, tmp_path / "gen_kv", ["gfx942"], api="fwd_splitkv")
-        api = tmp_path / "gen_kv" / "fmha_fwd_splitkv_api.cpp"
-        _KV_RESULTS[ck] = _host_run(ck, "test_dispatch.cpp", ["-DFA_CK_TEST_BWD=0", "-DFA_CK_TEST_KVCACHE=1",
-                                                              f'-DFA_CK_API_FILE="{api}"'], tmp_path, "dispatch_kv",
-                                    opt="-O0")
-    return _KV_RESULTS[ck]
-
-
-def test_splitkv_dispatcher_serves_every_admitted_kvcache_call(tmp_path):
-    """CK's split-KV dispatcher for the shipped set, behind kvcache_fwd, with stub kernels: every head dim
-    (multiples of 8 to 256) x dtype x dense/paged x no mask/causal/window x plain/ALiBi/softcap x splits 1, 3 or
-    chosen x Sq 1 or 5 is served exactly where kvcache_bucket() says, by a group-mode split-KV kernel of its
-    bucket and features, then its combine kernel, with the strides, page size and stride, seqlen and seqstart
-    pointers and workspace strides the glue means; the device's properties are read once."""
-    r = _run_kvcache_dispatch(_clang_or_skip(), tmp_path)
-    fails = {k: v for k, v in r.items() if k.startswith("fail.")}
-    n = 32 * 2 * 2 * 3 * 3 * 3 * 2
-    assert (int(r["combos"]), int(r["served"]), int(r["wrong"])) == (n, 8 * n // 32, 0), fails
-    assert r["props_calls_one_device"] == "1" and r["props_calls_end"] == "1"
-    # num_splits=0 on a 304-CU device: fill 608 block slots to 85% (GQA decoding folds 4 q heads into a tile)
-    assert (r["splits.b1_gqa_128k"], r["splits.b64_gqa_8k"], r["splits.b1_cache256"],
-            r["splits.b1_mha_causal_sq16"]) == ("65", "1", "2", "17")
-    assert (r["page64_found"], r["page128_found"], r["splits129_found"]) == ("0", "1", "0")
-
-
-class _Cache:  # what kvcache_gap looks at: shape, dtype, device, strides (contiguous unless given)
-    def __init__(self, shape, dtype=torch.float16, cuda=True, strides=None):
-        self.shape, self.dtype, self.is_cuda = tuple(shape), dtype, cuda
-        if strides is None:
-            strides = [1]
-            for n in reversed(self.shape[1:]):
-                strides.insert(0, strides[0] * n)
-        self._strides = tuple(strides)
-
-    def stride(self, i=None):
-        return self._strides if i is None else self._strides[i]
-
-
-def _kv(**kw):
-    _ck_backend()                                        # puts python/ on the path
-    from fa_ck.params import KVCacheParams
-    return KVCacheParams(scale=0.1, seqlens_k=torch.zeros(2, dtype=torch.int32), **kw)
-
-
-def test_kvcache_gap_refuses_exactly_what_the_splitkv_dispatcher_cannot_serve(tmp_path, monkeypatch):
-    """Per head dim, ck.kvcache_gap admits a call exactly where the compiled dispatcher served all of them
-    (tests above), and refuses it where it served none."""
-    r = _run_kvcache_dispatch(_clang_or_skip(), tmp_path)
-    ck, _ = _ck_backend()
-    monkeypatch.setattr(ck, "_ck", None)                 # the shipped set, whatever is built here
-    for d in range(8, 257, 8):
-        served, total = map(int, r[f"hdim{d}"].split("/"))
-        assert served in (0, total), d
-        q, cache = _Cache((2, 1, 8, d)), _Cache((2, 1000, 2, d))
-        assert (ck.kvcache_gap(q, cache, cache, _kv()) is None) == (served == total), d
-
-
-def test_kvcache_gap_names_what_ck_cannot_serve(monkeypatch):
-    ck, _ = _ck_backend()
-    monkeypatch.setattr(ck, "_ck", None)
-    q, dense = _Cache((2, 1, 8, 128)), _Cache((4, 1000, 2, 128))
-    pages = lambda n: _Cache((64, n, 2, 128))  # noqa: E731
-    table = torch.zeros(2, 8, dtype=torch.int32)
-    gap = ck.kvcache_gap
-    assert gap(q, dense, dense, _kv()) is None
-    assert gap(q, dense, dense, _kv(leftpad=torch.zeros(2, dtype=torch.int32), causal=True, window_right=0)) is None
-    assert gap(q, dense, dense, _kv(alibi_slopes=torch.ones(8), window_left=16)) is None
-    for n in (128, 256, 512):
-        assert gap(q, pages(n), pages(n), _kv(block_table=table)) is None
-    for n in (16, 32, 64, 192):      # vLLM's 16 among them
-        assert gap(q, pages(n), pages(n), _kv(block_table=table)) == \
-            f"page size {n} (CK's paged split-KV needs a multiple of 128)"
-    assert gap(q, pages(256), pages(256), _kv(block_table=table, leftpad=torch.zeros(2, dtype=torch.int32))) \
-        .startswith("cache_leftpad with a paged cache")
-    assert gap(q, dense, dense, _kv(softcap=30.0, alibi_slopes=torch.ones(8))) == "softcap with alibi"
-    assert gap(q, dense, dense, _kv(softcap=30.0)) is None
-    assert gap(q, dense, dense, _kv(num_splits=128)) is None
-    assert gap(q, dense, dense, _kv(num_splits=129)) == "num_splits 129 > 128 (CK's combine kernel)"
-    assert gap(_Cache((2, 1, 8, 128), cuda=False), dense, dense, _kv()) == "CPU tensors"
-    f32 = _Cache((2, 1, 8, 128), torch.float32)
-    assert "float32" in gap(f32, dense, dense, _kv())
-    assert gap(q, _Cache((4, 1000, 2, 128), torch.bfloat16), dense, _kv()) == "cache dtype differs from q's"
-    assert gap(q, dense, _Cache((4, 1000, 2, 64)), _kv()) == "cache head dim differs from q's"
-    d80, d160 = _Cache((2, 1, 8, 80)), _Cache((2, 1, 8, 160))
-    assert gap(d80, _Cache((4, 1000, 2, 80)), _Cache((4, 1000, 2, 80)), _kv()) is None      # d96 kernel, padded
-    assert gap(d160, _Cache((4, 1000, 2, 160)), _Cache((4, 1000, 2, 160)), _kv()) == \
-        "head_dim 160: CK's split-KV kernels serve head dims 32, 64, 65-96, 128, 256 (FA_CK_HDIMS)"
-    # (S, B, H, D) storage seen as (B, S, H, D): no whole number of rows between cache rows
-    odd = _Cache((4, 1000, 2, 128), strides=(256, 4 * 256, 128, 1))
-    assert gap(q, odd, odd, _kv()).startswith("a dense cache whose batch stride is not a whole number of rows")
-    one = _Cache((1, 1000, 2, 128), strides=(7, 256, 128, 1))
-    assert gap(q, one, one, _kv()) is None                                                      # one cache row
-    assert gap(q, _Cache((4, 1000, 2, 128), strides=(2 * 256 * 1000, 256, 128, 2)), dense, _kv()) == \
-        "caches whose last dim is not contiguous"
-    fake = type("FakeExt", (), {"hdims": [64, 192], "fwd_hdims": [64, 192], "bwd_hdims": [64], "kvcache_hdims": [64]})
-    monkeypatch.setattr(ck, "_ck", fake)                 # FA_CK_HDIMS=64,192: no split-KV beyond d64
-    assert gap(q, dense, dense, _kv()).startswith("head_dim 128: CK's split-KV kernels serve head dims 64 ")
-
-
-def test_kvcache_unavailable_says_why():
-    ck, _ = _ck_backend()
-    ok, why = ck.available()
-    if not ok:
-        q = _Cache((2, 1, 8, 128))
-        assert ck.kvcache_unsupported(q, q, q, _kv()) == why
 
 
 def test_binding_compiles_against_torch_headers():

@@ -42,7 +42,7 @@ def _totals(names):
 
 
 def test_shipped_count_is_recorded(shipped):
-    assert _totals(shipped) == tuple(build_ck.SHIPPED_COUNTS.values()) == (480, 820, 140)
+    assert _totals(shipped) == tuple(build_ck.SHIPPED_COUNTS.values()) == (480, 820, 236)
     counts = build_ck.count_instances(shipped)
     for h in (32, 64, 96, 128, 256):
         assert (counts[("bwd_dq_dk_dv", h)], counts[("bwd_dot_do_o", h)], counts[("bwd_convert_dq", h)]) == \
@@ -51,12 +51,14 @@ def test_shipped_count_is_recorded(shipped):
         assert (counts[("fwd_splitkv", h)], counts[("fwd_splitkv_combine", h)]) == (24, 4), h
     assert [counts[("fwd", h)] for h in build_ck.HDIMS] == [72, 72, 72, 72, 72, 120]
     assert ("fwd_splitkv", 192) not in counts                 # CK has no d192 split-KV tile
+    # appendkv: 2 dtypes x dense/paged x (no rotary, interleaved, half) x (key-length padding only, all padding)
+    assert {h: n for (kind, h), n in counts.items() if kind == "fwd_appendkv"} == {32: 24, 64: 24, 128: 24, 256: 24}
 
 
 def test_only_unreachable_instances_are_left_out(shipped, receipt2):
     """Receipt 2 (the split-KV part through its filter) less the shipped set is exactly the unreachable groups,
     and each left-out kernel has a shipped twin with the same features that dispatch takes instead."""
-    assert _totals(receipt2) == (504, 1140, 280)
+    assert _totals(receipt2) == (504, 1140, 376)
     dropped = sorted(set(receipt2) - set(shipped))
     assert set(shipped) <= set(receipt2)
     fwd = [n for n in dropped if build_ck.kernel_kind(n)[0] == "fwd"]
@@ -72,6 +74,7 @@ def test_only_unreachable_instances_are_left_out(shipped, receipt2):
     # split-KV: head-dim-padded kernels of 32, 64, 128, 256 and the unpadded d96 ones, with their combine kernels
     kv = [n for n in dropped if n.startswith("fmha_fwd_splitkv_d")]
     comb = [n for n in dropped if n.startswith("fmha_fwd_splitkv_combine_")]
+    # appendkv: everything receipt 2 generates is shipped
     assert len(kv) == 120 and len(comb) == 20 and len(kv) + len(comb) + len(fwd) + len(bwd) == len(dropped)
     for n in kv:
         d96 = n.startswith("fmha_fwd_splitkv_d96_")
@@ -82,9 +85,10 @@ def test_only_unreachable_instances_are_left_out(shipped, receipt2):
 
 def test_every_admitted_feature_combination_has_an_instance(shipped):
     """By name: every dtype x mode x head dim x mask x bias/softcap x dropout (forward), every dtype x mode x
-    head dim x bias x mask x dropout x deterministic, head dim exact or padded to 8 (backward), and every KV-cache
-    dtype x bucket x dense/paged x mask x bias/softcap that capability_gap and kvcache_gap admit has a shipped
-    kernel. tests/test_ck_build.py checks the same through CK's dispatchers, compiled."""
+    head dim x bias x mask x dropout x deterministic, head dim exact or padded to 8 (backward), every KV-cache
+    dtype x bucket x dense/paged x mask x bias/softcap that capability_gap and kvcache_gap admit, and every append
+    (dtype x appendkv tile x dense/paged x rotary mode) has a shipped kernel. tests/test_ck_build.py checks the
+    same through CK's dispatchers, compiled."""
     names = set(shipped)
     fwd_feats = [("nlogits", "nbias"), ("nlogits", "alibi"), ("logits", "nbias")]   # CK: no softcap with ALiBi
     for dt, mode, h, mask, (logits, bias), drop in itertools.product(
@@ -98,6 +102,10 @@ def test_every_admitted_feature_combination_has_an_instance(shipped):
         pad = "psskddv" if h == 96 else "pssk"
         pat = re.compile(rf"fmha_fwd_splitkv_d{h}_{dt}_group_.*_qr_vr_{pad}_{logits}_{bias}_{mask}_lse_.*_{paged}_")
         assert any(pat.match(n) for n in names), (dt, h, paged, mask, logits, bias)
+    # KV-cache append: every dtype x appendkv tile x dense/paged x rotary mode has the kernel padding everything
+    for dt, h, rope, paged in itertools.product(("fp16", "bf16"), (32, 64, 128, 256), ("", "_inter", "_half"),
+                                                ("", "_pagedkv")):
+        assert f"fmha_fwd_appendkv_d{h}_{dt}_b64x64x{h}x{h}_vr_psskddv{rope}{paged}_gfx9" in names, (dt, h, rope, paged)
     for dt, mode, h, pad, bias, mask, drop, det in itertools.product(
             ("fp16", "bf16"), ("batch", "group"), (32, 64, 96, 128, 256), ("npad", "pd8dv8"), ("nbias", "alibi"),
             ("mask", "nmask"), ("dropout", "ndropout"), ("deterministic", "ndeterministic")):
@@ -106,9 +114,11 @@ def test_every_admitted_feature_combination_has_an_instance(shipped):
 
 
 def test_hdims_subset_counts(ck):
-    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128])) == (144, 328, 56)
-    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128, 256])) == (264, 492, 84)
+    # KV-cache: 28 split-KV + combine kernels per bucket, 24 appendkv kernels per appendkv tile (d96: the d128 one)
+    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128])) == (144, 328, 104)
+    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[64, 128, 256])) == (264, 492, 156)
     assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[192])) == (72, 0, 0)
+    assert _totals(build_ck.list_instances(ck, ["gfx942"], hdims=[96, 128])) == (144, 328, 80)
 
 
 def test_generate_writes_what_list_instances_lists(ck, tmp_path):
@@ -206,3 +216,4 @@ def test_build_time_arithmetic(monkeypatch):
     assert row[1:5] == ["20", "82", "10", f"{core_s / 3600:.1f}"]
     assert row[5] == f"{max(core_s / 64, 200) / 60:.0f}"
     assert "d64 split-KV (d128's)" in row[6] and "d64 combine (d128's)" in row[6]
+

@@ -4,9 +4,9 @@
 
 Every check runs first, and every error names the argument at fault. Then one custom op,
 fa_ck::fwd_kvcache, rotates q and the new keys (rotary_cos/rotary_sin) and appends the new keys and
-values to the cache in place (the chosen backend's kvcache_append, one fused kernel in triton's, else
-reference.kvcache_append's torch ops), then runs the backend's kvcache_forward over the updated cache
-(backends/__init__.py states that contract).
+values to the cache in place (the chosen backend's kvcache_append: one fused kernel in triton's, CK's
+appendkv kernel in ck's; else reference.kvcache_append's torch ops), then runs the backend's
+kvcache_forward over the updated cache (backends/__init__.py states that contract).
 torch.compile sees that one op, which mutates k_cache and v_cache, and its fake kernel: a decode step
 traces with no graph break. Eager calls on plain tensors run the same code without the op's dispatch.
 
@@ -15,7 +15,8 @@ call reaches, the rotary table's length) read those values on the host: free for
 device-to-host copy per call on a GPU (after a few small reductions of the block table). They are
 skipped inside torch.compile and CUDA graph capture, which cannot read values, and when
 FA_CK_KVCACHE_CHECKS=0; a bad value then fails in torch's indexing (a device-side assert on a GPU),
-or triton's fused append drops the write that falls outside the cache.
+or triton's fused append drops the write that falls outside the cache, but CK's appendkv kernel (the
+ck backend) has no bound and writes it outside the cache row or page, as flash-attn's kernels do.
 Shape, dtype and device checks always run.
 """
 from __future__ import annotations

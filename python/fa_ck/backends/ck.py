@@ -17,12 +17,16 @@ KV-cache decoding (kvcache_forward) runs CK's split-KV kernel and its combine ke
 with GQA, cache_batch_idx, causal/window masks, ALiBi, softcap and lse. kvcache_gap names what they
 cannot serve: head dims other than 32, 64, 65-96, 128, 256; pages that are not a multiple of 128 keys
 (vLLM's 16 among them); cache_leftpad with a paged cache; more than 128 splits; softcap with ALiBi.
+Its append (kvcache_append) runs CK's appendkv kernel; append_gap names what that kernel cannot do (rotary
+tables not in q's dtype or not contiguous, rotary_dim not a multiple of 16), and those appends take
+reference.kvcache_append's torch ops instead.
 The ck backend is compile-checked for gfx942 in CI and has not been run on an MI300X (docs/rocm.md).
 """
 from __future__ import annotations
 
 import torch
 
+from .. import reference
 from ..params import AttnParams, KVCacheParams
 
 NAME = "ck"
@@ -47,13 +51,14 @@ def available() -> tuple[bool, str]:
 
 
 # What a full build holds; CK's codegen has no d192 backward tile, so d129-192 backward runs the 256 bucket,
-# and no d192 split-KV tile.
-_SHIPPED = {"fwd": (32, 64, 96, 128, 192, 256), "bwd": (32, 64, 96, 128, 256), "kvcache": (32, 64, 96, 128, 256)}
+# and no d192 split-KV tile; its appendkv tiles are 32, 64, 128, 256 (65-96 run the d128 one).
+_SHIPPED = {"fwd": (32, 64, 96, 128, 192, 256), "bwd": (32, 64, 96, 128, 256), "kvcache": (32, 64, 96, 128, 256),
+            "appendkv": (32, 64, 128, 256)}
 
 
 def built_hdims(direction: str) -> list[int]:
-    """The head-dim buckets the extension holds kernels for, per direction ('fwd', 'bwd', 'kvcache'): what the
-    extension reports it was built with (FA_CK_HDIMS), else the full shipped set."""
+    """The head-dim buckets the extension holds kernels for, per direction ('fwd', 'bwd', 'kvcache', 'appendkv'):
+    what the extension reports it was built with (FA_CK_HDIMS), else the full shipped set."""
     if _ck is None:
         return list(_SHIPPED[direction])
     return sorted(getattr(_ck, f"{direction}_hdims"))
@@ -217,3 +222,53 @@ def kvcache_forward(q, k_cache, v_cache, p: KVCacheParams):
                                float(p.scale), int(p.window_left), int(p.window_right), alibi, float(p.softcap),
                                int(p.num_splits))
     return out, lse
+
+
+# ---------------------------------------------------------------- the append
+
+_ROTARY_MULTIPLE = 16     # CK's appendkv rotates whole 8-element thread slices (csrc/fa_ck.hpp kRotaryMultiple)
+
+
+def append_gap(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, p: KVCacheParams) -> str | None:
+    """What CK's appendkv kernels built here (or, without the extension, shipped) cannot do for this append (None:
+    they can); kvcache_append then appends with reference.kvcache_append's torch ops."""
+    if _ck is not None and not hasattr(_ck, "kvcache_append"):
+        return "fa_ck._ck was built without appendkv kernels"
+    if not q.is_cuda:
+        return "CPU tensors"
+    if q.dtype not in (torch.float16, torch.bfloat16) or any(t.dtype != q.dtype for t in (k_cache, v_cache, k, v)):
+        return f"dtype {q.dtype} (CK: float16, bfloat16)"
+    if 0 in (*q.shape, *k_cache.shape):
+        return "empty tensors"
+    d = q.shape[-1]
+    if not any(tile >= d for tile in built_hdims("appendkv")):      # CK's dispatcher takes the smallest tile >= d
+        return f"head_dim {d}: no appendkv kernel built for it (FA_CK_HDIMS)"
+    if any(s > _INT32_MAX for t in (q, k_cache, v_cache, k, v) for s in t.stride()):
+        return "strides beyond CK's 32-bit indexing"
+    if p.paged and k_cache.shape[1] % _KV_PAGE_MULTIPLE:
+        return f"page size {k_cache.shape[1]} (CK's paged appendkv needs a multiple of {_KV_PAGE_MULTIPLE})"
+    if rotary_cos is None:
+        return None
+    if rotary_cos.dtype != q.dtype or rotary_sin.dtype != q.dtype:
+        return (f"rotary tables in {rotary_cos.dtype} (CK reads them in q's dtype, {q.dtype}: rounding them would "
+                f"change the result)")
+    if not (rotary_cos.is_contiguous() and rotary_sin.is_contiguous()):
+        return "rotary tables that are not contiguous (CK reads rows of rotary_dim / 2 in a row)"
+    rotary_dim = 2 * rotary_cos.shape[1]
+    if rotary_dim % _ROTARY_MULTIPLE:
+        return f"rotary_dim {rotary_dim} (CK's appendkv rotates multiples of {_ROTARY_MULTIPLE})"
+    return None
+
+
+def kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin, interleaved, q_per_position,
+                   p: KVCacheParams):
+    """k, v into the cache in place at cache_seqlens (int32 (B,)), the keys rotated; -> q rotated into a new tensor
+    with a rotary table, else q. CK's appendkv kernel where append_gap allows, else torch ops; no host sync."""
+    if _ck is None or append_gap(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, p) is not None:
+        return reference.kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, rotary_cos, rotary_sin,
+                                        interleaved=interleaved, q_per_position=q_per_position,
+                                        batch_idx=p.batch_idx, block_table=p.block_table)
+    batch_idx = None if p.paged else p.batch_idx
+    rotated = _ck.kvcache_append(q, k_cache, v_cache, k, v, cache_seqlens, batch_idx, p.block_table, rotary_cos,
+                                 rotary_sin, bool(interleaved), bool(q_per_position))
+    return q if rotary_cos is None else rotated

@@ -4,10 +4,11 @@
 # composable_kernel submodule or the amd-aiter wheel (cached in .ckcache/, outside git), and
 # checks its files against the pin (tools/ck_pin.sha256), counts the shipped instances per kernel
 # kind and head dim, compiles a representative subset of our CK instances (forward, backward, and
-# KV-cache split-KV + combine) plus csrc glue device-only (about 6-11 min on 2 cores), compiles each
+# KV-cache split-KV + combine + appendkv) plus csrc glue device-only (about 6-11 min on 2 cores), compiles each
 # kernel that spills again with CK's own example flags (about 2.5 min more while three d128 forwards,
-# the paged split-KV kernel and the combine kernel spill), then runs tests/test_ck_build.py and
-# tests/test_ck_instances.py with clang present (about 4.5 min). Fails on a CK tree unlike the pin, an
+# the paged split-KV kernel, the combine kernel and the paged appendkv kernel spill), then runs
+# tests/test_ck_build.py, tests/test_ck_kvcache.py and tests/test_ck_instances.py with clang present
+# (about 4.5 min). Fails on a CK tree unlike the pin, an
 # instance count unlike build_ck.SHIPPED_COUNTS, a compile error, a kernel without MFMA, a CK kernel
 # that makes calls (other than to __ocml_* device math, which this stub build cannot inline), a spill
 # that CK's example flags do not have, or a failing test.
@@ -33,4 +34,4 @@ fi
 # and ALiBi arguments through CK's own classes, the generated dispatchers behind our glue with stub
 # kernels (every admitted feature combination, device properties read once), the bindings.
 echo "== CK glue tests (host compile of csrc/ with clang-22) =="
-"$PY" -m pytest -q -p no:cacheprovider tests/test_ck_build.py tests/test_ck_instances.py
+"$PY" -m pytest -q -p no:cacheprovider tests/test_ck_build.py tests/test_ck_kvcache.py tests/test_ck_instances.py

@@ -217,3 +217,32 @@ def test_build_time_arithmetic(monkeypatch):
     assert row[5] == f"{max(core_s / 64, 200) / 60:.0f}"
     assert "d64 split-KV (d128's)" in row[6] and "d64 combine (d128's)" in row[6]
 
+
+def _row(label: str, kernel: str, cpu: int) -> str:
+    """A results-table row as format_table writes it."""
+    return f"| {label} | {kernel} | 256 | 0 | 58 | 0 | 0 | 0 | 27648 | 2 | 128 | 0 | {cpu + 1} | {cpu} | - |"
+
+
+def test_match_run_replaces_only_its_rows(tmp_path):
+    """--match with --results: the rows and spill notes of the other subset entries come from the results file,
+    the build-time arithmetic gets their seconds, and the merged table keeps SUBSET's order."""
+    old = tmp_path / "r.md"
+    line = _row
+    fwd, kv = cc.SUBSET[0][0], cc.SUBSET[-3][0]
+    old.write_text("# CK FMHA compile check, gfx942\n\n- date: 2026-12-07\n\n| instance | kernel |\n|---|---|\n"
+                   + line(fwd, "fmha_fwd_d128_fp16_batch_x", 25) + "\n" + line(kv, "fmha_fwd_splitkv_d64_fp16_x", 16)
+                   + "\n\nSpill gate (...):\n\n- fmha_fwd_d128_fp16_batch_x: spills 55\n- gone: spills 1\n\n"
+                   "Instances ...\n")
+    prior = cc.prior_results(old, "kvcache append*")
+    assert prior["date"] == "2026-12-07" and [r["kernel"] for r in prior["rows"]] == \
+        ["fmha_fwd_d128_fp16_batch_x", "fmha_fwd_splitkv_d64_fp16_x"]
+    assert (prior["rows"][0]["cpu"], prior["rows"][0]["seconds"]) == (25.0, 26.0)
+    assert prior["notes"] == ["fmha_fwd_d128_fp16_batch_x: spills 55"]
+    append = cc.SUBSET[-1][0]
+    assert append.startswith("kvcache append") and cc.prior_results(old, "fwd*")["rows"][0]["label"] == kv
+    new_table = "| instance | kernel |\n|---|---|\n" + line(append, "fmha_fwd_appendkv_d64_fp16_x", 5)
+    table, notes = cc.merge_results(new_table, ["no kernel spills with fa_ck's flags"], prior)
+    assert [r.split("|")[2].strip() for r in table.splitlines()[2:]] == \
+        ["fmha_fwd_d128_fp16_batch_x", "fmha_fwd_splitkv_d64_fp16_x", "fmha_fwd_appendkv_d64_fp16_x"]
+    assert notes == ["fmha_fwd_d128_fp16_batch_x: spills 55"]
+    assert cc.prior_results(tmp_path / "none.md", "x") is None

@@ -6,8 +6,10 @@ tools/hip_stub (no ROCm needed), prints one row per kernel (VGPR, AGPR, SGPR, sp
 occupancy, MFMA count, compile seconds) and fails when something does not compile, when an attention
 kernel has no MFMA, when a CK kernel makes calls (s_swappc) other than to ROCm's device math library
 (__ocml_*: this stub build has no device libraries to inline; the split-KV combine kernel's exp/log
-call it), or on a spill our flags cause. The subset covers the forward, the backward, and the KV-cache
-split-KV kernels (dense and paged) with their combine kernel.
+call it), or on a spill our flags cause. The subset covers the forward, the backward, the KV-cache
+split-KV kernels (dense and paged) with their combine kernel, and two of the KV-cache append (appendkv) kernels.
+--match PATTERN compiles only the subset entries whose label matches (fnmatch); with --results it replaces
+only their rows of the results file and keeps the others.
 
 --triton: compiles Triton kernels with triton.compile for ("hip", "gfx942", 64) and
 ("cuda", 90, 32); `compile_triton` is the reusable piece.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import datetime
+import fnmatch
 import os
 import re
 import shutil
@@ -66,6 +69,10 @@ SUBSET = [
      "fmha_fwd_splitkv_combine_d128_bf16_group_*@fmha_fwd_splitkv_d128_bf16_group_*_nlogits_nbias_nmask_*_pagedkv"),
     ("kvcache fp16 d64 dense alibi+mask", "fwd_splitkv",
      "fmha_fwd_splitkv_combine_d64_fp16_group_*@fmha_fwd_splitkv_d64_fp16_group_*_nlogits_alibi_mask_*_npagedkv"),
+    # the KV-cache append: the kernels decoding (Sq % 64 != 0) runs, which pad the query length and head dim
+    ("kvcache append bf16 d128 paged half-rotary", "fwd_appendkv",
+     "fmha_fwd_appendkv_d128_bf16_*_vr_psskddv_half_pagedkv"),
+    ("kvcache append fp16 d64 dense", "fwd_appendkv", "fmha_fwd_appendkv_d64_fp16_*_vr_psskddv"),
 ]
 
 
@@ -197,8 +204,8 @@ def libm_calls(body: str) -> int:
 
 
 def shipped_words(totals: dict) -> str:
-    return (f"{totals['fwd']} forward + {totals['bwd']} backward + {totals['kvcache']} KV-cache (split-KV and "
-            "combine) kernels")
+    return (f"{totals['fwd']} forward + {totals['bwd']} backward + {totals['kvcache']} KV-cache (split-KV, "
+            "combine and appendkv) kernels")
 
 
 def short(src: Path) -> str:
@@ -243,6 +250,8 @@ def run_ck(args) -> int:
     # 2. the subset's kernels
     jobs = []   # (label, src, expect_mfma)
     for i, (label, api, filt) in enumerate(SUBSET):
+        if args.match and not fnmatch.fnmatch(label, args.match):
+            continue
         files = [p for p in build_ck.generate(ck, work / f"sub{i}", [args.arch], api=api, filters=filt)
                  if "api" not in p.name]
         if not files:
@@ -250,6 +259,8 @@ def run_ck(args) -> int:
             return 1
         if api == "fwd":
             jobs.append((label, files[0], True))
+        elif api == "fwd_appendkv":  # copies and rotates: no matrix multiply
+            jobs.append((label, files[0], False))
         elif api == "fwd_splitkv":   # the split-KV kernel; the combine kernel (no MFMA) once
             jobs.append((label, next(f for f in files if f.name.startswith("fmha_fwd_splitkv_d")), True))
             if not any(j[1].name.startswith("fmha_fwd_splitkv_combine_") for j in jobs):
@@ -263,7 +274,8 @@ def run_ck(args) -> int:
     # 3. our glue and CK's dispatchers of the shipped set (host code in a device compile: must parse)
     glue = [("glue", ROOT / "csrc" / "ck_fwd.hip", None), ("glue", ROOT / "csrc" / "ck_bwd.hip", None),
             ("dispatch", full / "fmha_fwd_api.cpp", None), ("dispatch", full / "fmha_bwd_api.cpp", None),
-            ("dispatch", full / "fmha_fwd_splitkv_api.cpp", None)]
+            ("dispatch", full / "fmha_fwd_splitkv_api.cpp", None),
+            ("dispatch", full / "fmha_fwd_appendkv_api.cpp", None)]
     asm_dir = work / "asm"
     asm_dir.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -298,8 +310,10 @@ def run_ck(args) -> int:
     print(table)
     for note in spill_notes:
         print("  " + note)
-    # 5. build time by arithmetic: the measured seconds per kernel kind times the instance counts
-    estimate = build_time_table(ck, args.arch, rows, counts)
+    # 5. build time by arithmetic: the measured seconds per kernel kind times the instance counts (with --match,
+    # the other kinds' seconds from the results file's rows)
+    prior = prior_results(Path(args.results), args.match) if args.match and args.results else None
+    estimate = build_time_table(ck, args.arch, rows + (prior["rows"] if prior else []), counts)
     print(estimate)
     elapsed = time.time() - t_start
     status = "FAILED" if failures else "passed"
@@ -307,7 +321,9 @@ def run_ck(args) -> int:
     for f in failures:
         print("FAIL:", f)
     if args.results and not failures:
-        write_results(Path(args.results), table, clang_version, args, elapsed, counts, spill_notes, estimate)
+        if prior:
+            table, spill_notes = merge_results(table, spill_notes, prior)
+        write_results(Path(args.results), table, clang_version, args, elapsed, counts, spill_notes, estimate, prior)
     return 1 if failures else 0
 
 
@@ -377,7 +393,7 @@ def seconds_for(measured: dict, kind: str, hdim: int) -> tuple[float, str]:
     return measured[(kind, near)], f"d{near}'s"
 
 
-BORROWED_NAMES = {"fwd_splitkv": "split-KV", "fwd_splitkv_combine": "combine"}
+BORROWED_NAMES = {"fwd_splitkv": "split-KV", "fwd_splitkv_combine": "combine", "fwd_appendkv": "appendkv"}
 
 
 def build_time_table(ck, arch, rows, counts, cores: int = 64) -> str:
@@ -418,9 +434,45 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
+def prior_results(path: Path, match: str) -> dict | None:
+    """From a results file: its date, and its table rows and spill notes of the subset entries not matching `match`
+    (rows: dicts with label, kernel, seconds, cpu and the markdown line). None without a file."""
+    if not path.is_file():
+        return None
+    text = path.read_text()
+    date = re.search(r"^- date: (\S+)", text, re.M)
+    rows = []
+    for line in text.split("\n\nSpill gate", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 15 and cells[0] in {label for label, _, _ in SUBSET} and not fnmatch.fnmatch(cells[0], match):
+            rows.append(dict(label=cells[0], kernel=cells[1], seconds=float(cells[12]), cpu=float(cells[13]),
+                             line=line))
+    kernels = {r["kernel"] for r in rows}
+    notes = re.findall(r"^- (.+)$", text.split("Spill gate", 1)[1].split("\n\nInstances", 1)[0], re.M) \
+        if "Spill gate" in text else []
+    return {"date": date[1] if date else "?", "rows": rows, "match": match,
+            "notes": [n for n in notes if n.split(":", 1)[0] in kernels]}
+
+
+def merge_results(table: str, notes: list[str], prior: dict) -> tuple[str, list[str]]:
+    """This run's table rows and spill notes together with the prior file's of the other subset entries, in SUBSET
+    order."""
+    head, new = table.splitlines()[:2], table.splitlines()[2:]
+    by_label: dict[str, list[str]] = {}
+    for line in [r["line"] for r in prior["rows"]] + new:
+        by_label.setdefault(line.strip("|").split("|")[0].strip(), []).append(line)
+    lines = head + [line for label, _, _ in SUBSET for line in by_label.get(label, [])]
+    ours = [n for n in notes if not n.startswith("no kernel spills")]
+    return "\n".join(lines), sorted(ours + prior["notes"]) or notes
+
+
 def write_results(path: Path, table: str, clang_version: str, args, elapsed: float, counts: dict,
-                  spill_notes: list[str], estimate: str):
+                  spill_notes: list[str], estimate: str, prior: dict | None = None):
     path.parent.mkdir(parents=True, exist_ok=True)
+    date, command = datetime.date.today().isoformat(), f"python tools/ck_compile_check.py --jobs {args.jobs}"
+    if prior:
+        command += f" --match '{prior['match']}'"
+        date += f" (the rows matching `{prior['match']}`; the other rows are of {prior['date']})"
     # keep what follows the CK part (the Triton table is added by hand from `--triton`)
     tail = ""
     if path.is_file() and "\nTriton (" in path.read_text():
@@ -431,10 +483,10 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
     ours = " ".join(our_flags())
     path.write_text(
         f"# CK FMHA compile check, {args.arch}\n\n"
-        f"- date: {datetime.date.today().isoformat()}\n- compiler: {clang_version} (upstream, device-only, "
+        f"- date: {date}\n- compiler: {clang_version} (upstream, device-only, "
         f"HIP stub tools/hip_stub; not ROCm's compiler)\n- CK: ROCm/composable_kernel {CK_COMMIT} "
         f"(files checked against tools/ck_pin.sha256)\n"
-        f"- command: `python tools/ck_compile_check.py --jobs {args.jobs}` ({elapsed / 60:.1f} min on "
+        f"- command: `{command}` ({elapsed / 60:.1f} min on "
         f"{os.cpu_count()} cores, shared)\n- shipped set (setup.py, this arch): "
         f"{shipped_words(build_ck.group_totals(counts))}\n"
         f"- fa_ck's flags (setup.py's for HIP 6.2-7.1 less `-mllvm -amdgpu-coerce-illegal-types=1`, which "
@@ -443,9 +495,9 @@ def write_results(path: Path, table: str, clang_version: str, args, elapsed: flo
         f"`{' '.join(build_ck.ck_example_flags('bwd'))}`\n\n"
         "Register and spill figures come from upstream clang, not ROCm's: CK chooses code paths by compiler "
         "and HIP version, so a ROCm build can differ (see docs/rocm.md). What this proves: the kernels "
-        "compile for gfx942, use MFMA, make no calls (but to __ocml_* device math, which this stub build cannot "
-        "inline), and spill no more with fa_ck's flags than with CK's own example flags. These kernels have not "
-        "been run on an MI300X.\n\n"
+        "compile for gfx942, the attention kernels use MFMA, none makes calls (but to __ocml_* device math, "
+        "which this stub build cannot inline), and spill no more with fa_ck's flags than with CK's own example "
+        "flags. These kernels have not been run on an MI300X.\n\n"
         f"{table}\n\nSpill gate (a kernel that spills with fa_ck's flags, compiled again with CK's example flags):\n\n"
         + "".join(f"- {n}\n" for n in spill_notes) +
         "\nInstances generated per kernel kind and head dim (the shipped set, build_ck.SHIPPED_COUNTS):\n\n"
@@ -604,6 +656,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "build" / "ck_check"), help="work directory (build output)")
     ap.add_argument("--results", default=None,
                     help="write the table here as markdown, e.g. bench/results/ck_compile_check_gfx942.md")
+    ap.add_argument("--match", default=None,
+                    help="compile only the subset entries whose label matches this fnmatch pattern (e.g. "
+                         "'kvcache append*'); with --results, replace only their rows")
     args = ap.parse_args(argv)
     return run_triton(args) if args.triton else run_ck(args)
 

@@ -2,6 +2,8 @@
 (tools/flash_attn_shim/conftest.py) on stand-in test items, and the flash_attn shim's names."""
 import importlib.util
 import itertools
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -172,3 +174,72 @@ def test_selection_runs_in_turns_of_one_test_per_function():
     assert order == ["test_flash_attn_causal", "test_flash_attn_splitkv", "test_flash_attn_bwd_transpose",
                      "test_flash_attn_causal", "test_flash_attn_splitkv", "test_flash_attn_splitkv"]
     assert sorted(it.name for it in suite.interleaved(items)) == sorted(it.name for it in items)
+
+
+def test_out_of_memory_is_recognised_in_each_form_the_gpu_run_raised():
+    assert suite.is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB"))
+    assert suite.is_out_of_memory(RuntimeError("CUDA error: out of memory"))       # torch.AcceleratorError's text
+    assert suite.is_out_of_memory(RuntimeError("Triton Error [CUDA]: out of memory"))
+    assert not suite.is_out_of_memory(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert not suite.is_out_of_memory(AssertionError("out of memory"))
+
+
+def _flaky(fails, error):
+    calls = []
+
+    def run():
+        calls.append(1)
+        if len(calls) <= fails:
+            raise error
+    return run, calls
+
+
+def test_rerun_after_oom_waits_and_releases_before_each_try():
+    run, calls = _flaky(2, torch.OutOfMemoryError("out of memory"))
+    events = []
+    n = suite.rerun_after_oom(run, (1.0, 2.0, 3.0), release=lambda: events.append("release"), sleep=events.append)
+    assert n == 3 and len(calls) == 3
+    assert events == ["release", 1.0, "release", 2.0, "release", 3.0]
+
+
+def test_rerun_after_oom_gives_up_with_the_last_error_and_stops_on_any_other():
+    run, calls = _flaky(9, torch.OutOfMemoryError("still out of memory"))
+    with pytest.raises(torch.OutOfMemoryError, match="still"):
+        suite.rerun_after_oom(run, (0, 0), release=lambda: None, sleep=lambda s: None)
+    assert len(calls) == 2
+    state = []
+
+    def run_then_assert():
+        state.append(1)
+        raise AssertionError("wrong output")
+    with pytest.raises(AssertionError, match="wrong output"):
+        suite.rerun_after_oom(run_then_assert, (0, 0, 0), release=lambda: None, sleep=lambda s: None)
+    assert len(state) == 1
+
+
+def test_suite_reruns_a_test_that_ran_out_of_memory_and_counts_it(tmp_path):
+    """The conftest in a pytest run of its own: one test runs out of memory once, one always, one fails."""
+    shutil.copytree(SHIM / "flash_attn", tmp_path / "flash_attn")
+    shutil.copy(SHIM / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_flash_attn.py").write_text(
+        "import pathlib, torch\n"
+        "MARK = pathlib.Path(__file__).with_name('ran_once')\n"
+        "def test_flash_attn_bwd_transpose():\n"
+        "    if not MARK.exists():\n"
+        "        MARK.write_text('x')\n"
+        "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 MiB')\n"
+        "def test_flash_attn_bwd_overflow():\n"
+        "    raise RuntimeError('CUDA error: out of memory')\n"
+        "def test_flash_attn_bwd_varlen_overflow():\n"
+        "    assert 1 == 2\n")
+    env = {**os.environ, "FA_SUITE_OOM_WAITS": "0,0", "FA_SUITE_SUMMARY": str(tmp_path / "s.json"),
+           "PYTHONPATH": f"{tmp_path}:{ROOT / 'python'}"}
+    env.pop("FA_SUITE_CPU", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_flash_attn.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert (summary["passed"], summary["failed"]) == (1, 2), done.stdout[-2000:]
+    assert summary["out_of_memory"] == 1 and summary["passed_after_oom_rerun"] == 1
+    assert {f["test"].split("::")[1] for f in summary["failures"]} == {"test_flash_attn_bwd_overflow",
+                                                                       "test_flash_attn_bwd_varlen_overflow"}

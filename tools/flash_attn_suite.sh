@@ -73,6 +73,8 @@ run() {
     fi
     cd "$dir"
     export FA_SUITE_SUMMARY=$summary PYTHONPATH="$dir:$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
+    # the workers share one GPU: blocks freed by one are usable by the others
+    export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}
     exec "$PYTHON" -m pytest "$test" --junitxml="$junit" "$@"    # exec: a timeout's signal reaches pytest
 }
 

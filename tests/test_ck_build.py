@@ -326,7 +326,7 @@ _MAP_RESULTS: dict = {}
 
 
 def _run_map_test(ck, bwd, tmp_path):
-    """test_map.cpp's output, built once per direction in a session."""
+    """test_map.cpp's output, built once per direction per test run."""
     if (ck, bwd) not in _MAP_RESULTS:
         _MAP_RESULTS[ck, bwd] = host_run(ck, "test_map.cpp", [f"-DFA_CK_TEST_BWD={bwd}"], tmp_path, f"m{bwd}")
     return _MAP_RESULTS[ck, bwd]

@@ -15,7 +15,7 @@ _KV_RESULTS: dict = {}
 
 
 def _run_kvcache_dispatch(ck, tmp_path) -> dict:
-    """test_dispatch.cpp's KV-cache build against the shipped split-KV dispatcher, run once per session."""
+    """test_dispatch.cpp's KV-cache build against the shipped split-KV dispatcher, run once per test run."""
     if ck not in _KV_RESULTS:
         build_ck.generate(ck, tmp_path / "gen_kv", ["gfx942"], api="fwd_splitkv")
         api = tmp_path / "gen_kv" / "fmha_fwd_splitkv_api.cpp"
@@ -46,7 +46,7 @@ _AK_RESULTS: dict = {}
 
 
 def _run_appendkv_dispatch(ck, tmp_path) -> dict:
-    """test_dispatch.cpp's appendkv build against the shipped appendkv dispatcher, run once per session."""
+    """test_dispatch.cpp's appendkv build against the shipped appendkv dispatcher, run once per test run."""
     if ck not in _AK_RESULTS:
         build_ck.generate(ck, tmp_path / "gen_ak", ["gfx942"], api="fwd_appendkv")
         api = tmp_path / "gen_ak" / "fmha_fwd_appendkv_api.cpp"

@@ -11,11 +11,13 @@
 #   bash bench/h200.sh kvcache-tests   the KV-cache, append and decode-kernel tests on the GPU (~2 min)
 #   bash bench/h200.sh decode [args for bench/decode.py]   decode latency and bandwidth beside SDPA, flex, copy;
 #                                                          then bench/decode_append.py (~20 s)
+#   bash bench/h200.sh compare REV [args for bench/kernels.py]   bench/compare.py: this tree against REV, two
+#                                                          processes each in turns, beside SDPA cuDNN
 #   bash bench/h200.sh nanogpt PRESET [args]   bench/nanogpt.py compiled, every variant (gpt2: ~8 min, gpt2-long: ~9)
 # (`tests` is gpu-tests then small-tests: longer than one 10-minute step.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|parallel-gpu-tests|tests|sweep [seconds]|kernels [args]|flash-attn-suite DIR|kvcache-tests|decode [args]|nanogpt PRESET [args]}
+what=${1:?usage: bash bench/h200.sh gpu-tests|small-tests|parallel-gpu-tests|tests|sweep [seconds]|kernels [args]|flash-attn-suite DIR|kvcache-tests|decode [args]|compare REV [args]|nanogpt PRESET [args]}
 shift || true
 source bench/device_env.sh          # PYTHONPATH etc., $OUT, $OUT/env.txt
 if [[ $what == gpu-tests || $what == tests ]]; then
@@ -70,6 +72,14 @@ fi
 if [[ $what == decode ]]; then
   python3 bench/decode.py --out "$OUT/decode" "$@"
   python3 bench/decode_append.py --out "$OUT/decode-append"
+fi
+if [[ $what == compare ]]; then
+  rev=${1:?compare needs the commit to compare with}
+  shift
+  # the runs' own files stay out of $OUT (8 files come back): the comparison, then the runs' JSON in one archive
+  python3 bench/compare.py "$rev" --out /tmp/fa_ck_compare -- "$@"
+  cp /tmp/fa_ck_compare/results.md "$OUT/compare.md"; cp /tmp/fa_ck_compare/results.json "$OUT/compare.json"
+  (cd /tmp/fa_ck_compare && tar -czf "$OUT/compare-runs.tgz" --exclude='tree-*' --exclude='*.png' .)
 fi
 if [[ $what == nanogpt ]]; then
   preset=${1:?nanogpt needs a preset: gpt2 or gpt2-long}

@@ -11,18 +11,20 @@ from ck_host import ck_backend, clang_or_skip, host_run
 import build_ck  # importable once ck_host has put the checkout's root on sys.path
 
 
-_KV_RESULTS: dict = {}
+_DISPATCH_RESULTS: dict = {}
 
 
-def _run_kvcache_dispatch(ck, tmp_path) -> dict:
-    """test_dispatch.cpp's KV-cache build against the shipped split-KV dispatcher, run once per test run."""
-    if ck not in _KV_RESULTS:
-        build_ck.generate(ck, tmp_path / "gen_kv", ["gfx942"], api="fwd_splitkv")
-        api = tmp_path / "gen_kv" / "fmha_fwd_splitkv_api.cpp"
-        _KV_RESULTS[ck] = host_run(ck, "test_dispatch.cpp", ["-DFA_CK_TEST_BWD=0", "-DFA_CK_TEST_KVCACHE=1",
-                                                              f'-DFA_CK_API_FILE="{api}"'], tmp_path, "dispatch_kv",
-                                    opt="-O0")
-    return _KV_RESULTS[ck]
+def _run_dispatch(ck, tmp_path, api: str) -> dict:
+    """test_dispatch.cpp built against the shipped dispatcher of CK's `api` ("fwd_splitkv" or "fwd_appendkv"),
+    run once per test run."""
+    if (ck, api) not in _DISPATCH_RESULTS:
+        build_ck.generate(ck, tmp_path / f"gen_{api}", ["gfx942"], api=api)
+        source = tmp_path / f"gen_{api}" / f"fmha_{api}_api.cpp"
+        test = {"fwd_splitkv": "-DFA_CK_TEST_KVCACHE=1", "fwd_appendkv": "-DFA_CK_TEST_APPENDKV=1"}[api]
+        _DISPATCH_RESULTS[ck, api] = host_run(ck, "test_dispatch.cpp", ["-DFA_CK_TEST_BWD=0", test,
+                                                                         f'-DFA_CK_API_FILE="{source}"'],
+                                              tmp_path, f"dispatch_{api}", opt="-O0")
+    return _DISPATCH_RESULTS[ck, api]
 
 
 def test_splitkv_dispatcher_serves_every_admitted_kvcache_call(tmp_path):
@@ -31,7 +33,7 @@ def test_splitkv_dispatcher_serves_every_admitted_kvcache_call(tmp_path):
     chosen x Sq 1 or 5 is served exactly where kvcache_bucket() says, by a group-mode split-KV kernel of its
     bucket and features, then its combine kernel, with the strides, page size and stride, seqlen and seqstart
     pointers and workspace strides the glue means; the device's properties are read once."""
-    r = _run_kvcache_dispatch(clang_or_skip(), tmp_path)
+    r = _run_dispatch(clang_or_skip(), tmp_path, "fwd_splitkv")
     fails = {k: v for k, v in r.items() if k.startswith("fail.")}
     n = 32 * 2 * 2 * 3 * 3 * 3 * 2
     assert (int(r["combos"]), int(r["served"]), int(r["wrong"])) == (n, 8 * n // 32, 0), fails
@@ -42,20 +44,6 @@ def test_splitkv_dispatcher_serves_every_admitted_kvcache_call(tmp_path):
     assert (r["page64_found"], r["page128_found"], r["splits129_found"]) == ("0", "1", "0")
 
 
-_AK_RESULTS: dict = {}
-
-
-def _run_appendkv_dispatch(ck, tmp_path) -> dict:
-    """test_dispatch.cpp's appendkv build against the shipped appendkv dispatcher, run once per test run."""
-    if ck not in _AK_RESULTS:
-        build_ck.generate(ck, tmp_path / "gen_ak", ["gfx942"], api="fwd_appendkv")
-        api = tmp_path / "gen_ak" / "fmha_fwd_appendkv_api.cpp"
-        _AK_RESULTS[ck] = host_run(ck, "test_dispatch.cpp", ["-DFA_CK_TEST_BWD=0", "-DFA_CK_TEST_APPENDKV=1",
-                                                              f'-DFA_CK_API_FILE="{api}"'], tmp_path, "dispatch_ak",
-                                    opt="-O0")
-    return _AK_RESULTS[ck]
-
-
 def test_appendkv_dispatcher_serves_every_append_the_glue_admits(tmp_path):
     """CK's appendkv dispatcher for the shipped set, behind kvcache_append, with a stub kernel: every head dim
     (multiples of 8 to 256) x dtype x no rotary/interleaved/half x dense/cache_batch_idx/paged x Sq 1, 64 x 1 or 70
@@ -63,7 +51,7 @@ def test_appendkv_dispatcher_serves_every_append_the_glue_admits(tmp_path):
     strides, seqlen pointer, block table, page size, rotary tables, rotary_dim, has_mask (q per position) and
     new-token count the glue means; rotary dims that are not a multiple of 16, pages not a multiple of 128 and head
     dims past 256 never reach CK; nothing to write launches nothing; the device's properties are read once."""
-    r = _run_appendkv_dispatch(clang_or_skip(), tmp_path)
+    r = _run_dispatch(clang_or_skip(), tmp_path, "fwd_appendkv")
     fails = {k: v for k, v in r.items() if k.startswith("fail.")}
     n = 32 * 2 * 3 * 3 * 2 * 2 * 2
     refused = 2 * 2 * 3 * 2 * 2 * 2            # d8 with rotary: no rotary_dim <= 8 is a multiple of 16
@@ -100,7 +88,7 @@ def _kv(**kw):
 def test_kvcache_gap_refuses_exactly_what_the_splitkv_dispatcher_cannot_serve(tmp_path, monkeypatch):
     """Per head dim, ck.kvcache_gap admits a call exactly where the compiled dispatcher served all of them
     (tests above), and refuses it where it served none."""
-    r = _run_kvcache_dispatch(clang_or_skip(), tmp_path)
+    r = _run_dispatch(clang_or_skip(), tmp_path, "fwd_splitkv")
     ck, _ = ck_backend()
     monkeypatch.setattr(ck, "_ck", None)                 # the shipped set, whatever is built here
     for d in range(8, 257, 8):
@@ -181,7 +169,7 @@ def _append_gap(ck, d=128, page=0, rd=0, dtype=torch.float16, table_dtype=None, 
 def test_append_gap_refuses_exactly_what_the_appendkv_glue_cannot_serve(tmp_path, monkeypatch):
     """Rotary dims, page sizes and head dims: ck.append_gap admits an append exactly where the compiled glue and
     dispatcher served it (test above)."""
-    r = _run_appendkv_dispatch(clang_or_skip(), tmp_path)
+    r = _run_dispatch(clang_or_skip(), tmp_path, "fwd_appendkv")
     ck, _ = ck_backend()
     monkeypatch.setattr(ck, "_ck", None)                 # the shipped set, whatever is built here
     for d in (128, 80):

@@ -128,6 +128,8 @@ def main(argv=None):
         return
     import datetime
     out = args.out or Path(RESULTS_DIR) / f"compare-{args.rev}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    if run_dirs(out, "this") or run_dirs(out, "base"):
+        raise SystemExit(f"--out {out} holds earlier runs, which the comparison would mix in: give another")
     out.mkdir(parents=True, exist_ok=True)
     base_python = archive_python(args.rev, out / f"tree-{args.rev}")
     for n in range(args.alternations):

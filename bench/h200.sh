@@ -77,6 +77,7 @@ if [[ $what == compare ]]; then
   rev=${1:?compare needs the commit to compare with}
   shift
   # the runs' own files stay out of $OUT (8 files come back): the comparison, then the runs' JSON in one archive
+  rm -rf /tmp/fa_ck_compare
   python3 bench/compare.py "$rev" --out /tmp/fa_ck_compare -- "$@"
   cp /tmp/fa_ck_compare/results.md "$OUT/compare.md"; cp /tmp/fa_ck_compare/results.json "$OUT/compare.json"
   (cd /tmp/fa_ck_compare && tar -czf "$OUT/compare-runs.tgz" --exclude='tree-*' --exclude='*.png' .)

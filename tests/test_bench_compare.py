@@ -55,3 +55,7 @@ def test_arguments_after_the_separator_go_to_kernels_py(tmp_path, capsys, monkey
     assert f"report of {tmp_path} for 9377518" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         compare.main(["HEAD", "--alternations", "0"])
+    (tmp_path / "this0").mkdir()
+    (tmp_path / "this0" / "results.json").write_text("{}")
+    with pytest.raises(SystemExit, match="earlier runs"):       # they would be mixed into the new comparison
+        compare.main(["HEAD", "--out", str(tmp_path), "--", "--quick"])

@@ -25,7 +25,6 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))     # run as a script: `bench` importable
-from bench.decode import git_commit  # noqa: E402
 from bench.out_dir import RESULTS_DIR  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,6 +121,7 @@ def main(argv=None):
     args, kernels_args = parser.parse_args(argv[:split]), argv[split + 1:]      # after --: bench/kernels.py's
     if args.alternations < 1:
         parser.error(f"--alternations must be 1 or more, got {args.alternations}")
+    from bench.decode import git_commit      # (imports torch: not needed for the rest)
     this_name = git_commit() or "this tree"
     if args.summarize:
         print(write_report(args.summarize, args.rev, this_name))

@@ -78,9 +78,9 @@ if [[ $what == compare ]]; then
   shift
   # the runs' own files stay out of $OUT (8 files come back): the comparison, then the runs' JSON in one archive
   rm -rf /tmp/fa_ck_compare
-  python3 bench/compare.py "$rev" --out /tmp/fa_ck_compare -- "$@"
-  cp /tmp/fa_ck_compare/results.md "$OUT/compare.md"; cp /tmp/fa_ck_compare/results.json "$OUT/compare.json"
-  (cd /tmp/fa_ck_compare && tar -czf "$OUT/compare-runs.tgz" --exclude='tree-*' --exclude='*.png' .)
+  python3 bench/compare.py "$rev" --out /tmp/fa_ck_compare -- "$@"; echo "compare rc=$?"
+  cp /tmp/fa_ck_compare/results.md "$OUT/compare.md" 2>/dev/null; cp /tmp/fa_ck_compare/results.json "$OUT/compare.json" 2>/dev/null
+  [[ -d /tmp/fa_ck_compare ]] && (cd /tmp/fa_ck_compare && tar -czf "$OUT/compare-runs.tgz" --exclude='tree-*' --exclude='*.png' .)
 fi
 if [[ $what == nanogpt ]]; then
   preset=${1:?nanogpt needs a preset: gpt2 or gpt2-long}

@@ -9,7 +9,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench import compare  # noqa: E402
+from bench import compare, decode  # noqa: E402
 
 
 def _run(**ratio):
@@ -46,7 +46,7 @@ def test_report_from_the_runs_kernels_py_wrote(tmp_path):
 def test_the_other_tree_comes_from_git(tmp_path):
     python = compare.archive_python("HEAD", tmp_path)
     assert (python / "fa_ck" / "__init__.py").read_text() == (REPO / "python" / "fa_ck" / "__init__.py").read_text() \
-        or compare.git_commit().endswith("+changes")
+        or decode.git_commit().endswith("+changes")
 
 
 def test_arguments_after_the_separator_go_to_kernels_py(tmp_path, capsys, monkeypatch):

@@ -217,6 +217,30 @@ def test_rerun_after_oom_gives_up_with_the_last_error_and_stops_on_any_other():
     assert len(state) == 1
 
 
+def test_a_failed_try_keeps_no_tensor_alive_for_the_rerun():
+    import gc
+    import weakref
+
+    def attempt():
+        q = torch.ones(4)
+        alive.append(weakref.ref(q))
+        raise torch.OutOfMemoryError("out of memory")
+    alive = []
+    try:
+        attempt()
+    except torch.OutOfMemoryError as e:
+        error = e
+    sys.last_value = error                          # as pytest's runner leaves it
+    try:
+        gc.collect()
+        assert alive[0]() is not None               # the traceback's frame holds q
+        suite.forget_failure(error)
+        gc.collect()
+        assert alive[0]() is None and not hasattr(sys, "last_value")
+    finally:
+        sys.__dict__.pop("last_value", None)
+
+
 def test_suite_reruns_a_test_that_ran_out_of_memory_and_counts_it(tmp_path):
     """The conftest in a pytest run of its own: one test runs out of memory once, one always, one fails."""
     shutil.copytree(SHIM / "flash_attn", tmp_path / "flash_attn")

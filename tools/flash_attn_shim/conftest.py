@@ -10,7 +10,9 @@ import contextlib
 import gc
 import json
 import os
+import sys
 import time
+import traceback
 import types
 import zlib
 from collections import Counter
@@ -61,7 +63,7 @@ CPU_PLAIN = {"test_flash_attn_kvcache": {"new_kv": True}}
 CPU_ALSO = {"test_flash_attn_kvcache": {"seqlen_q": 64, "seqlen_k": 256, "new_kv": True, "rotary_fraction": 0.5}}
 # Seconds to wait before each rerun of a test that ran out of GPU memory: the workers share one GPU, and a
 # neighbour's large case passes (FA_SUITE_OOM_WAITS, comma-separated; empty: no rerun).
-OOM_WAITS = tuple(float(w) for w in os.environ.get("FA_SUITE_OOM_WAITS", "2,5,15").split(",") if w.strip())
+OOM_WAITS = tuple(float(w) for w in os.environ.get("FA_SUITE_OOM_WAITS", "3,10").split(",") if w.strip())
 
 
 def _fn_name(name: str) -> str:
@@ -200,6 +202,16 @@ def is_out_of_memory(error: BaseException) -> bool:
         isinstance(error, RuntimeError) and "out of memory" in str(error).lower())
 
 
+def forget_failure(error: BaseException | None = None):
+    """Drop what keeps a failed test's tensors alive: its frames' locals (held by the error's traceback) and
+    the sys.last_* that pytest's runner sets."""
+    if error is not None:
+        traceback.clear_frames(error.__traceback__)
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+
+
 def release_gpu_memory():
     """Hand this worker's cached blocks back to the GPU, for the other workers."""
     gc.collect()
@@ -219,10 +231,11 @@ def rerun_after_oom(run, waits, release=release_gpu_memory, sleep=time.sleep) ->
         except Exception as error:  # noqa: BLE001 - only running out of memory earns another try
             if not is_out_of_memory(error) or n == len(waits):
                 raise
+            forget_failure(error)
     raise ValueError("rerun_after_oom needs at least one wait")
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, trylast=True)      # innermost: output capture covers the reruns
 def pytest_runtest_call(item):
     """A test that ran out of GPU memory runs again once its neighbours may have freed theirs; the count of
     tests that needed it goes to summary.json."""
@@ -230,6 +243,8 @@ def pytest_runtest_call(item):
     error = outcome.excinfo[1] if outcome.excinfo else None
     if CPU or error is None or not is_out_of_memory(error) or not OOM_WAITS:
         return
+    forget_failure(error)         # else the first try's tensors would stay allocated through the rerun
+    del error
     try:
         rerun_after_oom(item.runtest, OOM_WAITS)
     except Exception as last:  # noqa: BLE001 - reported as the test's failure
@@ -242,6 +257,7 @@ def pytest_runtest_call(item):
 
 def pytest_runtest_teardown(item, nextitem):
     if not CPU:
+        forget_failure()
         release_gpu_memory()    # a worker holds no cached blocks between tests
 
 

@@ -115,6 +115,9 @@ def test_kvcache_gap_names_what_ck_cannot_serve(monkeypatch):
             f"page size {n} (CK's paged split-KV needs a multiple of 128)"
     assert gap(q, pages(256), pages(256), _kv(block_table=table, leftpad=torch.zeros(2, dtype=torch.int32))) \
         .startswith("cache_leftpad with a paged cache")
+    strided = torch.zeros(8, 2, dtype=torch.int32).t()         # (B, max_blocks) seen through a transpose
+    assert gap(q, pages(256), pages(256), _kv(block_table=strided)) == \
+        "a block_table whose last dim is not contiguous (CK reads each row's entries in a row)"
     assert gap(q, dense, dense, _kv(softcap=30.0, alibi_slopes=torch.ones(8))) == "softcap with alibi"
     assert gap(q, dense, dense, _kv(softcap=30.0)) is None
     assert gap(q, dense, dense, _kv(num_splits=128)) is None
@@ -195,6 +198,9 @@ def test_append_gap_names_what_ck_appendkv_cannot_do(monkeypatch):
     assert _append_gap(ck, rd=64, contiguous=False).startswith("rotary tables that are not contiguous")
     assert _append_gap(ck, rd=24) == "rotary_dim 24 (CK's appendkv rotates multiples of 16)"
     assert _append_gap(ck, page=64) == "page size 64 (CK's paged appendkv needs a multiple of 128)"
+    q, cache, new = _Cache((2, 1, 8, 128)), _Cache((64, 256, 2, 128)), _Cache((2, 1, 2, 128))
+    strided = _kv(block_table=torch.zeros(8, 2, dtype=torch.int32).t())
+    assert ck.append_gap(q, cache, cache, new, new, None, None, strided).startswith("a block_table whose last dim")
     assert _append_gap(ck, dtype=torch.float32) == "dtype torch.float32 (CK: float16, bfloat16)"
     assert _append_gap(ck, 264) == "head_dim 264: no appendkv kernel built for it (FA_CK_HDIMS)"
     q, cache = _Cache((2, 1, 8, 128)), _Cache((4, 1000, 2, 128))

@@ -165,6 +165,9 @@ def _dense_rows(k_cache) -> int:
     return batch // row if row > 0 and batch % row == 0 else -1
 
 
+_BLOCK_TABLE_GAP = "a block_table whose last dim is not contiguous (CK reads each row's entries in a row)"
+
+
 def kvcache_gap(q, k_cache, v_cache, p: KVCacheParams) -> str | None:
     """What the split-KV instances built here (or, without the extension, shipped) cannot do for this
     KV-cache call (None: they can)."""
@@ -192,6 +195,8 @@ def kvcache_gap(q, k_cache, v_cache, p: KVCacheParams) -> str | None:
         page = k_cache.shape[1]
         if page % _KV_PAGE_MULTIPLE:
             return f"page size {page} (CK's paged split-KV needs a multiple of {_KV_PAGE_MULTIPLE})"
+        if p.block_table.stride(1) != 1:
+            return _BLOCK_TABLE_GAP
         if p.leftpad is not None:
             return "cache_leftpad with a paged cache (CK's paged split-KV reads keys from the page start)"
         return None
@@ -247,6 +252,8 @@ def append_gap(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, p: KVCachePara
         return "strides beyond CK's 32-bit indexing"
     if p.paged and k_cache.shape[1] % _KV_PAGE_MULTIPLE:
         return f"page size {k_cache.shape[1]} (CK's paged appendkv needs a multiple of {_KV_PAGE_MULTIPLE})"
+    if p.paged and p.block_table.stride(1) != 1:
+        return _BLOCK_TABLE_GAP
     if rotary_cos is None:
         return None
     if rotary_cos.dtype != q.dtype or rotary_sin.dtype != q.dtype:

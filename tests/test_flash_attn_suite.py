@@ -267,3 +267,15 @@ def test_suite_reruns_a_test_that_ran_out_of_memory_and_counts_it(tmp_path):
     assert summary["out_of_memory"] == 1 and summary["passed_after_oom_rerun"] == 1
     assert {f["test"].split("::")[1] for f in summary["failures"]} == {"test_flash_attn_bwd_overflow",
                                                                        "test_flash_attn_bwd_varlen_overflow"}
+
+
+def test_only_the_controller_writes_the_summary(tmp_path, monkeypatch):
+    """An xdist worker's terminal summary holds only its own tests: it must not write summary.json."""
+    monkeypatch.setenv("FA_SUITE_SUMMARY", str(tmp_path / "s.json"))
+    passed = types.SimpleNamespace(when="call", user_properties=[], longreprtext="")
+    reporter = types.SimpleNamespace(stats={"passed": [passed]}, write_line=lambda line: None)
+    worker = types.SimpleNamespace(workerinput={"workerid": "gw0"}, rootpath=tmp_path)
+    suite.pytest_terminal_summary(reporter, 0, worker)
+    assert not (tmp_path / "s.json").exists()
+    suite.pytest_terminal_summary(reporter, 0, types.SimpleNamespace(rootpath=tmp_path))
+    assert json.loads((tmp_path / "s.json").read_text())["passed"] == 1

@@ -71,6 +71,7 @@ run() {
         test=cpu/test_flash_attn.py junit=$dir/junit-cpu.xml summary=$dir/summary-cpu.json
         export FA_SUITE_CPU=1 TRITON_INTERPRET=1
     fi
+    rm -f "$junit" "$summary"      # a run cut short leaves no earlier run's counts behind
     cd "$dir"
     export FA_SUITE_SUMMARY=$summary PYTHONPATH="$dir:$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
     # the workers share one GPU: blocks freed by one are usable by the others

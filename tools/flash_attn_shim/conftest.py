@@ -262,6 +262,8 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput"):      # an xdist worker knows only its own tests: the controller writes
+        return
     stats = terminalreporter.stats
     counts = {k: len(stats.get(k, [])) for k in ("passed", "failed", "skipped", "xfailed", "xpassed", "error")}
     skips = Counter(str(r.longrepr[2]) if isinstance(r.longrepr, tuple) else str(r.longrepr)

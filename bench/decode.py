@@ -100,6 +100,7 @@ class Row:
     note: str = ""
     targets: dict = field(default_factory=dict)
     wall_s: float = 0.0       # set-up, check and timing (compilation included)
+    repeats_us: list = field(default_factory=list)   # with --repeat: each timing's median, in order
 
 
 class Skip(Exception):
@@ -369,7 +370,12 @@ def measure(row: Row, call, view: View, ref, args, on_gpu: bool):
         return
     # the API's host reads of index values stay out of the time
     with mock.patch.dict(os.environ, {"FA_CK_KVCACHE_CHECKS": "0"}):
-        row.us, how, timed = gpu_us(call, args.rep_ms) if on_gpu else cpu_us(call)
+        for _ in range(args.repeat):     # each a fresh capture: tells a per-launch effect from a per-process one
+            us, how, timed = gpu_us(call, args.rep_ms) if on_gpu else cpu_us(call)
+            row.repeats_us.append(round(us, 2))
+    row.us = statistics.median(row.repeats_us)
+    if args.repeat > 1:
+        how += f", median of {args.repeat} timings: {' / '.join(f'{t:.1f}' for t in row.repeats_us)} us"
     row.note = f"{row.note}; {how}".lstrip("; ")
     if not relative_error(timed, ref, check_rows(view.point.batch)) <= TOLERANCE:
         row.status, row.us, row.note = "wrong", None, row.note + ": its output differs from the checked call's"
@@ -530,7 +536,7 @@ def environment(args, on_gpu: bool, device) -> dict:
                 cudnn=torch.backends.cudnn.version() if on_gpu else None, python=platform.python_version(),
                 commit=commit, interpreter=os.environ.get("TRITON_INTERPRET") == "1",
                 shape=dataclasses.asdict(args.shape), copy_gbps=args.copy_gbps, copy_note=args.copy_note,
-                rep_ms=args.rep_ms, tolerance=TOLERANCE)
+                rep_ms=args.rep_ms, repeat=args.repeat, tolerance=TOLERANCE)
 
 
 def as_dict(row: Row) -> dict:
@@ -644,6 +650,8 @@ def parse_args(argv):
     ap.add_argument("--pages", type=int, nargs="*",
                     help="page sizes beside dense (default 16 64 256; none given: dense only)")
     ap.add_argument("--rep-ms", type=float, default=25.0, help="GPU time per variant's timed replays, ms")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time each variant this many times, each from a fresh CUDA graph (the median is reported)")
     ap.add_argument("--budget-s", type=float, default=None, help="skip the points left after this many seconds")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default ./fa_ck-results/decode-...)")
     ap.add_argument("--no-plot", action="store_true", help="skip decode.png")
@@ -651,6 +659,8 @@ def parse_args(argv):
     args.variants = {v.strip() for v in args.variants.split(",") if v.strip()}
     if args.variants - {"sdpa", "flex"}:
         ap.error(f"--variants: unknown {sorted(args.variants - {'sdpa', 'flex'})}; choose from sdpa, flex")
+    if args.repeat < 1:
+        ap.error(f"--repeat: must be 1 or more, got {args.repeat}")
     if any(n < 1 for n in args.splits):
         ap.error("--splits: each must be 1 or more")
     args.argv = list(argv)

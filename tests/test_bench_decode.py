@@ -101,3 +101,15 @@ def test_append_bench_checks_both_paths_agree_before_timing(tmp_path, monkeypatc
     assert decode_append.main(["--cpu", "--out", str(tmp_path / "broken")]) == 1
     rows = json.loads((tmp_path / "broken" / "results.json").read_text())["rows"]
     assert not any(r["agree"] or "fused_eager_us" in r for r in rows)
+
+
+def test_repeat_times_each_variant_that_many_times_and_reports_the_median(tmp_path):
+    _, report = run(tmp_path, "--batches", "1", "--pages", "--variants", "sdpa", "--repeat", "3")
+    assert report["env"]["repeat"] == 3
+    timed = [r for r in report["rows"] if r["status"] == "ok"]
+    assert {r["variant"] for r in timed} >= {"fa_ck"}
+    for r in timed:
+        assert len(r["repeats_us"]) == 3 and r["us"] == sorted(r["repeats_us"])[1], r
+        assert "median of 3 timings" in r["note"]
+    with pytest.raises(SystemExit):
+        decode.parse_args(["--repeat", "0"])

@@ -100,7 +100,7 @@ class Row:
     note: str = ""
     targets: dict = field(default_factory=dict)
     wall_s: float = 0.0       # set-up, check and timing (compilation included)
-    repeats_us: list = field(default_factory=list)   # with --repeat: each timing's median, in order
+    repeats_us: list = field(default_factory=list)   # each timing's median, in order (--repeat of them)
 
 
 class Skip(Exception):

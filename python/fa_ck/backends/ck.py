@@ -165,7 +165,14 @@ def _dense_rows(k_cache) -> int:
     return batch // row if row > 0 and batch % row == 0 else -1
 
 
-_BLOCK_TABLE_GAP = "a block_table whose last dim is not contiguous (CK reads each row's entries in a row)"
+def _paged_gap(k_cache, p: KVCacheParams, pipeline: str) -> str | None:
+    """What CK's paged pipelines (split-KV and appendkv alike) cannot take of the cache's pages and block table."""
+    page = k_cache.shape[1]
+    if page % _KV_PAGE_MULTIPLE:
+        return f"page size {page} (CK's paged {pipeline} needs a multiple of {_KV_PAGE_MULTIPLE})"
+    if p.block_table.stride(1) != 1:
+        return "a block_table whose last dim is not contiguous (CK reads each row's entries in a row)"
+    return None
 
 
 def kvcache_gap(q, k_cache, v_cache, p: KVCacheParams) -> str | None:
@@ -192,11 +199,9 @@ def kvcache_gap(q, k_cache, v_cache, p: KVCacheParams) -> str | None:
     if any(s > _INT32_MAX for t in (q, k_cache, v_cache) for s in t.stride()):
         return "strides beyond CK's 32-bit indexing"
     if p.paged:
-        page = k_cache.shape[1]
-        if page % _KV_PAGE_MULTIPLE:
-            return f"page size {page} (CK's paged split-KV needs a multiple of {_KV_PAGE_MULTIPLE})"
-        if p.block_table.stride(1) != 1:
-            return _BLOCK_TABLE_GAP
+        gap = _paged_gap(k_cache, p, "split-KV")
+        if gap:
+            return gap
         if p.leftpad is not None:
             return "cache_leftpad with a paged cache (CK's paged split-KV reads keys from the page start)"
         return None
@@ -250,10 +255,9 @@ def append_gap(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, p: KVCachePara
         return f"head_dim {d}: no appendkv kernel built for it (FA_CK_HDIMS)"
     if any(s > _INT32_MAX for t in (q, k_cache, v_cache, k, v) for s in t.stride()):
         return "strides beyond CK's 32-bit indexing"
-    if p.paged and k_cache.shape[1] % _KV_PAGE_MULTIPLE:
-        return f"page size {k_cache.shape[1]} (CK's paged appendkv needs a multiple of {_KV_PAGE_MULTIPLE})"
-    if p.paged and p.block_table.stride(1) != 1:
-        return _BLOCK_TABLE_GAP
+    gap = _paged_gap(k_cache, p, "appendkv") if p.paged else None
+    if gap:
+        return gap
     if rotary_cos is None:
         return None
     if rotary_cos.dtype != q.dtype or rotary_sin.dtype != q.dtype:
